@@ -1,0 +1,78 @@
+// swift-tools-version: 6.0
+//
+// cvcam: AVFoundation's capture architecture for Linux webcams.
+//
+// Layers (each depends only on the ones below it):
+//   cvcam        command-line tool (swift-argument-parser)
+//   CaptureKit   the Swift API, shaped like AVFoundation
+//   CVBridge     C ABI over OpenCV and ZBar (C++ inside, plain C header, no policy)
+//   CV4L2        what Swift cannot import from <linux/videodev2.h> (macros, variadic calls)
+//   COpenCV, CZBar, CLibV4L2: system libraries found through pkg-config
+import PackageDescription
+
+let package = Package(
+    name: "cvcam",
+    products: [
+        .library(name: "CaptureKit", targets: ["CaptureKit"]),
+        .executable(name: "cvcam", targets: ["cvcam"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+    ],
+    targets: [
+        // System libraries. Install them with `Tools/setup` (Debian packages named below).
+        .systemLibrary(
+            name: "COpenCV",
+            pkgConfig: "opencv4",
+            providers: [.apt(["libopencv-dev"])]
+        ),
+        .systemLibrary(
+            name: "CZBar",
+            pkgConfig: "zbar",
+            providers: [.apt(["libzbar-dev"])]
+        ),
+        .systemLibrary(
+            name: "CLibV4L2",
+            pkgConfig: "libv4l2",
+            providers: [.apt(["libv4l-dev"])]
+        ),
+
+        // C ABI over OpenCV and ZBar: marshalling only, every policy lives in CaptureKit.
+        .target(
+            name: "CVBridge",
+            dependencies: ["COpenCV", "CZBar"]
+        ),
+
+        .target(
+            name: "CaptureKit",
+            dependencies: [
+                "CVBridge",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "cvcam",
+            dependencies: [
+                "CaptureKit",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
+        .testTarget(
+            name: "CaptureKitTests",
+            dependencies: ["CaptureKit", "CVBridge"]
+        ),
+        .testTarget(
+            name: "cvcamTests",
+            dependencies: [
+                "cvcam",
+                "CaptureKit",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+    ],
+    swiftLanguageModes: [.v6],
+    cxxLanguageStandard: .cxx17
+)

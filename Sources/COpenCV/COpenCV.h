@@ -1,0 +1,1 @@
+// Intentionally empty: OpenCV's C++ headers are included by CVBridge's .cpp files only.

@@ -1,0 +1,57 @@
+// Video files: reading (`cv::VideoCapture`) and writing (`cv::VideoWriter`).
+#ifndef CVB_VIDEO_H
+#define CVB_VIDEO_H
+
+#include "cvb_image.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cvb_video_reader cvb_video_reader;
+typedef struct cvb_video_writer cvb_video_writer;
+
+/// What the container says about a stream (`CAP_PROP_*`). Unknown values are 0.
+typedef struct {
+    int32_t width;
+    int32_t height;
+    double fps;
+    int64_t frame_count;
+    uint32_t fourcc;
+    char backend[32];
+} cvb_video_info;
+
+/// Opens a video file with OpenCV's FFmpeg backend. Returns NULL and fills `err` when the
+/// file cannot be opened or has no decodable video stream.
+cvb_video_reader *cvb_video_reader_open(const char *path, cvb_video_info *info, cvb_error *err);
+
+/// Status of `cvb_video_reader_read`.
+enum { CVB_READ_FRAME = 1, CVB_READ_END = 0, CVB_READ_ERROR = -1 };
+
+/// Decodes the next frame as BGR into `dst` (preallocated, the stream's size)
+/// (`cv::VideoCapture::read`) and reports its position in milliseconds (`CAP_PROP_POS_MSEC`)
+/// and its index (`CAP_PROP_POS_FRAMES` - 1). Returns CVB_READ_FRAME, CVB_READ_END when no
+/// frame could be read, or CVB_READ_ERROR (e.g. the frame size changed).
+int cvb_video_reader_read(cvb_video_reader *reader, cvb_image *dst, double *position_ms,
+                          int64_t *frame_index, cvb_error *err);
+
+/// Closes the file (`cv::VideoCapture::release`). NULL is ignored.
+void cvb_video_reader_close(cvb_video_reader *reader);
+
+/// Backends for writing (`cv::CAP_*`).
+enum { CVB_BACKEND_ANY = 0, CVB_BACKEND_FFMPEG = 1, CVB_BACKEND_GSTREAMER = 2 };
+
+/// Opens a writer (`cv::VideoWriter::open`). `fourcc` is four characters such as "MJPG".
+/// For the GStreamer backend `path` may be a pipeline string ending in a sink.
+cvb_video_writer *cvb_video_writer_open(const char *path, int32_t backend, const char *fourcc,
+                                        double fps, int32_t width, int32_t height, int32_t is_color,
+                                        cvb_error *err);
+/// Appends one frame (`cv::VideoWriter::write`). BGR for colour writers, GRAY otherwise.
+int cvb_video_writer_write(cvb_video_writer *writer, const cvb_image *frame, cvb_error *err);
+/// Finishes the file (`cv::VideoWriter::release`). NULL is ignored.
+void cvb_video_writer_close(cvb_video_writer *writer);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,107 @@
+// cvb_video.h: cv::VideoCapture / cv::VideoWriter behind opaque handles.
+#include "bridge_internal.hpp"
+
+#include <opencv2/videoio.hpp>
+
+using namespace cvb;
+
+struct cvb_video_reader {
+    cv::VideoCapture capture;
+    cv::Mat scratch;
+};
+
+struct cvb_video_writer {
+    cv::VideoWriter writer;
+};
+
+extern "C" {
+
+cvb_video_reader *cvb_video_reader_open(const char *path, cvb_video_info *info, cvb_error *err) {
+    return guarded_ptr<cvb_video_reader>(err, [&]() -> cvb_video_reader * {
+        auto *r = new cvb_video_reader();
+        if (!r->capture.open(path, cv::CAP_FFMPEG)) {
+            delete r;
+            set_error(err, -1, "OpenCV's FFmpeg backend could not open the file as a video");
+            return nullptr;
+        }
+        std::memset(info, 0, sizeof(*info));
+        info->width = (int32_t)r->capture.get(cv::CAP_PROP_FRAME_WIDTH);
+        info->height = (int32_t)r->capture.get(cv::CAP_PROP_FRAME_HEIGHT);
+        info->fps = r->capture.get(cv::CAP_PROP_FPS);
+        double count = r->capture.get(cv::CAP_PROP_FRAME_COUNT);
+        info->frame_count = count > 0 ? (int64_t)count : 0;
+        info->fourcc = (uint32_t)r->capture.get(cv::CAP_PROP_FOURCC);
+        std::snprintf(info->backend, sizeof(info->backend), "%s", r->capture.getBackendName().c_str());
+        if (info->width <= 0 || info->height <= 0) {
+            delete r;
+            set_error(err, -1, "the file has no video stream with a frame size");
+            return nullptr;
+        }
+        return r;
+    });
+}
+
+int cvb_video_reader_read(cvb_video_reader *reader, cvb_image *dst, double *position_ms, int64_t *frame_index,
+                          cvb_error *err) {
+    int status = guarded(err, [&] {
+        if (!reader->capture.grab()) return (int)CVB_READ_END;
+        cv::Mat d = as_mat(dst);
+        if (!reader->capture.retrieve(d)) return (int)CVB_READ_END;
+        if (d.data != dst->data) {
+            set_error(err, -1, "the video's frame size or format changed mid-stream");
+            return (int)CVB_READ_ERROR;
+        }
+        *position_ms = reader->capture.get(cv::CAP_PROP_POS_MSEC);
+        *frame_index = (int64_t)reader->capture.get(cv::CAP_PROP_POS_FRAMES) - 1;
+        return (int)CVB_READ_FRAME;
+    });
+    return status;
+}
+
+void cvb_video_reader_close(cvb_video_reader *reader) {
+    if (!reader) return;
+    try {
+        reader->capture.release();
+    } catch (...) {
+    }
+    delete reader;
+}
+
+cvb_video_writer *cvb_video_writer_open(const char *path, int32_t backend, const char *fourcc, double fps,
+                                        int32_t width, int32_t height, int32_t is_color, cvb_error *err) {
+    return guarded_ptr<cvb_video_writer>(err, [&]() -> cvb_video_writer * {
+        if (!fourcc || std::strlen(fourcc) != 4) {
+            set_error(err, -1, "fourcc must be four characters");
+            return nullptr;
+        }
+        int api = backend == CVB_BACKEND_FFMPEG ? cv::CAP_FFMPEG
+                  : backend == CVB_BACKEND_GSTREAMER ? cv::CAP_GSTREAMER
+                                                      : cv::CAP_ANY;
+        int code = cv::VideoWriter::fourcc(fourcc[0], fourcc[1], fourcc[2], fourcc[3]);
+        auto *w = new cvb_video_writer();
+        if (!w->writer.open(path, api, code, fps, cv::Size(width, height), is_color != 0)) {
+            delete w;
+            set_error(err, -1, "OpenCV could not open a video writer for that path, codec and backend");
+            return nullptr;
+        }
+        return w;
+    });
+}
+
+int cvb_video_writer_write(cvb_video_writer *writer, const cvb_image *frame, cvb_error *err) {
+    return guarded(err, [&] {
+        writer->writer.write(as_mat(frame));
+        return 0;
+    });
+}
+
+void cvb_video_writer_close(cvb_video_writer *writer) {
+    if (!writer) return;
+    try {
+        writer->writer.release();
+    } catch (...) {
+    }
+    delete writer;
+}
+
+} // extern "C"

@@ -1,0 +1,49 @@
+/// One frame as a backend produced it, before the session stamps it with its input.
+public struct SourceFrame: Sendable {
+    /// The pixels, in the format the source delivers.
+    public var pixelBuffer: PixelBuffer
+    /// When the frame was captured on the source's clock.
+    public var presentationTimeStamp: MediaTime
+    /// The source's frame counter; a jump of more than one means frames were skipped.
+    public var sequenceNumber: UInt64
+
+    /// Creates a frame.
+    public init(pixelBuffer: PixelBuffer, presentationTimeStamp: MediaTime, sequenceNumber: UInt64) {
+        self.pixelBuffer = pixelBuffer
+        self.presentationTimeStamp = presentationTimeStamp
+        self.sequenceNumber = sequenceNumber
+    }
+}
+
+/// How a non-camera source is paced.
+public enum FramePacing: String, Sendable, CaseIterable {
+    /// Frames are released at the source's frame rate, as a camera would deliver them
+    /// (live semantics: a slow consumer sees drops).
+    case realTime
+    /// Frames are released as fast as they can be decoded (batch processing: with
+    /// `alwaysDiscardsLateVideoFrames == false` nothing is dropped, the source waits).
+    case asFastAsPossible
+}
+
+/// The seam between CaptureKit and a backend that produces frames: V4L2 cameras, video
+/// files, image folders, synthetic cameras, or a test double.
+///
+/// Threading: `formats`, `isLive` and `pacing` may be read from any thread. `open`,
+/// `nextFrame` and `close` are called on the input's capture thread only, in that order,
+/// possibly several times over the source's life (each start of a session opens it again).
+public protocol FrameSource: AnyObject, Sendable {
+    /// Every format the source can deliver.
+    var formats: [CaptureDevice.Format] { get }
+    /// True for cameras: frames arrive at the device's pace and cannot wait for a consumer.
+    var isLive: Bool { get }
+    /// For sources that are not live, how the session's frame clock releases their frames.
+    var pacing: FramePacing { get }
+    /// Prepares streaming in `format` at one frame per `frameDuration`.
+    func open(format: CaptureDevice.Format, frameDuration: MediaTime) throws(CaptureError)
+    /// The next frame, blocking until one is available; nil when the source has ended.
+    /// A live source must return within about 200 ms when `isCancelled()` becomes true
+    /// (return nil then).
+    func nextFrame(isCancelled: @Sendable () -> Bool) throws(CaptureError) -> SourceFrame?
+    /// Stops streaming and releases what `open` acquired. Safe to call more than once.
+    func close()
+}

@@ -1,0 +1,286 @@
+import CVBridge
+import Foundation
+
+/// A declarative scene for a synthetic camera: a background and sprites (images, QR codes,
+/// coloured blocks) moving at known speeds, rendered frame by frame on a deterministic clock
+/// (frame `i` is at `i / frameRate` seconds). Tests read the ground truth from the scene.
+///
+/// Value type; thread-safe.
+public struct SyntheticScene: Hashable, Sendable {
+    /// What fills the frame behind the sprites.
+    public enum Background: Hashable, Sendable {
+        /// One colour (components 0…255).
+        case color(red: UInt8, green: UInt8, blue: UInt8)
+        /// Seeded Gaussian noise per channel, the same image on every frame.
+        case noise(seed: UInt64, mean: Double, standardDeviation: Double)
+        /// An image file scaled to the frame.
+        case image(path: String)
+        /// Eight vertical SMPTE-style colour bars.
+        case colorBars
+    }
+
+    /// Something drawn over the background.
+    public struct Sprite: Hashable, Sendable {
+        /// What the sprite shows.
+        public enum Content: Hashable, Sendable {
+            /// An image file (a face photo, say), scaled to `size`.
+            case image(path: String)
+            /// A QR code of these bytes (error correction 0=L…3=H), quiet zone included, scaled to `size`.
+            case qrCode(payload: [UInt8], correction: Int32)
+            /// A solid block.
+            case color(red: UInt8, green: UInt8, blue: UInt8)
+        }
+        public var content: Content
+        /// Size in scene pixels.
+        public var size: CaptureDevice.Dimensions
+        /// Top-left corner, in scene pixels, at `appearsAt`.
+        public var origin: CGPoint
+        /// Movement in scene pixels per second (x to the right, y down).
+        public var velocity: CGSize
+        /// When the sprite enters (seconds on the scene clock).
+        public var appearsAt: Double
+        /// When it leaves (nil: never).
+        public var disappearsAt: Double?
+
+        public init(
+            content: Content, size: CaptureDevice.Dimensions, origin: CGPoint, velocity: CGSize = .zero,
+            appearsAt: Double = 0, disappearsAt: Double? = nil
+        ) {
+            self.content = content
+            self.size = size
+            self.origin = origin
+            self.velocity = velocity
+            self.appearsAt = appearsAt
+            self.disappearsAt = disappearsAt
+        }
+
+        /// Where the sprite is at time `t` in scene pixels, or nil when it is not shown.
+        public func rect(at t: Double) -> CGRect? {
+            guard t >= appearsAt, disappearsAt.map({ t < $0 }) ?? true else { return nil }
+            let dt = t - appearsAt
+            return CGRect(
+                x: origin.x + velocity.width * dt, y: origin.y + velocity.height * dt,
+                width: CGFloat(size.width), height: CGFloat(size.height))
+        }
+    }
+
+    /// The size sprites are positioned in; other sizes scale the whole scene.
+    public var size: CaptureDevice.Dimensions
+    /// Frames per second.
+    public var frameRate: Double
+    /// Number of frames before the camera ends (nil: endless).
+    public var frameCount: Int?
+    /// Background.
+    public var background: Background
+    /// Sprites, drawn in order (later ones on top).
+    public var sprites: [Sprite]
+    /// Further frame sizes the camera offers (the scene is scaled to them), so presets can be
+    /// exercised without hardware.
+    public var additionalSizes: [CaptureDevice.Dimensions]
+
+    public init(
+        size: CaptureDevice.Dimensions, frameRate: Double = 30, frameCount: Int? = nil,
+        background: Background = .color(red: 40, green: 40, blue: 40), sprites: [Sprite] = [],
+        additionalSizes: [CaptureDevice.Dimensions] = []
+    ) {
+        self.size = size
+        self.frameRate = frameRate
+        self.frameCount = frameCount
+        self.background = background
+        self.sprites = sprites
+        self.additionalSizes = additionalSizes
+    }
+
+    /// Scene time of frame `index`.
+    public func time(ofFrame index: Int) -> Double { Double(index) / frameRate }
+
+    /// Ground truth: each visible sprite's index and its rectangle in normalised device space
+    /// (0…1, top-left origin), clipped to the frame. Sprites fully outside are omitted.
+    public func visibleSprites(atFrame index: Int) -> [(sprite: Int, bounds: CGRect)] {
+        let t = time(ofFrame: index)
+        let frame = CGRect(x: 0, y: 0, width: CGFloat(size.width), height: CGFloat(size.height))
+        return sprites.enumerated().compactMap { i, sprite in
+            guard let r = sprite.rect(at: t) else { return nil }
+            let clipped = r.intersection(frame)
+            guard !clipped.isNull, clipped.width > 0, clipped.height > 0 else { return nil }
+            return (
+                i,
+                CGRect(
+                    x: clipped.minX / frame.width, y: clipped.minY / frame.height, width: clipped.width / frame.width,
+                    height: clipped.height / frame.height)
+            )
+        }
+    }
+}
+
+/// Renders a `SyntheticScene` as a camera (`CaptureDevice.DeviceType.synthetic`) with OpenCV
+/// drawing calls (`cvb_image_fill`, `cvb_image_blit`, `cvb_qr_encode`).
+///
+/// Threading: `open`/`nextFrame`/`close` on the capture thread only (FrameSource's rule).
+public final class SyntheticCameraSource: FrameSource, @unchecked Sendable {
+    // @unchecked: render state is touched only by the capture thread between open and close.
+
+    /// The scene.
+    public let scene: SyntheticScene
+    public let formats: [CaptureDevice.Format]
+    public let isLive = false
+    public let pacing: FramePacing
+
+    private var index = 0
+    private var frameDuration: MediaTime
+    private var background: PixelBuffer?
+    private var spriteImages: [PixelBuffer?] = []
+    private var scale = CGSize(width: 1, height: 1)
+    private var pool: PixelBufferPool?
+
+    /// Checks the scene (sizes, rate, and that every sprite and background image decodes).
+    public init(scene: SyntheticScene, pacing: FramePacing = .realTime) throws(CaptureError) {
+        guard scene.frameRate > 0, scene.size.width > 0, scene.size.height > 0 else {
+            throw CaptureError(.invalidConfiguration, "a synthetic scene needs a positive size and frame rate")
+        }
+        self.scene = scene
+        self.pacing = pacing
+        frameDuration = MediaTime.frameDuration(framesPerSecond: scene.frameRate)
+        var sizes = [scene.size]
+        for s in scene.additionalSizes where !sizes.contains(s) { sizes.append(s) }
+        formats = sizes.map {
+            CaptureDevice.Format(
+                mediaSubType: "SYNT", pixelFormat: .bgr, dimensions: $0,
+                videoSupportedFrameRateRanges: [.init(framesPerSecond: scene.frameRate)])
+        }
+        // Fail now, not mid-stream, on a missing image.
+        _ = try Self.renderSprites(scene.sprites)
+        if case .image(let path) = scene.background { _ = try ImageFolderSource.decode(path) }
+    }
+
+    public func open(format: CaptureDevice.Format, frameDuration: MediaTime) throws(CaptureError) {
+        index = 0
+        self.frameDuration = frameDuration
+        let w = format.dimensions.width
+        let h = format.dimensions.height
+        scale = CGSize(
+            width: CGFloat(w) / CGFloat(scene.size.width), height: CGFloat(h) / CGFloat(scene.size.height))
+        pool = PixelBufferPool(width: w, height: h, pixelFormat: .bgr)
+        let bg = try PixelBuffer(width: w, height: h, pixelFormat: .bgr)
+        try Self.drawBackground(scene.background, into: bg)
+        background = bg
+        spriteImages = try Self.renderSprites(scene.sprites)
+    }
+
+    public func nextFrame(isCancelled: @Sendable () -> Bool) throws(CaptureError) -> SourceFrame? {
+        guard let background, let pool else { return nil }
+        if let count = scene.frameCount, index >= count { return nil }
+        let frame = try pool.makeBuffer()
+        var dst = frame.bridgeImage
+        var src = background.bridgeImage
+        var err = cvb_error()
+        try check(cvb_image_convert(&src, &dst, &err), err)
+        let t = scene.time(ofFrame: index)
+        for (sprite, image) in zip(scene.sprites, spriteImages) {
+            guard let r = sprite.rect(at: t) else { continue }
+            let x = Int32((r.minX * scale.width).rounded(.down))
+            let y = Int32((r.minY * scale.height).rounded(.down))
+            let w = Int32((r.width * scale.width).rounded())
+            let h = Int32((r.height * scale.height).rounded())
+            if let image {
+                var s = image.bridgeImage
+                try check(cvb_image_blit(&dst, &s, x, y, w, h, &err), err)
+            } else if case .color(let red, let green, let blue) = sprite.content {
+                try check(cvb_image_fill_rect(&dst, x, y, w, h, blue, green, red, &err), err)
+            }
+        }
+        defer { index += 1 }
+        return SourceFrame(
+            pixelBuffer: frame, presentationTimeStamp: frameDuration.multiplied(by: Int64(index)),
+            sequenceNumber: UInt64(index))
+    }
+
+    public func close() {
+        background = nil
+        spriteImages = []
+    }
+
+    private func check(_ status: Int32, _ err: cvb_error) throws(CaptureError) {
+        if status != 0 { throw CaptureError(.conversionFailed, "rendering the synthetic scene failed: \(err.text)") }
+    }
+
+    private static func drawBackground(_ background: SyntheticScene.Background, into buffer: PixelBuffer) throws(CaptureError) {
+        var dst = buffer.bridgeImage
+        var err = cvb_error()
+        var status: Int32 = 0
+        switch background {
+        case .color(let r, let g, let b):
+            status = cvb_image_fill(&dst, b, g, r, &err)
+        case .noise(let seed, let mean, let sd):
+            status = cvb_image_fill_noise(&dst, seed, mean, sd, &err)
+        case .image(let path):
+            var src = try ImageFolderSource.decode(path).bridgeImage
+            status = cvb_image_resize(&src, &dst, &err)
+        case .colorBars:
+            let bars: [(UInt8, UInt8, UInt8)] = [
+                (192, 192, 192), (192, 192, 0), (0, 192, 192), (0, 192, 0), (192, 0, 192), (192, 0, 0), (0, 0, 192),
+                (16, 16, 16),
+            ]
+            let w = buffer.width
+            for (i, c) in bars.enumerated() where status == 0 {
+                let x0 = i * w / bars.count
+                let x1 = (i + 1) * w / bars.count
+                status = cvb_image_fill_rect(&dst, Int32(x0), 0, Int32(x1 - x0), Int32(buffer.height), c.2, c.1, c.0, &err)
+            }
+        }
+        if status != 0 { throw CaptureError(.conversionFailed, "drawing the synthetic background failed: \(err.text)") }
+    }
+
+    private static func renderSprites(_ sprites: [SyntheticScene.Sprite]) throws(CaptureError) -> [PixelBuffer?] {
+        var out: [PixelBuffer?] = []
+        for sprite in sprites {
+            switch sprite.content {
+            case .image(let path):
+                out.append(try ImageFolderSource.decode(path))
+            case .qrCode(let payload, let correction):
+                out.append(try QRCodeImage.make(payload: payload, correction: correction))
+            case .color:
+                out.append(nil)
+            }
+        }
+        return out
+    }
+}
+
+/// QR symbols drawn by OpenCV's `cv::QRCodeEncoder` (`cvb_qr_encode`), for synthetic scenes,
+/// the demo clip and tests.
+public enum QRCodeImage {
+    /// A BGR image of the symbol, one pixel per module times `moduleSize`, quiet zone included.
+    public static func make(
+        payload: [UInt8], correction: Int32 = 1, version: Int32 = 0, moduleSize: Int = 1
+    ) throws(CaptureError) -> PixelBuffer {
+        var err = cvb_error()
+        let mat = payload.withUnsafeBufferPointer { cvb_qr_encode($0.baseAddress, $0.count, version, correction, &err) }
+        guard let mat else {
+            throw CaptureError(.invalidConfiguration, "cannot encode a \(payload.count)-byte QR code: \(err.text)")
+        }
+        let gray = PixelBuffer(ownedMat: mat, pixelFormat: .gray, pool: nil)
+        let bgr = try PixelBuffer(width: gray.width * moduleSize, height: gray.height * moduleSize, pixelFormat: .bgr)
+        var dst = bgr.bridgeImage
+        if moduleSize == 1 {
+            var src = gray.bridgeImage
+            guard cvb_image_convert(&src, &dst, &err) == 0 else {
+                throw CaptureError(.conversionFailed, "converting the QR code failed: \(err.text)")
+            }
+        } else {
+            // Integer scaling keeps module edges sharp.
+            for y in 0..<gray.height {
+                for x in 0..<gray.width {
+                    let v = gray.pixel(x: x, y: y)[0]
+                    guard cvb_image_fill_rect(
+                        &dst, Int32(x * moduleSize), Int32(y * moduleSize), Int32(moduleSize), Int32(moduleSize), v, v,
+                        v, &err) == 0
+                    else {
+                        throw CaptureError(.conversionFailed, "scaling the QR code failed: \(err.text)")
+                    }
+                }
+            }
+        }
+        return bgr
+    }
+}

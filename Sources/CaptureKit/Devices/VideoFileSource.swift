@@ -1,0 +1,127 @@
+import CVBridge
+import Foundation
+import Synchronization
+
+/// Frames from a video file (MP4, MKV, AVI, …) through OpenCV's FFmpeg backend
+/// (`cv::VideoCapture` via `cvb_video_reader_*`), decoded to BGR.
+///
+/// Timestamps come from the container (`CAP_PROP_POS_MSEC`); where the container reports 0
+/// after the first frame, `index × frame duration` is used instead. A file that ends before
+/// the frame count its container declares ends with `CaptureError.Code.truncatedVideo`.
+///
+/// Threading: `open`/`nextFrame`/`close` on the capture thread only (FrameSource's rule).
+public final class VideoFileSource: FrameSource, @unchecked Sendable {
+    // @unchecked: `reader`, `pool` and the counters are touched only by the capture thread
+    // between open and close; everything else is immutable.
+
+    /// The file being read.
+    public let path: String
+    /// What the container declares.
+    public let declaredFrameCount: Int
+    /// The container's frame rate (30 when it declares none).
+    public let frameRate: Double
+    public let formats: [CaptureDevice.Format]
+    public let isLive = false
+    public let pacing: FramePacing
+
+    private var reader: OpaquePointer?
+    private var pool: PixelBufferPool?
+    private var framesRead: Int64 = 0
+    private var frameDuration = MediaTime(value: 1, timescale: 30)
+
+    /// Opens the file once to read its size, rate and frame count.
+    ///
+    /// - Throws: `.fileNotFound` when nothing is at `path`; `.cannotOpenVideo` when the file
+    ///   is not a video OpenCV's FFmpeg backend can decode (a text file named `.mp4`, a
+    ///   truncated MP4 without its index, a directory).
+    public init(path: String, pacing: FramePacing = .realTime) throws(CaptureError) {
+        self.path = path
+        self.pacing = pacing
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            throw CaptureError(.fileNotFound, "no file at \(path): check the path", path: path, errno: ENOENT)
+        }
+        guard !isDirectory.boolValue else {
+            throw CaptureError(
+                .cannotOpenVideo, "\(path) is a folder, not a video file: open it as an image folder instead",
+                path: path)
+        }
+        guard FileManager.default.isReadableFile(atPath: path) else {
+            throw CaptureError(.cannotOpenVideo, "cannot read \(path): check its permissions", path: path, errno: EACCES)
+        }
+        var info = cvb_video_info()
+        var err = cvb_error()
+        guard let probe = cvb_video_reader_open(path, &info, &err) else {
+            throw CaptureError(
+                .cannotOpenVideo,
+                "\(path) is not a video OpenCV can decode (\(err.text)); use MP4, MKV or AVI, and check the file is complete",
+                path: path)
+        }
+        cvb_video_reader_close(probe)
+        let fps = info.fps > 0 && info.fps < 1000 ? info.fps : 30
+        frameRate = fps
+        declaredFrameCount = Int(info.frame_count)
+        let codec = VideoFileSource.fourCC(info.fourcc)
+        formats = [
+            CaptureDevice.Format(
+                mediaSubType: codec, pixelFormat: .bgr,
+                dimensions: .init(width: Int(info.width), height: Int(info.height)),
+                videoSupportedFrameRateRanges: [.init(framesPerSecond: fps)])
+        ]
+    }
+
+    deinit { close() }
+
+    public func open(format: CaptureDevice.Format, frameDuration: MediaTime) throws(CaptureError) {
+        close()
+        var info = cvb_video_info()
+        var err = cvb_error()
+        guard let reader = cvb_video_reader_open(path, &info, &err) else {
+            throw CaptureError(.cannotOpenVideo, "cannot reopen \(path): \(err.text)", path: path)
+        }
+        self.reader = reader
+        self.frameDuration = MediaTime.frameDuration(framesPerSecond: frameRate)
+        pool = PixelBufferPool(width: Int(info.width), height: Int(info.height), pixelFormat: .bgr)
+        framesRead = 0
+    }
+
+    public func nextFrame(isCancelled: @Sendable () -> Bool) throws(CaptureError) -> SourceFrame? {
+        guard let reader, let pool else { return nil }
+        let buffer = try pool.makeBuffer()
+        var image = buffer.bridgeImage
+        var positionMs = 0.0
+        var index: Int64 = 0
+        var err = cvb_error()
+        switch cvb_video_reader_read(reader, &image, &positionMs, &index, &err) {
+        case Int32(CVB_READ_FRAME):
+            let n = framesRead
+            framesRead += 1
+            let pts: MediaTime =
+                (positionMs > 0 || n == 0) ? MediaTime(seconds: positionMs / 1000) : frameDuration.multiplied(by: n)
+            return SourceFrame(pixelBuffer: buffer, presentationTimeStamp: pts, sequenceNumber: UInt64(n))
+        case Int32(CVB_READ_END):
+            // Containers estimate counts from duration × rate, so allow a frame of rounding.
+            if declaredFrameCount > 1 && framesRead < Int64(declaredFrameCount) - 1 {
+                throw CaptureError(
+                    .truncatedVideo,
+                    "\(path) ended after \(framesRead) of the \(declaredFrameCount) frames its container declares: the file is truncated or corrupt",
+                    path: path)
+            }
+            return nil
+        default:
+            throw CaptureError(.decodeFailed, "decoding frame \(framesRead) of \(path) failed: \(err.text)", path: path)
+        }
+    }
+
+    public func close() {
+        if let reader { cvb_video_reader_close(reader) }
+        reader = nil
+    }
+
+    static func fourCC(_ code: UInt32) -> String {
+        guard code != 0 else { return "????" }
+        let bytes = (0..<4).map { UInt8((code >> (8 * $0)) & 0xff) }
+        let text = String(decoding: bytes, as: UTF8.self)
+        return text.allSatisfy({ $0.isASCII && !$0.isWhitespace && $0 != "\0" }) ? text : String(code, radix: 16)
+    }
+}

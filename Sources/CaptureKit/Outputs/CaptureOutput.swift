@@ -1,0 +1,49 @@
+import Synchronization
+
+/// Something a session delivers to (`AVCaptureOutput`): video data, metadata, photos, movies.
+///
+/// Public but not open: the output kinds are CaptureKit's. Each subclass overrides the internal
+/// hooks the session's capture thread calls.
+///
+/// Threading: thread-safe.
+public class CaptureOutput: @unchecked Sendable {
+    // @unchecked: mutable state is behind Mutexes; subclasses document their own.
+
+    private let connectionList = Mutex<[CaptureConnection]>([])
+    let owner = Mutex<ObjectIdentifier?>(nil)
+
+    init() {}
+
+    /// The connections from the session's input to this output.
+    public var connections: [CaptureConnection] { connectionList.withLock { $0 } }
+
+    /// The first connection carrying `mediaType`, if any (`connection(with:)`).
+    public func connection(with mediaType: CaptureDevice.MediaType) -> CaptureConnection? {
+        connections.first { $0.mediaType == mediaType }
+    }
+
+    func setConnections(_ list: [CaptureConnection]) {
+        connectionList.withLock { $0 = list }
+    }
+
+    // MARK: Hooks for the session (called on the session queue or the capture thread)
+
+    /// The session is about to start streaming `format` from `input`. Session queue.
+    func sessionWillStart(format: CaptureDevice.Format, input: CaptureDeviceInput) {}
+
+    /// A frame for this output. Capture thread; must not block unless `canWait`.
+    func receive(_ sample: SampleBuffer, from connection: CaptureConnection, canWait: Bool) {}
+
+    /// The source skipped `count` frames before this one. Capture thread.
+    func sourceSkipped(frames count: Int, before sample: SampleBuffer, connection: CaptureConnection) {}
+
+    /// Blocks until everything received has been delivered (end of a file input). Capture thread.
+    func drain() {}
+
+    /// The session is stopping: forget frames not yet delivered and release a capture thread
+    /// blocked on a full queue. Session queue.
+    func cancelPendingDeliveries() {}
+
+    /// Streaming stopped (user stop, end of input or error). Session queue.
+    func sessionDidStop() {}
+}

@@ -1,0 +1,181 @@
+import CVBridge
+import Synchronization
+
+/// Pixel memory for one frame, like Core Video's `CVPixelBuffer`.
+///
+/// Memory is either an OpenCV matrix from CVBridge (`cvb_mat_create`, `cvb_image_read`),
+/// optionally recycled through a `PixelBufferPool`, or memory owned by someone else (a V4L2
+/// mmap buffer) released by a closure when the last reference goes away.
+///
+/// Threading: a buffer is filled by its producer before it is published in a `SampleBuffer`;
+/// after that it is read-only and may be read from any thread.
+public final class PixelBuffer: @unchecked Sendable {
+    // @unchecked: the stored properties are immutable; the pixel memory is written only by the
+    // producer before publication (the capture thread), then only read.
+
+    /// Width in pixels.
+    public let width: Int
+    /// Height in pixels.
+    public let height: Int
+    /// Bytes from one row to the next (for NV12: of the luma plane).
+    public let bytesPerRow: Int
+    /// Layout of the pixels.
+    public let pixelFormat: PixelFormat
+    /// The first byte of the first row.
+    public let baseAddress: UnsafeMutableRawPointer
+
+    private enum Storage {
+        case mat(OpaquePointer)
+        case pooled(OpaquePointer, PixelBufferPool)
+        case external(@Sendable () -> Void)
+    }
+    private let storage: Storage
+
+    /// Allocates a tightly packed buffer (`cvb_mat_create`).
+    public convenience init(width: Int, height: Int, pixelFormat: PixelFormat) throws(CaptureError) {
+        var err = cvb_error()
+        guard let mat = cvb_mat_create(Int32(width), Int32(height), pixelFormat.rawValue, &err) else {
+            throw CaptureError(.outOfMemory, "cannot allocate a \(width)x\(height) \(pixelFormat) buffer: \(err.text)")
+        }
+        self.init(ownedMat: mat, pixelFormat: pixelFormat, pool: nil)
+    }
+
+    /// Takes ownership of a CVBridge matrix (released when the buffer goes away, or handed back
+    /// to `pool`).
+    init(ownedMat mat: OpaquePointer, pixelFormat: PixelFormat, pool: PixelBufferPool?) {
+        let image = cvb_mat_image(mat)
+        width = Int(image.width)
+        height = Int(pixelFormat == .nv12 ? image.height * 2 / 3 : image.height)
+        bytesPerRow = Int(image.stride)
+        self.pixelFormat = pixelFormat
+        baseAddress = UnsafeMutableRawPointer(image.data!)
+        storage = pool.map { .pooled(mat, $0) } ?? .mat(mat)
+    }
+
+    /// Wraps memory owned elsewhere (for example a V4L2 mmap buffer); `release` runs once, when
+    /// the last reference to the buffer goes away, on whichever thread drops it.
+    public init(
+        wrapping baseAddress: UnsafeMutableRawPointer, width: Int, height: Int, bytesPerRow: Int,
+        pixelFormat: PixelFormat, release: @escaping @Sendable () -> Void
+    ) {
+        self.baseAddress = baseAddress
+        self.width = width
+        self.height = height
+        self.bytesPerRow = bytesPerRow
+        self.pixelFormat = pixelFormat
+        storage = .external(release)
+    }
+
+    deinit {
+        switch storage {
+        case .mat(let mat): cvb_mat_release(mat)
+        case .pooled(let mat, let pool): pool.recycle(mat)
+        case .external(let release): release()
+        }
+    }
+
+    /// Number of bytes the pixels span (rows × stride, plus NV12's chroma rows).
+    public var byteCount: Int {
+        pixelFormat == .nv12 ? bytesPerRow * height * 3 / 2 : bytesPerRow * height
+    }
+
+    /// A CVBridge view of the pixels, for calls into the bridge.
+    var bridgeImage: cvb_image {
+        cvb_image(
+            data: baseAddress.assumingMemoryBound(to: UInt8.self), width: Int32(width), height: Int32(height),
+            stride: Int32(bytesPerRow), format: pixelFormat.rawValue)
+    }
+
+    /// The pixels copied row by row without padding.
+    public func packedBytes() -> [UInt8] {
+        let rowBytes = pixelFormat.packedBytesPerRow(width: width)
+        let rows = pixelFormat == .nv12 ? height * 3 / 2 : height
+        var out = [UInt8](repeating: 0, count: rowBytes * rows)
+        out.withUnsafeMutableBytes { dst in
+            for row in 0..<rows {
+                (dst.baseAddress! + row * rowBytes).copyMemory(
+                    from: baseAddress + row * bytesPerRow, byteCount: rowBytes)
+            }
+        }
+        return out
+    }
+
+    /// The channel values of one pixel (BGR: [b, g, r]; gray: [y]; BGRA: [b, g, r, a]).
+    /// For YUYV and NV12 this returns the luma byte.
+    public func pixel(x: Int, y: Int) -> [UInt8] {
+        precondition(x >= 0 && x < width && y >= 0 && y < height, "pixel (\(x), \(y)) outside the buffer")
+        let row = baseAddress + y * bytesPerRow
+        switch pixelFormat {
+        case .bgr: return (0..<3).map { row.load(fromByteOffset: x * 3 + $0, as: UInt8.self) }
+        case .bgra: return (0..<4).map { row.load(fromByteOffset: x * 4 + $0, as: UInt8.self) }
+        case .gray, .nv12: return [row.load(fromByteOffset: x, as: UInt8.self)]
+        case .yuyv: return [row.load(fromByteOffset: x * 2, as: UInt8.self)]
+        }
+    }
+}
+
+/// Recycles frame-sized CVBridge matrices so steady-state capture allocates nothing per frame.
+///
+/// Threading: thread-safe. Buffers return to the pool from whichever thread releases them.
+public final class PixelBufferPool: Sendable {
+    /// Width of the buffers this pool makes.
+    public let width: Int
+    /// Height of the buffers this pool makes.
+    public let height: Int
+    /// Format of the buffers this pool makes.
+    public let pixelFormat: PixelFormat
+    /// How many idle buffers the pool keeps; more are freed.
+    public let maximumIdleBuffers: Int
+
+    private let idle = Mutex<[SendableMat]>([])
+
+    private struct SendableMat: @unchecked Sendable {
+        // @unchecked: an idle matrix is owned by the pool alone until handed out.
+        let pointer: OpaquePointer
+    }
+
+    /// Creates an empty pool.
+    public init(width: Int, height: Int, pixelFormat: PixelFormat, maximumIdleBuffers: Int = 8) {
+        self.width = width
+        self.height = height
+        self.pixelFormat = pixelFormat
+        self.maximumIdleBuffers = maximumIdleBuffers
+    }
+
+    deinit {
+        idle.withLock { mats in mats.forEach { cvb_mat_release($0.pointer) } }
+    }
+
+    /// A buffer from the pool, or a new one when none is idle.
+    public func makeBuffer() throws(CaptureError) -> PixelBuffer {
+        if let reused = idle.withLock({ $0.popLast() }) {
+            return PixelBuffer(ownedMat: reused.pointer, pixelFormat: pixelFormat, pool: self)
+        }
+        var err = cvb_error()
+        guard let mat = cvb_mat_create(Int32(width), Int32(height), pixelFormat.rawValue, &err) else {
+            throw CaptureError(.outOfMemory, "cannot allocate a \(width)x\(height) \(pixelFormat) buffer: \(err.text)")
+        }
+        return PixelBuffer(ownedMat: mat, pixelFormat: pixelFormat, pool: self)
+    }
+
+    /// Number of idle buffers (for tests and diagnostics).
+    public var idleCount: Int { idle.withLock { $0.count } }
+
+    fileprivate func recycle(_ mat: OpaquePointer) {
+        let kept = idle.withLock { mats -> Bool in
+            guard mats.count < maximumIdleBuffers else { return false }
+            mats.append(SendableMat(pointer: mat))
+            return true
+        }
+        if !kept { cvb_mat_release(mat) }
+    }
+}
+
+extension cvb_error {
+    /// The bridge's message as a Swift string.
+    var text: String {
+        withUnsafeBytes(of: message) { raw in
+            String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+        }
+    }
+}

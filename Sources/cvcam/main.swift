@@ -1,0 +1,2 @@
+import CaptureKit
+print("cvcam")
