@@ -10,6 +10,8 @@ public class CaptureInput: @unchecked Sendable {
     /// Identifies an input for the life of the process; frames and metadata carry it.
     public struct ID: Hashable, Sendable, CustomStringConvertible {
         public let rawValue: UInt64
+        /// Creates an identifier (tests and test doubles; inputs number themselves).
+        public init(rawValue: UInt64) { self.rawValue = rawValue }
         public var description: String { "input-\(rawValue)" }
     }
 
