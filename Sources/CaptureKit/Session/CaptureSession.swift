@@ -78,7 +78,7 @@ public final class CaptureSession: @unchecked Sendable {
         var outputs: [CaptureOutput] = []
         var preset = SessionPreset.high
         var configurationDepth = 0
-        var subscribers: [UUID: AsyncStream<Event>.Continuation] = [:]
+        var subscribers: [UUID: @Sendable (Event) -> Void] = [:]
         var lastError: CaptureError?
     }
     private let state = Mutex(State())
@@ -266,15 +266,39 @@ public final class CaptureSession: @unchecked Sendable {
     }
 
     /// A new stream of this session's events, from now on. Ends when the consumer stops
-    /// iterating.
+    /// iterating. (Iterating needs a free thread of Swift's cooperative pool; code that blocks
+    /// those threads should use `observeEvents(on:_:)` instead.)
     public func events() -> AsyncStream<Event> {
         let (stream, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(256))
-        let id = UUID()
-        state.withLock { $0.subscribers[id] = continuation }
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.state.withLock { $0.subscribers.removeValue(forKey: id) }
-        }
+        let id = addSubscriber { continuation.yield($0) }
+        continuation.onTermination = { [weak self] _ in self?.removeSubscriber(id) }
         return stream
+    }
+
+    /// Calls `handler` on `queue` for each event from now on, until the returned observation is
+    /// cancelled or released (the NotificationCenter-style alternative to `events()`).
+    public func observeEvents(on queue: DispatchQueue, _ handler: @escaping @Sendable (Event) -> Void) -> EventObservation {
+        let id = addSubscriber { event in queue.async { handler(event) } }
+        return EventObservation { [weak self] in self?.removeSubscriber(id) }
+    }
+
+    /// Keeps an `observeEvents` registration alive; cancelling or releasing it ends it.
+    public final class EventObservation: Sendable {
+        private let onCancel: Mutex<(@Sendable () -> Void)?>
+        init(onCancel: @escaping @Sendable () -> Void) { self.onCancel = Mutex(onCancel) }
+        /// Stops the deliveries.
+        public func cancel() { onCancel.withLock { c in c?(); c = nil } }
+        deinit { cancel() }
+    }
+
+    private func addSubscriber(_ deliver: @escaping @Sendable (Event) -> Void) -> UUID {
+        let id = UUID()
+        state.withLock { $0.subscribers[id] = deliver }
+        return id
+    }
+
+    private func removeSubscriber(_ id: UUID) {
+        _ = state.withLock { $0.subscribers.removeValue(forKey: id) }
     }
 
     // MARK: Internals (session queue)
@@ -285,7 +309,7 @@ public final class CaptureSession: @unchecked Sendable {
     }
 
     private func emit(_ event: Event) {
-        for continuation in state.withLock({ Array($0.subscribers.values) }) { continuation.yield(event) }
+        for deliver in state.withLock({ Array($0.subscribers.values) }) { deliver(event) }
     }
 
     private func setRunState(_ new: RunState, lastError: CaptureError?) {
