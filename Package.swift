@@ -60,6 +60,13 @@ let package = Package(
             ]
         ),
 
+        // Writes the bundled demo clip from the fixture photos (Tools/demo runs it).
+        .executableTarget(
+            name: "cvcam-make-demo",
+            dependencies: ["CaptureKit"],
+            path: "Tools/MakeDemo"
+        ),
+
         .testTarget(
             name: "CaptureKitTests",
             dependencies: ["CaptureKit", "CVBridge"]
