@@ -16,6 +16,7 @@ struct PreviewLayerExampleTests {
         let cropped = layer.layerPointConverted(fromCaptureDevicePoint: CGPoint(x: 0.25, y: 0.125))
         #expect(previewLayerClose(cropped, CGPoint(x: -37.5, y: 300)), "got \(cropped)")
         #expect(!layer.bounds.contains(cropped))
+        #expect(layer.description == "CaptureVideoPreviewLayer(bounds 0,0 600x1200, resizeAspectFill, 90°, mirrored, frame 640x480)")
     }
 
     /// One example per gravity (frame 400×300, view 1200×600, 0°, not mirrored), as quoted

@@ -38,7 +38,8 @@ import Foundation
 /// With view aspect a = width/height and rotated-frame aspect f, the view's top-left corner
 /// is displayed at: `.resize` (0, 0); `.resizeAspect` (−(a/f − 1)/2, 0) when a > f (pillarbox),
 /// else (0, −(f/a − 1)/2) (letterbox); `.resizeAspectFill` (0, (1 − f/a)/2) when a > f, else
-/// ((1 − a/f)/2, 0). The other corners are the mirror images about (0.5, 0.5). A displayed
+/// ((1 − a/f)/2, 0). Calling that (p, q), the top-right corner is displayed at (1 − p, q),
+/// bottom-right (1 − p, 1 − q), bottom-left (p, 1 − q). A displayed
 /// (0, 0) is device (0, 0) at 0°, (0, 1) at 90°, (1, 1) at 180°, (1, 0) at 270°; mirrored:
 /// (1, 0), (0, 0), (0, 1), (1, 1).
 ///
@@ -46,8 +47,10 @@ import Foundation
 /// A value type, `Sendable`; use it from any thread. Made from plain values it is a fixed
 /// geometry. Made from a `CaptureConnection` it follows the connection: every conversion
 /// reads the connection's rotation and mirroring and the device's active format at that
-/// moment, once per call, so one call never mixes two settings.
-public struct CaptureVideoPreviewLayer: Sendable {
+/// moment, once per call, so one call never mixes two settings (copies share the connection).
+///
+/// Pure arithmetic in Swift; no C, OpenCV or V4L2 call is involved.
+public struct CaptureVideoPreviewLayer: Sendable, CustomStringConvertible {
     /// How the frame is placed in the view (`AVLayerVideoGravity`).
     ///
     /// Value type; thread-safe.
@@ -221,6 +224,18 @@ public struct CaptureVideoPreviewLayer: Sendable {
                 bounds: bounds, gravity: videoGravity, quarterTurns: (Int(rotation) / 90) & 3, mirrored: mirrored,
                 frame: input.device.activeFormat.dimensions)
         }
+    }
+
+    /// The settings as one line, e.g.
+    /// `CaptureVideoPreviewLayer(bounds 0,0 600x1200, resizeAspectFill, 90°, mirrored, frame 640x480)`.
+    public var description: String {
+        func text(_ v: CGFloat) -> String {
+            let d = Double(v)
+            return d == d.rounded() && abs(d) < 1e15 ? String(Int(d)) : String(d)
+        }
+        let g = geometry, b = bounds
+        return "CaptureVideoPreviewLayer(bounds \(text(b.minX)),\(text(b.minY)) \(text(b.width))x\(text(b.height)), "
+            + "\(videoGravity), \(90 * g.quarterTurns)°\(g.mirrored ? ", mirrored" : ""), frame \(g.frame))"
     }
 
     // MARK: Conversions
