@@ -86,6 +86,11 @@ public struct CaptureError: Error, Sendable, Equatable, CustomStringConvertible 
         public static let conversionFailed = Code(rawValue: "conversionFailed")
         /// Writing a file failed (disk full, permission, …).
         public static let writeFailed = Code(rawValue: "writeFailed")
+
+        // Preview geometry.
+        /// A preview geometry that cannot be used: a view or frame size that is not positive, a
+        /// rotation other than 0/90/180/270, an unknown gravity name, or a connection/input mismatch.
+        public static let invalidPreviewGeometry = Code(rawValue: "invalidPreviewGeometry")
     }
 
     /// What kind of failure this is.

@@ -1,0 +1,409 @@
+import Foundation
+
+/// The geometry of a live preview (`AVCaptureVideoPreviewLayer`'s coordinate conversions),
+/// without any window: where a camera frame lands in a view of a given size, so an app can
+/// draw boxes over the preview and turn a tap into a focus or exposure point.
+///
+/// ## Spaces
+/// - **Device space** (metadata `bounds`/`corners`, points of interest, `rectOfInterest`):
+///   normalised 0…1, origin top-left, the frame as the sensor delivers it (unrotated).
+/// - **Layer space**: points in `bounds`, origin top-left, y down.
+///
+/// ## The contract: device → layer, in this order
+/// 1. **Rotate** clockwise by `videoRotationAngle`: 90° maps (x, y) → (1 − y, x);
+///    180° → (1 − x, 1 − y); 270° → (y, 1 − x). For 90° and 270° the frame's width and
+///    height swap.
+/// 2. **Mirror** left-right, x → 1 − x, when `isVideoMirrored`.
+/// 3. **Place** the rotated frame in `bounds` by `videoGravity`: `.resize` stretches it to
+///    `bounds`; `.resizeAspect` scales it to fit and centres it (letterbox or pillarbox bars);
+///    `.resizeAspectFill` scales it to cover `bounds` and centres it (the overhang is cropped).
+///
+/// Layer → device undoes the three steps in reverse order. Nothing is clamped: a layer point
+/// in the bars of `.resizeAspect` maps outside 0…1, and a device point that `.resizeAspectFill`
+/// cropped away maps outside `bounds`. Round trips are exact up to floating-point error.
+///
+/// ## Worked example (a test checks these numbers)
+/// A 640×480 camera on a portrait kiosk: rotation 90°, mirrored, a 600×1200 view,
+/// `.resizeAspectFill`. Device point (0.5, 0.25):
+/// 1. rotate: (1 − 0.25, 0.5) = (0.75, 0.5); the frame is now 480×640;
+/// 2. mirror: (1 − 0.75, 0.5) = (0.25, 0.5);
+/// 3. fill: scale max(600/480, 1200/640) = 1.875, so the frame covers 900×1200 at x = −150
+///    (150 points cropped on each side): (−150 + 0.25 × 900, 0.5 × 1200) = **(75, 600)**.
+///
+/// Back again, layer (75, 600) → device (0.5, 0.25). Device (0.25, 0.125) lands at
+/// (−37.5, 300), left of the view: that part of the frame is cropped away.
+///
+/// ## Where the view's corners land
+/// Call "displayed" the point after steps 1 and 2 (normalised in the rotated, mirrored frame).
+/// With view aspect a = width/height and rotated-frame aspect f, the view's top-left corner
+/// is displayed at: `.resize` (0, 0); `.resizeAspect` (−(a/f − 1)/2, 0) when a > f (pillarbox),
+/// else (0, −(f/a − 1)/2) (letterbox); `.resizeAspectFill` (0, (1 − f/a)/2) when a > f, else
+/// ((1 − a/f)/2, 0). Calling that (p, q), the top-right corner is displayed at (1 − p, q),
+/// bottom-right (1 − p, 1 − q), bottom-left (p, 1 − q). A displayed
+/// (0, 0) is device (0, 0) at 0°, (0, 1) at 90°, (1, 1) at 180°, (1, 0) at 270°; mirrored:
+/// (1, 0), (0, 0), (0, 1), (1, 1).
+///
+/// ## Construction and threading
+/// A value type, `Sendable`; use it from any thread. Made from plain values it is a fixed
+/// geometry. Made from a `CaptureConnection` it follows the connection: every conversion
+/// reads the connection's rotation and mirroring and the device's active format at that
+/// moment, once per call, so one call never mixes two settings (copies share the connection).
+///
+/// Pure arithmetic in Swift; no C, OpenCV or V4L2 call is involved.
+public struct CaptureVideoPreviewLayer: Sendable, CustomStringConvertible {
+    /// How the frame is placed in the view (`AVLayerVideoGravity`).
+    ///
+    /// Value type; thread-safe.
+    public enum VideoGravity: String, Sendable, CaseIterable, CustomStringConvertible {
+        /// Stretch the frame to fill the view; the aspect ratio may change.
+        case resize
+        /// Fit the whole frame in the view, keeping its aspect ratio; bars fill the rest,
+        /// equally on both sides. The default.
+        case resizeAspect
+        /// Cover the whole view, keeping the frame's aspect ratio; the overhang is cropped,
+        /// equally on both sides.
+        case resizeAspectFill
+
+        public var description: String { rawValue }
+
+        /// The name used on the command line (`--gravity`): `stretch`, `fit` or `fill`.
+        public var commandLineName: String {
+            switch self {
+            case .resize: "stretch"
+            case .resizeAspect: "fit"
+            case .resizeAspectFill: "fill"
+            }
+        }
+
+        /// Every command-line name, in declaration order, for help text and errors.
+        public static var commandLineNames: [String] { allCases.map(\.commandLineName) }
+
+        /// Parses a command-line name: `fit` → `.resizeAspect`, `fill` → `.resizeAspectFill`,
+        /// `stretch` → `.resize`. Throws `CaptureError.Code.invalidPreviewGeometry` naming the
+        /// allowed values for anything else.
+        public init(commandLineName name: String) throws(CaptureError) {
+            guard let gravity = Self.allCases.first(where: { $0.commandLineName == name }) else {
+                throw CaptureError(
+                    .invalidPreviewGeometry,
+                    "unknown video gravity \"\(name)\"; use one of: \(Self.commandLineNames.joined(separator: ", "))")
+            }
+            self = gravity
+        }
+    }
+
+    /// The rotations a connection can apply, in degrees clockwise.
+    public static let supportedVideoRotationAngles: [Double] = [0, 90, 180, 270]
+
+    /// The view the preview draws into, in layer coordinates.
+    public let bounds: CGRect
+    /// How the frame is placed in `bounds`. Defaults to `.resizeAspect`.
+    public var videoGravity: VideoGravity
+    /// The input whose metadata this layer converts; `transformedMetadataObject(for:)` returns
+    /// nil for objects from other inputs. Nil: not tied to an input, objects from any input
+    /// are converted.
+    public let inputID: CaptureInput.ID?
+    /// The connection this layer follows, when made from one.
+    public let connection: CaptureConnection?
+
+    private enum Source: Sendable {
+        case fixed(quarterTurns: Int, mirrored: Bool, frame: CaptureDevice.Dimensions)
+        case live(CaptureConnection, CaptureDeviceInput)
+    }
+    private let source: Source
+
+    /// A fixed geometry from plain values (no session needed).
+    ///
+    /// - Parameters:
+    ///   - bounds: the view, in layer coordinates (usually origin zero and the view's size;
+    ///     a non-zero origin places the preview inside a larger screen).
+    ///   - videoGravity: how the frame is placed.
+    ///   - videoRotationAngle: clockwise rotation in degrees: 0, 90, 180 or 270.
+    ///   - isVideoMirrored: whether the rotated frame is flipped left-right.
+    ///   - frameDimensions: the active format's frame size in pixels, unrotated.
+    ///   - inputID: the input whose metadata this layer converts (nil: any).
+    /// - Throws: `CaptureError.Code.invalidPreviewGeometry` when `bounds` is not finite with a
+    ///   positive width and height, the frame size is not positive, or the angle is not one of
+    ///   `supportedVideoRotationAngles`.
+    public init(
+        bounds: CGRect, videoGravity: VideoGravity = .resizeAspect, videoRotationAngle: Double = 0,
+        isVideoMirrored: Bool = false, frameDimensions: CaptureDevice.Dimensions, inputID: CaptureInput.ID? = nil
+    ) throws(CaptureError) {
+        guard let index = Self.supportedVideoRotationAngles.firstIndex(of: videoRotationAngle) else {
+            throw CaptureError(
+                .invalidPreviewGeometry,
+                "unsupported rotation \(videoRotationAngle)°; use one of: 0, 90, 180, 270")
+        }
+        guard frameDimensions.width > 0, frameDimensions.height > 0 else {
+            throw CaptureError(
+                .invalidPreviewGeometry, "frame size \(frameDimensions) must have a positive width and height")
+        }
+        try Self.validate(bounds)
+        self.bounds = bounds
+        self.videoGravity = videoGravity
+        self.inputID = inputID
+        self.connection = nil
+        self.source = .fixed(quarterTurns: index, mirrored: isVideoMirrored, frame: frameDimensions)
+    }
+
+    /// A geometry that follows a connection: rotation and mirroring come from `connection`,
+    /// the frame size from `input.device.activeFormat`, all read afresh on every conversion.
+    ///
+    /// - Parameters:
+    ///   - connection: the connection whose frames the view shows (a video data output's).
+    ///   - input: the input at the connection's input side.
+    ///   - bounds: the view, in layer coordinates.
+    ///   - videoGravity: how the frame is placed.
+    /// - Throws: `CaptureError.Code.invalidPreviewGeometry` when `bounds` is not finite with a
+    ///   positive width and height, or `input` is not the connection's input.
+    public init(
+        connection: CaptureConnection, input: CaptureDeviceInput, bounds: CGRect,
+        videoGravity: VideoGravity = .resizeAspect
+    ) throws(CaptureError) {
+        guard connection.inputID == input.id else {
+            throw CaptureError(
+                .invalidPreviewGeometry,
+                "the connection carries \(connection.inputID), not \(input.id) (\(input.device.localizedName)); pass the connection's own input")
+        }
+        try Self.validate(bounds)
+        self.bounds = bounds
+        self.videoGravity = videoGravity
+        self.inputID = input.id
+        self.connection = connection
+        self.source = .live(connection, input)
+    }
+
+    private static func validate(_ bounds: CGRect) throws(CaptureError) {
+        let values = [bounds.origin.x, bounds.origin.y, bounds.size.width, bounds.size.height]
+        guard values.allSatisfy(\.isFinite), bounds.size.width > 0, bounds.size.height > 0 else {
+            throw CaptureError(
+                .invalidPreviewGeometry,
+                "view bounds \(bounds) must be finite with a positive width and height")
+        }
+    }
+
+    /// Parses a view size written `WxH` (`--view 1080x1920`) into bounds at origin zero.
+    /// Throws `CaptureError.Code.invalidPreviewGeometry` for anything but two positive finite
+    /// numbers joined by `x`.
+    public static func viewBounds(parsing text: String) throws(CaptureError) -> CGRect {
+        let parts = text.lowercased().split(separator: "x", omittingEmptySubsequences: false)
+        guard parts.count == 2, let w = Double(parts[0]), let h = Double(parts[1]), w.isFinite, h.isFinite,
+            w > 0, h > 0
+        else {
+            throw CaptureError(
+                .invalidPreviewGeometry, "view size \"\(text)\" is not WIDTHxHEIGHT with positive numbers, e.g. 1080x1920")
+        }
+        return CGRect(x: 0, y: 0, width: w, height: h)
+    }
+
+    /// Clockwise rotation in degrees, 0, 90, 180 or 270 (the connection's, when following one).
+    public var videoRotationAngle: Double { Self.supportedVideoRotationAngles[geometry.quarterTurns] }
+
+    /// Whether the rotated frame is flipped left-right (the connection's, when following one).
+    public var isVideoMirrored: Bool { geometry.mirrored }
+
+    /// The frame size in pixels, unrotated (the device's active format, when following a
+    /// connection).
+    public var frameDimensions: CaptureDevice.Dimensions {
+        switch source {
+        case .fixed(_, _, let frame): frame
+        case .live(_, let input): input.device.activeFormat.dimensions
+        }
+    }
+
+    /// One consistent reading of every setting; each public call takes exactly one.
+    private var geometry: PreviewGeometry {
+        switch source {
+        case let .fixed(turns, mirrored, frame):
+            return PreviewGeometry(
+                bounds: bounds, gravity: videoGravity, quarterTurns: turns, mirrored: mirrored, frame: frame)
+        case let .live(connection, input):
+            // `transform` reads rotation and mirroring under one lock; the angle is always
+            // 0/90/180/270 (the connection traps on anything else).
+            let (rotation, mirrored) = connection.transform
+            return PreviewGeometry(
+                bounds: bounds, gravity: videoGravity, quarterTurns: (Int(rotation) / 90) & 3, mirrored: mirrored,
+                frame: input.device.activeFormat.dimensions)
+        }
+    }
+
+    /// The settings as one line, e.g.
+    /// `CaptureVideoPreviewLayer(bounds 0,0 600x1200, resizeAspectFill, 90°, mirrored, frame 640x480)`.
+    public var description: String {
+        func text(_ v: CGFloat) -> String {
+            let d = Double(v)
+            return d == d.rounded() && abs(d) < 1e15 ? String(Int(d)) : String(d)
+        }
+        let g = geometry, b = bounds
+        return "CaptureVideoPreviewLayer(bounds \(text(b.minX)),\(text(b.minY)) \(text(b.width))x\(text(b.height)), "
+            + "\(videoGravity), \(90 * g.quarterTurns)°\(g.mirrored ? ", mirrored" : ""), frame \(g.frame))"
+    }
+
+    // MARK: Conversions
+
+    /// Converts a point in layer coordinates (a tap) to device space, for
+    /// `focusPointOfInterest`/`exposurePointOfInterest`
+    /// (`captureDevicePointConverted(fromLayerPoint:)`). Undoes placement, mirroring and
+    /// rotation; a point in the letterbox bars maps outside 0…1.
+    public func captureDevicePointConverted(fromLayerPoint point: CGPoint) -> CGPoint {
+        geometry.devicePoint(fromLayer: point)
+    }
+
+    /// Converts a point in device space to layer coordinates
+    /// (`layerPointConverted(fromCaptureDevicePoint:)`): rotation, then mirroring, then
+    /// placement. A point that `.resizeAspectFill` crops away maps outside `bounds`.
+    public func layerPointConverted(fromCaptureDevicePoint point: CGPoint) -> CGPoint {
+        geometry.layerPoint(fromDevice: point)
+    }
+
+    /// Converts a rect in layer coordinates to device space, e.g. for a metadata output's
+    /// `rectOfInterest` (`metadataOutputRectConverted(fromLayerRect:)`). The result is the
+    /// bounding box of the rect's four converted corners; `.null` stays `.null`.
+    public func metadataOutputRectConverted(fromLayerRect rect: CGRect) -> CGRect {
+        geometry.deviceRect(fromLayer: rect)
+    }
+
+    /// Converts a rect in device space (a metadata object's `bounds`) to layer coordinates
+    /// (`layerRectConverted(fromMetadataOutputRect:)`). The result is the bounding box of the
+    /// rect's four converted corners; `.null` stays `.null`.
+    public func layerRectConverted(fromMetadataOutputRect rect: CGRect) -> CGRect {
+        geometry.layerRect(fromDevice: rect)
+    }
+
+    // MARK: Metadata objects
+
+    /// A copy of `face` in layer coordinates, or nil when it came from another input than
+    /// `inputID` (`transformedMetadataObject(for:)`).
+    ///
+    /// - `bounds` converts as `layerRectConverted(fromMetadataOutputRect:)`.
+    /// - `landmarks` convert point by point and keep their index order, so after mirroring the
+    ///   person's right eye (index 0) is on the layer's right, where a mirror shows it.
+    /// - `rollAngle` (when `hasRollAngle`) gains the rotation angle and then changes sign when
+    ///   mirrored, normalised to (−180, 180]; `yawAngle` (when `hasYawAngle`) changes sign when
+    ///   mirrored. The stretch of `.resize` does not change the angles.
+    /// - Every other property is copied unchanged.
+    public func transformedMetadataObject(for face: MetadataFaceObject) -> MetadataFaceObject? {
+        guard accepts(face) else { return nil }
+        let g = geometry
+        var copy = face
+        copy.bounds = g.layerRect(fromDevice: face.bounds)
+        copy.landmarks = face.landmarks.map(g.layerPoint(fromDevice:))
+        if face.hasRollAngle {
+            var roll = face.rollAngle + Double(90 * g.quarterTurns)
+            if g.mirrored { roll = -roll }
+            roll = roll.truncatingRemainder(dividingBy: 360)
+            if roll <= -180 { roll += 360 } else if roll > 180 { roll -= 360 }
+            copy.rollAngle = roll
+        }
+        if face.hasYawAngle, g.mirrored { copy.yawAngle = -face.yawAngle }
+        return copy
+    }
+
+    /// A copy of `code` in layer coordinates, or nil when it came from another input than
+    /// `inputID` (`transformedMetadataObject(for:)`).
+    ///
+    /// - `corners` convert point by point and keep their index order. Rotation keeps them
+    ///   clockwise; mirroring makes the same index order run counter-clockwise in layer space
+    ///   (index 0 is still the code's own top-left corner).
+    /// - `bounds` converts as `layerRectConverted(fromMetadataOutputRect:)`, which equals the
+    ///   bounding box of the converted corners.
+    /// - Every other property is copied unchanged.
+    public func transformedMetadataObject(
+        for code: MetadataMachineReadableCodeObject
+    ) -> MetadataMachineReadableCodeObject? {
+        guard accepts(code) else { return nil }
+        let g = geometry
+        var copy = code
+        copy.bounds = g.layerRect(fromDevice: code.bounds)
+        copy.corners = code.corners.map(g.layerPoint(fromDevice:))
+        return copy
+    }
+
+    /// A copy of any metadata object in layer coordinates, for mixed arrays from a metadata
+    /// output; dispatches to the face and code overloads, which return the concrete type.
+    /// Returns nil for an object from another input than `inputID`, and for metadata types
+    /// CaptureKit does not define (it cannot know which of their properties are coordinates).
+    public func transformedMetadataObject(for object: any MetadataObject) -> (any MetadataObject)? {
+        switch object {
+        case let face as MetadataFaceObject: transformedMetadataObject(for: face)
+        case let code as MetadataMachineReadableCodeObject: transformedMetadataObject(for: code)
+        default: nil
+        }
+    }
+
+    private func accepts(_ object: some MetadataObject) -> Bool {
+        inputID.map { $0 == object.inputID } ?? true
+    }
+}
+
+/// One reading of a preview's settings, and the only place the conversion math lives.
+struct PreviewGeometry {
+    var bounds: CGRect
+    var gravity: CaptureVideoPreviewLayer.VideoGravity
+    /// Clockwise quarter turns, 0…3.
+    var quarterTurns: Int
+    var mirrored: Bool
+    var frame: CaptureDevice.Dimensions
+
+    /// Where the whole rotated frame lands in layer coordinates (it may overhang `bounds`
+    /// with `.resizeAspectFill`).
+    var videoRect: CGRect {
+        let fw = Double(quarterTurns.isMultiple(of: 2) ? frame.width : frame.height)
+        let fh = Double(quarterTurns.isMultiple(of: 2) ? frame.height : frame.width)
+        let bw = Double(bounds.width), bh = Double(bounds.height)
+        let size: CGSize
+        switch gravity {
+        case .resize:
+            return bounds
+        case .resizeAspect, .resizeAspectFill:
+            // The axis the gravity pins matches the view exactly; the other one scales.
+            let widthBinds = (bw / fw < bh / fh) == (gravity == .resizeAspect)
+            size = widthBinds ? CGSize(width: bw, height: fh * bw / fw) : CGSize(width: fw * bh / fh, height: bh)
+        }
+        return CGRect(
+            x: Double(bounds.midX) - Double(size.width) / 2, y: Double(bounds.midY) - Double(size.height) / 2,
+            width: size.width, height: size.height)
+    }
+
+    /// Rotates a normalised point clockwise by `turns` quarter turns.
+    private static func rotate(_ p: CGPoint, turns: Int) -> CGPoint {
+        switch turns & 3 {
+        case 1: CGPoint(x: 1 - p.y, y: p.x)
+        case 2: CGPoint(x: 1 - p.x, y: 1 - p.y)
+        case 3: CGPoint(x: p.y, y: 1 - p.x)
+        default: p
+        }
+    }
+
+    func layerPoint(fromDevice p: CGPoint) -> CGPoint {
+        var q = Self.rotate(p, turns: quarterTurns)
+        if mirrored { q.x = 1 - q.x }
+        let r = videoRect
+        return CGPoint(x: r.minX + q.x * r.width, y: r.minY + q.y * r.height)
+    }
+
+    func devicePoint(fromLayer p: CGPoint) -> CGPoint {
+        let r = videoRect
+        var q = CGPoint(x: (p.x - r.minX) / r.width, y: (p.y - r.minY) / r.height)
+        if mirrored { q.x = 1 - q.x }
+        return Self.rotate(q, turns: 4 - quarterTurns)
+    }
+
+    func layerRect(fromDevice rect: CGRect) -> CGRect {
+        Self.boundingBox(of: rect, mapping: layerPoint(fromDevice:))
+    }
+
+    func deviceRect(fromLayer rect: CGRect) -> CGRect {
+        Self.boundingBox(of: rect, mapping: devicePoint(fromLayer:))
+    }
+
+    private static func boundingBox(of rect: CGRect, mapping: (CGPoint) -> CGPoint) -> CGRect {
+        guard !rect.isNull else { return .null }
+        let corners = [
+            CGPoint(x: rect.minX, y: rect.minY), CGPoint(x: rect.maxX, y: rect.minY),
+            CGPoint(x: rect.maxX, y: rect.maxY), CGPoint(x: rect.minX, y: rect.maxY),
+        ].map(mapping)
+        let xs = corners.map(\.x), ys = corners.map(\.y)
+        let minX = xs.min()!, minY = ys.min()!
+        return CGRect(x: minX, y: minY, width: xs.max()! - minX, height: ys.max()! - minY)
+    }
+}
