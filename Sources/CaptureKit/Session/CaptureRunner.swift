@@ -30,13 +30,15 @@ final class CaptureRunner: Sendable {
     private let cancelled = Atomic<Bool>(false)
     private let wiring: Mutex<Wiring>
     private let finished = DispatchSemaphore(value: 0)
+    private let frameCounter: @Sendable () -> Void
     /// How often a lost live device is retried.
     static let reconnectInterval: Double = 0.5
 
     init(
         input: CaptureDeviceInput, format: CaptureDevice.Format, frameDuration: MediaTime, wiring: Wiring,
-        report: @escaping @Sendable (Report) -> Void
+        countFrame: @escaping @Sendable () -> Void, report: @escaping @Sendable (Report) -> Void
     ) {
+        self.frameCounter = countFrame
         self.input = input
         self.format = format
         self.frameDuration = frameDuration
@@ -140,6 +142,7 @@ final class CaptureRunner: Sendable {
                 }
             }
             lastSequence = frame.sequenceNumber
+            frameCounter()
             for (output, connection) in targets {
                 output.receive(sample, from: connection, canWait: canWait)
             }

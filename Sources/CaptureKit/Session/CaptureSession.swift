@@ -87,6 +87,10 @@ public final class CaptureSession: @unchecked Sendable {
     private var runner: CaptureRunner?  // session queue only
     private var runnerGeneration = 0  // session queue only
     private let logger = Logger(label: "cvcam.session")
+    private let framesCaptured = Atomic<Int>(0)
+
+    /// Frames the input has produced since the session was created (all runs).
+    public var capturedFrameCount: Int { framesCaptured.load(ordering: .relaxed) }
 
     /// Creates a stopped session with the `.high` preset.
     public init() {}
@@ -449,7 +453,8 @@ public final class CaptureSession: @unchecked Sendable {
         runnerGeneration += 1
         let generation = runnerGeneration
         let runner = CaptureRunner(
-            input: input, format: format, frameDuration: input.device.activeVideoMinFrameDuration, wiring: wiring
+            input: input, format: format, frameDuration: input.device.activeVideoMinFrameDuration, wiring: wiring,
+            countFrame: { [weak self] in self?.framesCaptured.add(1, ordering: .relaxed) }
         ) { [weak self] report in
             guard let self else { return }
             self.sessionQueue.async { self.handle(report, generation: generation, input: input) }

@@ -1,0 +1,2 @@
+final class DefaultFaceStage { static func makeOrNil() -> (any FaceMetadataStage)? { nil } }
+final class DefaultCodeStage { static func makeOrNil() -> (any CodeMetadataStage)? { nil } }

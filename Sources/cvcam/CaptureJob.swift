@@ -1,0 +1,127 @@
+import ArgumentParser
+import CaptureKit
+import Dispatch
+import Foundation
+import Logging
+
+/// Runs one capturing subcommand: opens the input, runs the session until the input ends or
+/// SIGINT/SIGTERM arrives, and reports how it went. Shared by faces, scan, snap, watch, record.
+///
+/// Threading: create and run on the main thread; signal handling runs on its own queue.
+final class CaptureJob: @unchecked Sendable {
+    // @unchecked: `interrupted` and `startedAt` are written before or by the signal handler and
+    // read after the session stopped; the session itself is thread-safe.
+
+    let session = CaptureSession()
+    let device: CaptureDevice
+    let input: CaptureDeviceInput
+    let options: InputOptions
+    let printer: EventPrinter
+    let statusLine: StatusLine?
+    private var signalSources: [DispatchSourceSignal] = []
+    private(set) var interrupted = false
+    private(set) var startedAt = Date()
+    private(set) var runtimeError: CaptureError?
+
+    /// Opens the input and prepares a session with the preset the options ask for.
+    init(input options: InputOptions, output: OutputOptions) throws {
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = output.verbose ? .debug : .error
+            return handler
+        }
+        self.options = options
+        device = try options.makeDevice()
+        input = try CaptureDeviceInput(device: device)
+        try session.setSessionPreset(options.sessionPreset)
+        try session.addInput(input)
+        statusLine = output.json ? nil : StatusLine.makeIfTerminal(quiet: output.quiet)
+        let frame = options.sessionPreset.format(for: device)?.dimensions ?? device.activeFormat.dimensions
+        printer = EventPrinter(json: output.json, preview: try PreviewMapping(options: options, frame: frame), statusLine: statusLine)
+    }
+
+    /// Adds an output, applying --rotate and --mirror to its connection.
+    func add(_ output: CaptureOutput) throws {
+        try session.addOutput(output)
+        if let connection = output.connection(with: .video) {
+            connection.videoRotationAngle = Double(options.rotate)
+            connection.isVideoMirrored = options.mirror
+        }
+    }
+
+    /// Total frames the input will produce, when known (files, folders, finite scenes).
+    var expectedFrameCount: Int? {
+        switch device.source {
+        case let file as VideoFileSource: file.declaredFrameCount > 0 ? file.declaredFrameCount : nil
+        case let folder as ImageFolderSource: folder.loops ? nil : folder.files.count
+        case let synthetic as SyntheticCameraSource: synthetic.scene.frameCount
+        default: nil
+        }
+    }
+
+    /// Starts the session and blocks until it stops by itself or a signal stops it.
+    /// `status` gives the status line's text (called twice a second when stderr is a terminal).
+    func run(status: @escaping @Sendable () -> String) throws {
+        installSignalHandlers()
+        startedAt = Date()
+        do {
+            try session.startRunning()
+        } catch {
+            if interrupted { throw ExitCode(ExitStatus.interruptedDuringStartup) }
+            throw error
+        }
+        statusLine?.start(render: status)
+        session.waitUntilStopped()
+        statusLine?.stop()
+        runtimeError = session.lastRuntimeError
+    }
+
+    /// Seconds since the session started.
+    var elapsed: Double { Date().timeIntervalSince(startedAt) }
+
+    private func installSignalHandlers() {
+        for sig in [SIGINT, SIGTERM] {
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: DispatchQueue(label: "cvcam.signals"))
+            source.setEventHandler { [weak self] in
+                guard let self else { return }
+                self.interrupted = true
+                try? self.session.stopRunning()
+            }
+            source.resume()
+            signalSources.append(source)
+        }
+    }
+
+    /// CPU seconds this process has used (user + system).
+    static func cpuSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6 + Double(usage.ru_stime.tv_sec)
+            + Double(usage.ru_stime.tv_usec) / 1e6
+    }
+
+    /// The runtime error, as an event line, when the session stopped because of one.
+    func reportRuntimeError() {
+        guard let error = runtimeError else { return }
+        printer.emit(
+            "error", ["code": error.code.rawValue, "message": error.message],
+            text: "error: \(error.message)")
+    }
+
+    /// The summary's common fields.
+    func summaryFields(processed: Int, skipped: Int) -> [String: Any] {
+        let seconds = elapsed
+        return [
+            "frames": session.capturedFrameCount,
+            "analysed": processed,
+            "skipped": skipped,
+            "seconds": EventPrinter.round(seconds, 3),
+            "fps": EventPrinter.round(seconds > 0 ? Double(processed) / seconds : 0, 1),
+            "input": [
+                "kind": options.inputKind, "name": device.localizedName,
+                "size": device.activeFormat.dimensions.description,
+            ],
+        ]
+    }
+}

@@ -1,0 +1,124 @@
+import ArgumentParser
+import CaptureKit
+import Foundation
+
+/// `cvcam faces`: the live face log.
+struct Faces: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Log faces: a line when a face enters, while it stays (rate-limited), and when it leaves.",
+        discussion: """
+            Each face gets a faceID when it enters; the ID stays while the same face stays and is \
+            never reused. Boxes are in device space (0…1 of the frame, top-left origin); add \
+            --view WxH to also print them in the coordinates of a screen. A summary follows the \
+            events (frames, fps, skipped frames, faces seen).
+
+            Exit codes: 0 ok, 1 runtime error, 64 usage error.
+            """)
+
+    @OptionGroup var input: InputOptions
+    @OptionGroup var output: OutputOptions
+
+    @Option(help: "Seconds between update lines for a face that stays (0: every frame).")
+    var updateInterval: Double = 1
+
+    @Flag(help: "A line for every face in every frame (event \"frame\") instead of update lines.")
+    var everyFrame = false
+
+    func validate() throws {
+        guard updateInterval >= 0 else { throw ValidationError("--update-interval must be 0 or more.") }
+    }
+
+    func run() throws {
+        let job = try CaptureJob(input: input, output: output)
+        let metadata = CaptureMetadataOutput()
+        guard metadata.availableMetadataObjectTypes.contains(.face) else {
+            throw CLIError.message(
+                "No face model could be loaded: check Models/face_detection_yunet_2022mar.onnx (or set CVCAM_MODELS to its folder).")
+        }
+        try metadata.setMetadataObjectTypes([.face])
+        metadata.rectOfInterest = input.regionOfInterest
+        metadata.faceUpdateInterval = everyFrame ? .infinity : updateInterval
+        let log = FaceLog(printer: job.printer, everyFrame: everyFrame)
+        metadata.setMetadataObjectsDelegate(log, queue: DispatchQueue(label: "cvcam.faces.log"))
+        try job.add(metadata)
+        let total = job.expectedFrameCount
+        let started = CaptureJob.cpuSeconds()
+        try job.run { [job] in
+            let done = metadata.processedFrameCount
+            let seconds = max(job.elapsed, 0.001)
+            let cpu = (CaptureJob.cpuSeconds() - started) / seconds * 100
+            var text = String(
+                format: "%.1f fps  skipped %d  CPU %.0f%%  faces %d", Double(done) / seconds,
+                metadata.skippedFrameCount, cpu, log.facesSeen)
+            if let total { text += "  " + StatusLine.progress(done: done, total: total, perSecond: Double(done) / seconds) }
+            return text
+        }
+        metadata.waitUntilIdle()
+        job.reportRuntimeError()
+        if !output.quiet || output.json {
+            var fields = job.summaryFields(processed: metadata.processedFrameCount, skipped: metadata.skippedFrameCount)
+            fields["faces"] = log.facesSeen
+            job.printer.emit(
+                "summary", fields,
+                text: String(
+                    format: "summary: %d frames, %d analysed at %.1f fps, %d skipped, %d faces seen",
+                    job.session.capturedFrameCount, metadata.processedFrameCount,
+                    fields["fps"] as? Double ?? 0, metadata.skippedFrameCount, log.facesSeen))
+        }
+        if job.runtimeError != nil { throw ExitCode(ExitStatus.runtimeError) }
+    }
+}
+
+/// Prints face events as they arrive (on its own serial queue).
+final class FaceLog: CaptureMetadataOutputObjectsDelegate, @unchecked Sendable {
+    // @unchecked: `seen` is only touched on the delegate's serial queue, and read after it is idle.
+    let printer: EventPrinter
+    let everyFrame: Bool
+    private var seen = Set<Int>()
+
+    init(printer: EventPrinter, everyFrame: Bool) {
+        self.printer = printer
+        self.everyFrame = everyFrame
+    }
+
+    var facesSeen: Int { seen.count }
+
+    func metadataOutput(
+        _ output: CaptureMetadataOutput, didOutput metadataObjects: [any MetadataObject], from connection: CaptureConnection
+    ) {
+        guard everyFrame else { return }
+        for case let face as MetadataFaceObject in metadataObjects { print(face, event: "frame") }
+    }
+
+    func metadataOutput(_ output: CaptureMetadataOutput, didEmit events: [MetadataEvent], from connection: CaptureConnection) {
+        for event in events {
+            switch event {
+            case .faceEntered(let face):
+                seen.insert(face.faceID)
+                print(face, event: "enter")
+            case .faceUpdated(let face): print(face, event: "update")
+            case .faceLeft(let face): print(face, event: "leave")
+            default: break
+            }
+        }
+    }
+
+    private func print(_ face: MetadataFaceObject, event: String) {
+        let view = printer.viewFields(face.bounds)
+        var fields: [String: Any] = [
+            "event": event, "time": EventPrinter.round(face.time.seconds), "faceID": face.faceID,
+            "box": EventPrinter.boxJSON(face.bounds), "score": EventPrinter.round(face.confidence, 3),
+        ]
+        if face.hasRollAngle { fields["roll"] = EventPrinter.round(face.rollAngle, 1) }
+        if face.hasYawAngle { fields["yaw"] = EventPrinter.round(face.yawAngle, 1) }
+        if !face.landmarks.isEmpty { fields["landmarks"] = EventPrinter.pointsJSON(face.landmarks) }
+        fields.merge(view.json) { a, _ in a }
+        let angles =
+            (face.hasRollAngle ? String(format: "  roll %+.0f", face.rollAngle) : "")
+            + (face.hasYawAngle ? String(format: " yaw %+.0f", face.yawAngle) : "")
+        printer.emit(
+            "face", fields,
+            text: "\(EventPrinter.clock(face.time.seconds))  \(event.padding(toLength: 6, withPad: " ", startingAt: 0)) face \(face.faceID)  box \(EventPrinter.boxText(face.bounds))  score \(String(format: "%.2f", face.confidence))\(angles)\(view.text)"
+        )
+    }
+}

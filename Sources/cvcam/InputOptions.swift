@@ -1,0 +1,213 @@
+import ArgumentParser
+import CaptureKit
+import Foundation
+
+/// Where frames come from and how they are shaped; shared by every capturing subcommand.
+struct InputOptions: ParsableArguments {
+    @Option(help: "Camera by index (0 = first camera), device path (/dev/video0) or unique ID.")
+    var device: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "A video file, an image, a folder of images, or synthetic:SPEC.",
+            discussion: """
+                synthetic:SPEC draws a scene with known content, e.g. \
+                synthetic:size=640x480,fps=30,frames=90,image=face.jpg,qr=HELLO. Keys: size=WxH, \
+                fps=N, frames=N (default: endless), background=bars|noise|black|gray|PATH, \
+                image=PATH (moves left to right; repeat for more), qr=TEXT (still, centred; repeat \
+                for more), speed=PIXELS_PER_SECOND (default 120).
+                """),
+        completion: .file())
+    var input: String?
+
+    @Option(help: "Session preset: \(SessionPreset.allCases.map(\.rawValue).joined(separator: ", ")).")
+    var preset: String?
+
+    @Option(help: "Frame size WxH; must be one the input offers.")
+    var size: String?
+
+    @Option(help: "Frame rate for cameras and image folders (frames per second).")
+    var fps: Double?
+
+    @Option(help: "Rotate frames clockwise by 0, 90, 180 or 270 degrees.")
+    var rotate: Int = 0
+
+    @Flag(help: "Mirror frames left-right (after rotating).")
+    var mirror = false
+
+    @Option(
+        name: .customLong("rect-of-interest"),
+        help: "Only look inside x,y,w,h, in device space (0…1, top-left origin, unrotated).")
+    var rectOfInterest: String?
+
+    @Option(help: "Also print boxes in the coordinates of a WxH view (a kiosk's screen).")
+    var view: String?
+
+    @Option(help: "How the video fills --view: fit (letterbox), fill (crop) or stretch.")
+    var gravity: String = "fit"
+
+    enum Pacing: String, EnumerableFlag {
+        case realtime, batch
+        static func help(for value: Pacing) -> ArgumentHelp? {
+            switch value {
+            case .realtime: "Play files at their own frame rate, like a camera (late frames are skipped)."
+            case .batch: "Process every frame of a file as fast as possible (the default)."
+            }
+        }
+    }
+
+    @Flag var pacing: Pacing = .batch
+
+    func validate() throws {
+        if device != nil && input != nil {
+            throw ValidationError("Use either --device or --input, not both.")
+        }
+        if let preset, !SessionPreset.allCases.contains(where: { $0.rawValue == preset }) {
+            throw ValidationError(
+                "Unknown preset '\(preset)'. Allowed: \(SessionPreset.allCases.map(\.rawValue).joined(separator: ", ")).")
+        }
+        if let size, Self.parseSize(size) == nil {
+            throw ValidationError("--size must look like 1280x720 (got '\(size)').")
+        }
+        if let view, Self.parseSize(view) == nil {
+            throw ValidationError("--view must look like 1080x1920 (got '\(view)').")
+        }
+        if let fps, !(fps > 0 && fps <= 1000) {
+            throw ValidationError("--fps must be above 0 (got \(fps)).")
+        }
+        if ![0, 90, 180, 270].contains(rotate) {
+            throw ValidationError("--rotate must be 0, 90, 180 or 270 (got \(rotate)).")
+        }
+        if !["fit", "fill", "stretch"].contains(gravity) {
+            throw ValidationError("--gravity must be fit, fill or stretch (got '\(gravity)').")
+        }
+        if let rectOfInterest, Self.parseRect(rectOfInterest) == nil {
+            throw ValidationError(
+                "--rect-of-interest must be x,y,w,h with numbers in 0…1 and a non-empty area (got '\(rectOfInterest)').")
+        }
+    }
+
+    static func parseSize(_ text: String) -> CaptureDevice.Dimensions? {
+        let parts = text.lowercased().split(separator: "x")
+        guard parts.count == 2, let w = Int(parts[0]), let h = Int(parts[1]), w > 0, h > 0 else { return nil }
+        return .init(width: w, height: h)
+    }
+
+    static func parseRect(_ text: String) -> CGRect? {
+        let numbers = text.split(separator: ",").compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }
+        guard numbers.count == 4, numbers.allSatisfy({ $0 >= 0 && $0 <= 1 }), numbers[2] > 0, numbers[3] > 0,
+            numbers[0] + numbers[2] <= 1.000001, numbers[1] + numbers[3] <= 1.000001
+        else { return nil }
+        return CGRect(x: numbers[0], y: numbers[1], width: numbers[2], height: numbers[3])
+    }
+
+    /// The rectangle of interest, or the whole frame.
+    var regionOfInterest: CGRect {
+        rectOfInterest.flatMap(Self.parseRect) ?? CGRect(x: 0, y: 0, width: 1, height: 1)
+    }
+
+    var framePacing: FramePacing { pacing == .realtime ? .realTime : .asFastAsPossible }
+
+    /// What kind of input the options name, for summaries ("camera", "file", "folder", "synthetic").
+    var inputKind: String {
+        guard let input else { return "camera" }
+        if input.hasPrefix("synthetic:") { return "synthetic" }
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: input, isDirectory: &isDirectory), isDirectory.boolValue {
+            return "folder"
+        }
+        return ImageFolderSource.imageExtensions.contains((input as NSString).pathExtension.lowercased())
+            ? "image" : "file"
+    }
+
+    /// Whether the input ends by itself (files, folders, finite synthetic scenes).
+    var isFinite: Bool { inputKind != "camera" }
+
+    /// Opens the device the options name.
+    func makeDevice() throws -> CaptureDevice {
+        let device: CaptureDevice
+        if let input {
+            if input.hasPrefix("synthetic:") {
+                let scene = try SyntheticSpec.parse(String(input.dropFirst("synthetic:".count)))
+                device = try CaptureDevice(syntheticScene: scene, pacing: framePacing)
+            } else if inputKind == "folder" || inputKind == "image" {
+                device = try CaptureDevice(imagesAtPath: input, frameRate: fps ?? 10, pacing: framePacing)
+            } else {
+                device = try CaptureDevice(videoFileAtPath: input, pacing: framePacing)
+            }
+        } else {
+            device = try Self.camera(matching: self.device)
+        }
+        try apply(to: device)
+        return device
+    }
+
+    static func camera(matching selector: String?) throws -> CaptureDevice {
+        let cameras = CaptureDevice.DiscoverySession(deviceTypes: [.external], mediaType: .video, position: .unspecified)
+            .devices
+        guard let selector else {
+            guard let first = cameras.first else { throw CLIError.noCamera }
+            return first
+        }
+        if let index = Int(selector) {
+            guard cameras.indices.contains(index) else {
+                throw CLIError.message(
+                    "No camera with index \(selector): \(cameras.count) camera(s) found. Run `cvcam devices` to list them.")
+            }
+            return cameras[index]
+        }
+        if let match = cameras.first(where: { $0.uniqueID == selector || $0.uniqueID.hasSuffix(selector) }) {
+            return match
+        }
+        throw CLIError.message("No camera matches '\(selector)'. Run `cvcam devices` to list cameras.")
+    }
+
+    /// Applies --size and --fps to the device (under its configuration lock).
+    private func apply(to device: CaptureDevice) throws {
+        guard size != nil || fps != nil else { return }
+        try device.lockForConfiguration()
+        defer { device.unlockForConfiguration() }
+        if let size, let wanted = Self.parseSize(size) {
+            guard let format = device.formats.first(where: { $0.dimensions == wanted }) else {
+                let offered = Set(device.formats.map(\.dimensions.description)).sorted().joined(separator: ", ")
+                throw CLIError.message("\(device.localizedName) has no \(wanted) format; it offers \(offered).")
+            }
+            try device.setActiveFormat(format)
+        }
+        if let fps, device.deviceType == .external {
+            try device.setActiveVideoMinFrameDuration(MediaTime.frameDuration(framesPerSecond: fps))
+        }
+    }
+
+    /// The preset to use: --preset, or inputPriority when --size chose a format.
+    var sessionPreset: SessionPreset {
+        if let preset { return SessionPreset(rawValue: preset) }
+        return size != nil ? .inputPriority : .high
+    }
+}
+
+/// Output shape options shared by every subcommand.
+struct OutputOptions: ParsableArguments {
+    @Flag(help: "Print NDJSON: one JSON event per line (schema documented in the README).")
+    var json = false
+
+    @Flag(name: .shortAndLong, help: "Print only events (no status line, no summary in text mode).")
+    var quiet = false
+
+    @Flag(name: .shortAndLong, help: "Log diagnostics to stderr.")
+    var verbose = false
+}
+
+/// Errors the CLI reports in one sentence.
+enum CLIError: Error, CustomStringConvertible {
+    case noCamera
+    case message(String)
+
+    var description: String {
+        switch self {
+        case .noCamera:
+            "No camera found. Try the bundled demo: `Tools/demo`, or pass --input with a video file, an image folder or synthetic:SPEC."
+        case .message(let text): text
+        }
+    }
+}

@@ -1,0 +1,20 @@
+import CaptureKit
+import Foundation
+
+/// `--view WxH --gravity … --rotate … --mirror`: maps device-space boxes to the coordinates of
+/// the screen a kiosk shows, through `CaptureVideoPreviewLayer`.
+struct PreviewMapping: Sendable {
+    let layer: CaptureVideoPreviewLayer
+
+    init?(options: InputOptions, frame: CaptureDevice.Dimensions) throws {
+        guard let view = options.view else { return nil }
+        layer = try CaptureVideoPreviewLayer(
+            bounds: CaptureVideoPreviewLayer.viewBounds(parsing: view),
+            videoGravity: CaptureVideoPreviewLayer.VideoGravity(commandLineName: options.gravity),
+            videoRotationAngle: Double(options.rotate), isVideoMirrored: options.mirror, frameDimensions: frame)
+    }
+
+    func layerRect(fromDeviceRect rect: CGRect) -> CGRect {
+        layer.layerRectConverted(fromMetadataOutputRect: rect)
+    }
+}

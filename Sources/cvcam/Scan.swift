@@ -1,0 +1,168 @@
+import ArgumentParser
+import CaptureKit
+import Foundation
+
+/// `cvcam scan`: QR (and barcode) reading.
+struct Scan: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Read QR codes (and, with --types, other barcodes ZBar reads).",
+        discussion: """
+            Each payload is printed once when it appears, and again every --repeat-interval \
+            seconds while it stays in view. Text payloads print as text (control characters \
+            escaped); binary payloads print escaped in text mode and as base64 in JSON.
+
+            Exit codes: 0 a code was read (or a camera ran until stopped); 1 runtime error; \
+            4 a file, folder or synthetic input ended without any code; 64 usage error.
+            """)
+
+    @OptionGroup var input: InputOptions
+    @OptionGroup var output: OutputOptions
+
+    @Option(help: "Comma-separated code types (default qr); `all` for every type ZBar supports here.")
+    var types: String = "qr"
+
+    @Option(help: "Seconds before a code still in view is printed again.")
+    var repeatInterval: Double = 2
+
+    @Flag(help: "Exit after the first code (exit 0).")
+    var once = false
+
+    func validate() throws {
+        guard repeatInterval >= 0 else { throw ValidationError("--repeat-interval must be 0 or more.") }
+    }
+
+    func run() throws {
+        let job = try CaptureJob(input: input, output: output)
+        let metadata = CaptureMetadataOutput()
+        let available = metadata.availableMetadataObjectTypes.filter { $0 != .face }
+        let wanted: [MetadataObjectType]
+        if types == "all" {
+            wanted = available
+        } else {
+            wanted = types.split(separator: ",").map { MetadataObjectType(rawValue: String($0).lowercased()) }
+            let unknown = wanted.filter { !available.contains($0) }
+            guard unknown.isEmpty else {
+                throw ValidationError(
+                    "Unknown or unavailable code type(s) \(unknown.map(\.rawValue).joined(separator: ", ")). Allowed: \(available.map(\.rawValue).joined(separator: ", ")), all.")
+            }
+        }
+        try metadata.setMetadataObjectTypes(wanted)
+        metadata.rectOfInterest = input.regionOfInterest
+        metadata.codeRepeatInterval = repeatInterval
+        let log = CodeLog(printer: job.printer, once: once) { [job] in
+            DispatchQueue.global().async { try? job.session.stopRunning() }
+        }
+        metadata.setMetadataObjectsDelegate(log, queue: DispatchQueue(label: "cvcam.scan.log"))
+        try job.add(metadata)
+        let total = job.expectedFrameCount
+        let started = CaptureJob.cpuSeconds()
+        try job.run { [job] in
+            let done = metadata.processedFrameCount
+            let seconds = max(job.elapsed, 0.001)
+            let cpu = (CaptureJob.cpuSeconds() - started) / seconds * 100
+            var text = String(
+                format: "%.1f fps  skipped %d  CPU %.0f%%  codes %d", Double(done) / seconds,
+                metadata.skippedFrameCount, cpu, log.codesSeen)
+            if let total { text += "  " + StatusLine.progress(done: done, total: total, perSecond: Double(done) / seconds) }
+            return text
+        }
+        metadata.waitUntilIdle()
+        job.reportRuntimeError()
+        if !output.quiet || output.json {
+            var fields = job.summaryFields(processed: metadata.processedFrameCount, skipped: metadata.skippedFrameCount)
+            fields["codes"] = log.codesSeen
+            job.printer.emit(
+                "summary", fields,
+                text: String(
+                    format: "summary: %d frames, %d analysed at %.1f fps, %d skipped, %d codes read",
+                    job.session.capturedFrameCount, metadata.processedFrameCount, fields["fps"] as? Double ?? 0,
+                    metadata.skippedFrameCount, log.codesSeen))
+        }
+        if job.runtimeError != nil { throw ExitCode(ExitStatus.runtimeError) }
+        if log.codesSeen == 0 && input.isFinite && !job.interrupted { throw ExitCode(ExitStatus.nothingFound) }
+    }
+}
+
+/// Prints code events as they arrive (on its own serial queue).
+final class CodeLog: CaptureMetadataOutputObjectsDelegate, @unchecked Sendable {
+    // @unchecked: `count` and `stopped` are touched only on the delegate's serial queue, and read
+    // after it is idle.
+    let printer: EventPrinter
+    let once: Bool
+    let stop: @Sendable () -> Void
+    private var count = 0
+    private var stopped = false
+
+    init(printer: EventPrinter, once: Bool, stop: @escaping @Sendable () -> Void) {
+        self.printer = printer
+        self.once = once
+        self.stop = stop
+    }
+
+    /// Appearances printed so far.
+    var codesSeen: Int { count }
+
+    func metadataOutput(
+        _ output: CaptureMetadataOutput, didOutput metadataObjects: [any MetadataObject], from connection: CaptureConnection
+    ) {}
+
+    func metadataOutput(_ output: CaptureMetadataOutput, didEmit events: [MetadataEvent], from connection: CaptureConnection) {
+        for event in events {
+            guard !stopped else { return }
+            switch event {
+            case .codeAppeared(let code):
+                count += 1
+                print(code, event: "appear")
+            case .codeRepeated(let code): print(code, event: "repeat")
+            default: continue
+            }
+            if once {
+                stopped = true
+                stop()
+            }
+        }
+    }
+
+    private func print(_ code: MetadataMachineReadableCodeObject, event: String) {
+        let view = printer.viewFields(code.bounds)
+        var fields: [String: Any] = [
+            "event": event, "time": EventPrinter.round(code.time.seconds), "symbology": code.type.rawValue,
+            "base64": Data(code.payload).base64EncodedString(), "box": EventPrinter.boxJSON(code.bounds),
+            "corners": EventPrinter.pointsJSON(code.corners),
+        ]
+        fields["text"] = code.stringValue ?? NSNull()
+        fields.merge(view.json) { a, _ in a }
+        let shown = code.stringValue.map { Self.escape($0) } ?? "(binary, \(code.payload.count) bytes) " + Self.escape(bytes: code.payload)
+        printer.emit(
+            "code", fields,
+            text: "\(EventPrinter.clock(code.time.seconds))  \(event.padding(toLength: 6, withPad: " ", startingAt: 0)) \(code.type.rawValue.uppercased())  \(shown)\(view.text)"
+        )
+    }
+
+    /// Text with control characters escaped, so a payload cannot move the terminal's cursor.
+    static func escape(_ text: String) -> String {
+        var out = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            default:
+                if scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) {
+                    out += String(format: "\\x%02x", scalar.value)
+                } else {
+                    out.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        return out
+    }
+
+    /// Bytes as printable ASCII with everything else as \xNN.
+    static func escape(bytes: [UInt8]) -> String {
+        bytes.map { b in
+            (0x20..<0x7F).contains(b) && b != 0x5C ? String(UnicodeScalar(b)) : String(format: "\\x%02x", b)
+        }.joined()
+    }
+}

@@ -1,2 +1,0 @@
-import CaptureKit
-print("cvcam")
