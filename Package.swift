@@ -67,6 +67,13 @@ let package = Package(
             path: "Tools/MakeDemo"
         ),
 
+        // Reading speed of a video file through a session (frames per second).
+        .executableTarget(
+            name: "bench-frames",
+            dependencies: ["CaptureKit"],
+            path: "Tools/Bench/Frames"
+        ),
+
         .testTarget(
             name: "CaptureKitTests",
             dependencies: ["CaptureKit", "CVBridge"]
