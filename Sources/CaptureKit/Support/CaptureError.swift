@@ -86,6 +86,13 @@ public struct CaptureError: Error, Sendable, Equatable, CustomStringConvertible 
         public static let conversionFailed = Code(rawValue: "conversionFailed")
         /// Writing a file failed (disk full, permission, …).
         public static let writeFailed = Code(rawValue: "writeFailed")
+
+        // Metadata detectors.
+        /// No face model could be loaded (neither YuNet nor the Haar cascade): set CVCAM_MODELS
+        /// or pass the Models folder.
+        public static let faceModelUnavailable = Code(rawValue: "faceModelUnavailable")
+        /// A detector call into OpenCV failed.
+        public static let detectionFailed = Code(rawValue: "detectionFailed")
     }
 
     /// What kind of failure this is.
