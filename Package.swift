@@ -60,6 +60,9 @@ let package = Package(
             ]
         ),
 
+        // Face detection benchmark: cvcam beside plain YuNet and Haar (Tools/bench-faces).
+        .executableTarget(name: "bench-faces", dependencies: ["CaptureKit"], path: "Tools/Bench/Faces"),
+
         .testTarget(
             name: "CaptureKitTests",
             dependencies: ["CaptureKit", "CVBridge"]

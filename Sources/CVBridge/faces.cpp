@@ -185,4 +185,20 @@ int cvb_image_rotate_degrees(const cvb_image *src, cvb_image *dst, double degree
     });
 }
 
+int cvb_image_warp_rotated(const cvb_image *src, double centre_x, double centre_y, double degrees, double scale,
+                           cvb_image *dst, cvb_error *err) {
+    return guarded(err, [&] {
+        if (src->format != dst->format) {
+            set_error(err, -1, "warp needs matching formats");
+            return -1;
+        }
+        cv::Mat s = as_mat(src), d = as_mat(dst);
+        cv::Mat m = cv::getRotationMatrix2D(cv::Point2f((float)centre_x, (float)centre_y), degrees, scale);
+        m.at<double>(0, 2) += d.cols / 2.0 - centre_x;
+        m.at<double>(1, 2) += d.rows / 2.0 - centre_y;
+        cv::warpAffine(s, d, m, d.size(), cv::INTER_LINEAR, cv::BORDER_REPLICATE);
+        return 0;
+    });
+}
+
 } // extern "C"

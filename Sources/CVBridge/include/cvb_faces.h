@@ -65,6 +65,13 @@ int cvb_image_region_stats(const cvb_image *src, int32_t x, int32_t y, int32_t w
 /// replicating the border (`cv::getRotationMatrix2D` + `cv::warpAffine`, INTER_LINEAR).
 int cvb_image_rotate_degrees(const cvb_image *src, cvb_image *dst, double degrees, cvb_error *err);
 
+/// Samples a rotated, scaled square of `src` into `dst`: the point (centre_x, centre_y) lands
+/// on `dst`'s centre, the content turned by `degrees` (positive = anticlockwise on screen) and
+/// scaled by `scale` (`cv::getRotationMatrix2D` with the translation moved to `dst`'s centre,
+/// `cv::warpAffine`, INTER_LINEAR, border replicated). Formats must match.
+int cvb_image_warp_rotated(const cvb_image *src, double centre_x, double centre_y, double degrees, double scale,
+                           cvb_image *dst, cvb_error *err);
+
 #ifdef __cplusplus
 }
 #endif
