@@ -209,6 +209,31 @@ struct FaceDetectorTests {
         #expect(abs(frontal) < 15)
     }
 
+    @Test func keepsATiltedFaceWhoseLandmarksYuNetGetsWrong() throws {
+        // maksssksksss523.jpg mirrored: the left face, tilted ~27°, gets landmarks outside its
+        // box (a mouth corner at −18 % of the width), failing the geometry check; the upright
+        // second look recovers it.
+        let image = try FaceFixtures.image("images/maksssksksss523.jpg")
+        let mirrored = try PixelBuffer(width: image.width, height: image.height, pixelFormat: .bgr)
+        var src = FaceFixtures.bridge(image)
+        var dst = FaceFixtures.bridge(mirrored)
+        var err = cvb_error()
+        #expect(cvb_image_rotate_mirror(&src, &dst, 0, 1, &err) == 0)
+        var noSecondLook = FaceDetector.Configuration.standard
+        noSecondLook.uprightRecheckScore = nil
+        let without = try FaceDetector(configuration: noSecondLook, modelsDirectory: FaceFixtures.models)
+        #expect(try without.detect(in: mirrored).count == 1)
+        let faces = try detector.detect(in: mirrored)
+        #expect(faces.count == 2)
+        for face in faces {
+            // Reported landmarks (from the upright look when it ran) lie in the face box.
+            let box = face.bounds.insetBy(dx: -0.1 * face.bounds.width, dy: -0.1 * face.bounds.height)
+            #expect(face.landmarks.allSatisfy { box.contains($0) })
+        }
+        // The tilted face (mirrored: clockwise in the image) has a clear positive roll.
+        #expect(faces.contains { ($0.rollAngle ?? 0) > 15 })
+    }
+
     @Test func regionOfInterestLimitsWhereFacesAreReported() throws {
         // Two faces: left at x 81…167, right at x 192…268 (pixels of a 400-wide image).
         let image = try FaceFixtures.image("images/maksssksksss523.jpg")

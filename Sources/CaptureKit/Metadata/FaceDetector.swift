@@ -46,12 +46,16 @@ public struct FaceDetection: Sendable, Hashable {
 /// - **Content gate.** A frame whose luma standard deviation is below `minimumFrameContrast`
 ///   (black, near-black, a lens cap) is not searched at all: YuNet 2022mar reports large
 ///   phantom faces (scores up to 0.84) on such frames.
-/// - **Plausibility checks per face** (`rejectsImplausibleFaces`): the box shrunk to 16×16 must
+/// - **Plausibility checks per face**: the box shrunk to 16×16 must
 ///   have luma deviation ≥ `minimumContrast` (phantoms on black and noise frames have ~0–2,
 ///   real faces 20–60); the five landmarks must lie inside the box, the eyes in its lower 85 %
 ///   and the mouth above its bottom (the cat-face and phantom detections put them outside);
 ///   along the axis perpendicular to the eye line the nose must be below the eyes and the mouth
-///   below the nose; the eyes may be at most `maximumEyeDistanceRatio` of the box width apart.
+///   below the nose; the eyes may be at most `maximumEyeDistanceRatio` of the box width apart
+///   (`checksLandmarkGeometry`). YuNet's landmarks break down on faces tilted by more than
+///   ~25°, so a face failing this with a score ≥ `uprightRecheckScore` (0.9; the animal and
+///   texture false faces seen score ≤ 0.8) is looked at again turned upright, and kept when
+///   its upright landmarks pass.
 /// - **Score threshold** `scoreThreshold`, default 0.7 (YuNet's own default is 0.9): the
 ///   checks above remove the false faces that a lower threshold would otherwise let in.
 ///
@@ -85,8 +89,11 @@ public final class FaceDetector: @unchecked Sendable {
     public struct Configuration: Sendable, Hashable {
         /// Faces scoring below this are dropped (YuNet scores 0…1).
         public var scoreThreshold: Double
-        /// Apply the content gate and the per-face plausibility checks.
-        public var rejectsImplausibleFaces: Bool
+        /// Check the landmark geometry of each face (see `FaceDetector`).
+        public var checksLandmarkGeometry: Bool
+        /// Faces failing the landmark check with at least this score get a second look turned
+        /// upright (YuNet's landmarks break down on strongly tilted faces); nil: no second look.
+        public var uprightRecheckScore: Double?
         /// Images whose long side is shorter are enlarged to this long side before detection
         /// (nil: never enlarge).
         public var minimumDetectionDimension: Int?
@@ -100,9 +107,9 @@ public final class FaceDetector: @unchecked Sendable {
         /// Boxes overlapping a better one by more than this IoU are merged away (YuNet's NMS and
         /// the merge across tiles).
         public var nmsThreshold: Double
-        /// Frames whose luma standard deviation is below this are not searched.
+        /// Frames whose luma standard deviation is below this are not searched (0: off).
         public var minimumFrameContrast: Double
-        /// A face box shrunk to 16×16 must have at least this luma standard deviation.
+        /// A face box shrunk to 16×16 must have at least this luma standard deviation (0: off).
         public var minimumContrast: Double
         /// Largest eye distance as a fraction of the box width.
         public var maximumEyeDistanceRatio: Double
@@ -115,13 +122,15 @@ public final class FaceDetector: @unchecked Sendable {
 
         /// Creates a configuration; the defaults are `standard`.
         public init(
-            scoreThreshold: Double = 0.7, rejectsImplausibleFaces: Bool = true, minimumDetectionDimension: Int? = 640,
+            scoreThreshold: Double = 0.7, checksLandmarkGeometry: Bool = true, uprightRecheckScore: Double? = 0.9,
+            minimumDetectionDimension: Int? = 640,
             maximumDetectionDimension: Int? = 1280, tileSize: Int? = nil, tileOverlap: Double = 0.25,
             nmsThreshold: Double = 0.3, minimumFrameContrast: Double = 2, minimumContrast: Double = 10,
             maximumEyeDistanceRatio: Double = 0.65, rollRefinementThreshold: Double = 8, haarScaleFactor: Double = 1.1, haarMinimumNeighbours: Int = 4
         ) {
             self.scoreThreshold = scoreThreshold
-            self.rejectsImplausibleFaces = rejectsImplausibleFaces
+            self.checksLandmarkGeometry = checksLandmarkGeometry
+            self.uprightRecheckScore = uprightRecheckScore
             self.minimumDetectionDimension = minimumDetectionDimension
             self.maximumDetectionDimension = maximumDetectionDimension
             self.tileSize = tileSize
@@ -144,8 +153,9 @@ public final class FaceDetector: @unchecked Sendable {
         /// OpenCV's sample default). For comparisons.
         public static func plain(scoreThreshold: Double = 0.9) -> Configuration {
             Configuration(
-                scoreThreshold: scoreThreshold, rejectsImplausibleFaces: false, minimumDetectionDimension: nil,
-                maximumDetectionDimension: nil, rollRefinementThreshold: .infinity)
+                scoreThreshold: scoreThreshold, checksLandmarkGeometry: false, uprightRecheckScore: nil,
+                minimumDetectionDimension: nil, maximumDetectionDimension: nil, minimumFrameContrast: 0,
+                minimumContrast: 0, rollRefinementThreshold: .infinity)
         }
     }
 
@@ -278,7 +288,7 @@ public final class FaceDetector: @unchecked Sendable {
         }
         lock.lock()
         defer { lock.unlock() }
-        if configuration.rejectsImplausibleFaces {
+        if configuration.minimumFrameContrast > 0 {
             let stats = try regionStats(source, roi, sample: 0)
             if stats.stddev < configuration.minimumFrameContrast { return [] }
         }
@@ -292,22 +302,27 @@ public final class FaceDetector: @unchecked Sendable {
             else {
                 continue
             }
-            if configuration.rejectsImplausibleFaces {
+            if configuration.minimumContrast > 0 {
                 let contrast = try regionStats(source, c.box.roundedOutwards, sample: 16).stddev
                 if contrast < configuration.minimumContrast { continue }
-                if let marks = c.landmarks,
-                    !FaceGeometry.isPlausible(
-                        box: c.box, landmarks: marks, maximumEyeDistanceRatio: configuration.maximumEyeDistanceRatio)
-                {
-                    continue
-                }
             }
+            var marks = c.landmarks ?? []
             var roll = c.landmarks.map(FaceGeometry.roll)
             var yaw = c.landmarks.map(FaceGeometry.yaw)
-            if let r = roll, abs(r) >= configuration.rollRefinementThreshold {
-                (roll, yaw) = try refineAngles(source, c, roll: r)
+            if let m = c.landmarks, let r = roll {
+                let plausible =
+                    !configuration.checksLandmarkGeometry
+                    || FaceGeometry.isPlausible(
+                        box: c.box, landmarks: m, maximumEyeDistanceRatio: configuration.maximumEyeDistanceRatio)
+                if !plausible {
+                    guard let recheck = configuration.uprightRecheckScore, c.score >= recheck,
+                        let upright = try uprightLook(source, c, roll: r), upright.plausible
+                    else { continue }
+                    (marks, roll, yaw) = (upright.landmarks, upright.roll, upright.yaw)
+                } else if abs(r) >= configuration.rollRefinementThreshold, let upright = try uprightLook(source, c, roll: r) {
+                    (marks, roll, yaw) = (upright.landmarks, upright.roll, upright.yaw)
+                }
             }
-            let marks = c.landmarks ?? []
             faces.append(
                 FaceDetection(
                     bounds: DeviceSpace.normalize(c.box, in: frame),
@@ -424,25 +439,35 @@ public final class FaceDetector: @unchecked Sendable {
         }
     }
 
-    /// YuNet's landmarks lag behind on tilted faces (a face rolled 20° reads as 25–45°). So a
-    /// tilted face is re-detected upright: a square of twice its box, turned by the estimate and
-    /// scaled to 160 px (`cvb_image_warp_rotated`), is searched again and the residual roll of
-    /// the face nearest the centre is added; twice at most. On grace_hopper.jpg rotated by
-    /// ±10…45° this brings the error from up to 30° down to 5°. Cost: one 160×160 YuNet run
-    /// per pass, only for faces tilted by `rollRefinementThreshold` or more.
-    private func refineAngles(_ image: PixelBuffer, _ c: Candidate, roll: Double) throws(CaptureError) -> (
-        Double?, Double?
-    ) {
-        guard let yuNet else { return (roll, nil) }
+    /// What a face looks like turned upright.
+    struct UprightLook {
+        var roll: Double
+        var yaw: Double
+        /// Upright landmarks mapped back to image pixels.
+        var landmarks: [CGPoint]
+        /// Whether the upright landmarks pass the geometry check against the upright box.
+        var plausible: Bool
+    }
+
+    /// YuNet's landmarks overshoot on tilted faces (a face rolled 20° reads as 25–45°; past
+    /// ~25° they can be wrong altogether). So the face is looked at again upright: a square of
+    /// twice its box, turned by the roll estimate and scaled to 160 px (`cvb_image_warp_rotated`),
+    /// is searched again and the residual roll of the face nearest the centre is added; twice
+    /// at most. On grace_hopper.jpg rotated by ±10…45° this brings the roll error from up to 30°
+    /// down to 5°. Cost: one 160×160 YuNet run per pass, only for tilted or implausible faces.
+    /// Nil when nothing is found upright.
+    private func uprightLook(_ image: PixelBuffer, _ c: Candidate, roll: Double) throws(CaptureError) -> UprightLook? {
+        guard let yuNet else { return nil }
         let side = 160
         let crop = try PixelBuffer(width: side, height: side, pixelFormat: .bgr)
+        let scale = Double(side) / (2 * Double(max(c.box.width, c.box.height)))
+        let centre = Double(side) / 2
         var estimate = roll
-        var yaw = c.landmarks.map(FaceGeometry.yaw)
+        var look: UprightLook?
         var err = cvb_error()
         for _ in 0..<2 {
             var src = image.bridgeImage
             var dst = crop.bridgeImage
-            let scale = Double(side) / (2 * Double(max(c.box.width, c.box.height)))
             guard
                 cvb_image_warp_rotated(&src, Double(c.box.midX), Double(c.box.midY), estimate, scale, &dst, &err) == 0
             else {
@@ -454,26 +479,31 @@ public final class FaceDetector: @unchecked Sendable {
                 cvb_yunet_detect(yuNet, &dst, $0.baseAddress, 16, &count, &err)
             }
             guard status == 0 else { throw CaptureError(.detectionFailed, "YuNet failed: \(err.text)") }
-            let n = min(Int(count), 16)
-            let centre = Double(side) / 2
-            let nearest = (0..<n).min { a, b in
-                func d(_ i: Int) -> Double {
-                    let r = i * Int(CVB_YUNET_ROW)
-                    let x = Double(rows[r] + rows[r + 2] / 2) - centre
-                    let y = Double(rows[r + 1] + rows[r + 3] / 2) - centre
-                    return x * x + y * y
-                }
-                return d(a) < d(b)
+            let faces = (0..<min(Int(count), 16)).map { i in
+                Array(rows[(i * Int(CVB_YUNET_ROW))..<((i + 1) * Int(CVB_YUNET_ROW))]).map(Double.init)
             }
-            guard let i = nearest else { break }
-            let r = i * Int(CVB_YUNET_ROW)
-            let marks = (0..<5).map { CGPoint(x: Double(rows[r + 4 + 2 * $0]), y: Double(rows[r + 5 + 2 * $0])) }
+            func distance(_ r: [Double]) -> Double { hypot(r[0] + r[2] / 2 - centre, r[1] + r[3] / 2 - centre) }
+            guard let r = faces.min(by: { distance($0) < distance($1) }), distance(r) < Double(side) / 4 else { break }
+            let box = CGRect(x: r[0], y: r[1], width: r[2], height: r[3])
+            let marks = (0..<5).map { CGPoint(x: r[4 + 2 * $0], y: r[5 + 2 * $0]) }
             let residual = FaceGeometry.roll(marks)
+            // Crop → image: undo the scale, then turn back by `estimate` (the inverse of the
+            // rotation OpenCV applied, in y-down pixels).
+            let a = estimate * .pi / 180
+            let back = marks.map { p -> CGPoint in
+                let x = (Double(p.x) - centre) / scale
+                let y = (Double(p.y) - centre) / scale
+                return CGPoint(
+                    x: Double(c.box.midX) + x * cos(a) - y * sin(a), y: Double(c.box.midY) + x * sin(a) + y * cos(a))
+            }
             estimate += residual
-            yaw = FaceGeometry.yaw(marks)
+            look = UprightLook(
+                roll: estimate, yaw: FaceGeometry.yaw(marks), landmarks: back,
+                plausible: FaceGeometry.isPlausible(
+                    box: box, landmarks: marks, maximumEyeDistanceRatio: configuration.maximumEyeDistanceRatio))
             if abs(residual) < 3 { break }
         }
-        return (estimate, yaw)
+        return look
     }
 
     private func regionStats(_ image: PixelBuffer, _ rect: CGRect, sample: Int32) throws(CaptureError) -> (
