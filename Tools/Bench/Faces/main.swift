@@ -188,6 +188,83 @@ for (name, c, i) in rows {
     print("| \(name) | \(pct(c.recall)) | \(pct(c.precision)) | \(pct(c.f1)) | \(pct(c.falsePerFaceFree)) | \(ms(ms480[i])) | \(ms(ms720[i])) | \(String(format: "%.2f×, %.2f×", ms480[i] / ms480[1], ms720[i] / ms720[1])) |")
 }
 
+// MARK: - What each part contributes (ablation)
+
+/// The fixtures again at 0.5× and 0.75× (smaller faces, as in crowded photos), the face-free
+/// fixtures also at 1.5× and 2×, plus the generated frames: every check measured on more than
+/// the 23 images above.
+var extended = allSamples
+for entry in manifest.images {
+    let path = fixtures.appendingPathComponent(entry.image).path
+    let original = try ImageFolderSource.decode(path)
+    for factor in entry.negative ? [0.5, 0.75, 1.5, 2.0] : [0.5, 0.75] {
+        let size = CaptureDevice.Dimensions(
+            width: Int((Double(original.width) * factor).rounded()), height: Int((Double(original.height) * factor).rounded()))
+        let fx = Double(size.width) / Double(original.width)
+        let fy = Double(size.height) / Double(original.height)
+        extended.append(Sample(
+            name: "\(entry.image)@\(factor)", image: try render(SyntheticScene(size: size, background: .image(path: path))),
+            faces: entry.faces.map { CGRect(x: $0.box[0] * fx, y: $0.box[1] * fy, width: $0.box[2] * fx, height: $0.box[3] * fy) },
+            vocBoxes: entry.image.contains("maksssksksss")))
+    }
+}
+let extendedSamples = extended
+
+/// `bench-faces --details`: list cvcam's misses and false faces on the extended set, then stop.
+if CommandLine.arguments.contains("--details") {
+    for sample in extendedSamples {
+        let found = try cvcam.detect(in: sample.image)
+        let size = CGSize(width: sample.image.width, height: sample.image.height)
+        let boxes = found.map {
+            CGRect(x: $0.bounds.minX * size.width, y: $0.bounds.minY * size.height, width: $0.bounds.width * size.width,
+                   height: $0.bounds.height * size.height)
+        }
+        for (box, d) in zip(boxes, found) where !sample.faces.contains(where: { overlap(box, $0, voc: sample.vocBoxes) >= 0.5 }) {
+            print("false face \(sample.name) \(box.integral) score \(String(format: "%.2f", d.confidence))")
+        }
+        for truth in sample.faces where !boxes.contains(where: { overlap($0, truth, voc: sample.vocBoxes) >= 0.5 }) {
+            print("missed \(sample.name) \(truth.integral)")
+        }
+    }
+    exit(0)
+}
+
+func variant(_ change: (inout FaceDetector.Configuration) -> Void) -> FaceDetector.Configuration {
+    var c = FaceDetector.Configuration.standard
+    change(&c)
+    return c
+}
+let variants: [(String, FaceDetector.Configuration)] = [
+    ("cvcam .standard", .standard),
+    ("− frame content gate", variant { $0.minimumFrameContrast = 0 }),
+    ("− box contrast check", variant { $0.minimumContrast = 0 }),
+    ("− landmark geometry check", variant { $0.checksLandmarkGeometry = false }),
+    ("− upright second look", variant { $0.uprightRecheckScore = nil }),
+    ("contrast check without geometry check", variant { $0.checksLandmarkGeometry = false; $0.uprightRecheckScore = nil }),
+    ("− all checks (gate, contrast, geometry)", variant {
+        $0.minimumFrameContrast = 0; $0.minimumContrast = 0; $0.checksLandmarkGeometry = false; $0.uprightRecheckScore = nil
+    }),
+    ("− detection scaling (image at its own size)", variant { $0.minimumDetectionDimension = nil; $0.maximumDetectionDimension = nil }),
+    ("enlarging small images only to 480 px", variant { $0.minimumDetectionDimension = 480 }),
+    ("threshold 0.6", variant { $0.scoreThreshold = 0.6 }),
+    ("threshold 0.75", variant { $0.scoreThreshold = 0.75 }),
+    ("threshold 0.8", variant { $0.scoreThreshold = 0.8 }),
+    ("threshold 0.9", variant { $0.scoreThreshold = 0.9 }),
+]
+print("\n## What each part does (\(extendedSamples.filter { !$0.faces.isEmpty }.count) photos with \(extendedSamples.reduce(0) { $0 + $1.faces.count }) faces, \(extendedSamples.filter { $0.faces.isEmpty }.count) face-free: the set above plus rescaled copies)\n")
+print("| variant | recall | precision | F1 | false faces / face-free image |")
+print("|---|---|---|---|---|")
+for (name, configuration) in variants {
+    let d = try FaceDetector(configuration: configuration, modelsDirectory: models)
+    let c = score(try extendedSamples.map { ($0, try d.detect(in: $0.image)) })
+    print("| \(name) | \(pct(c.recall)) | \(pct(c.precision)) | \(pct(c.f1)) | \(pct(c.falsePerFaceFree)) |")
+}
+let extendedLow = try extendedSamples.map { ($0, try yuNetLow.detect(in: $0.image)) }
+for t in [0.6, 0.7, 0.8, 0.9] {
+    let c = score(extendedLow, threshold: t)
+    print("| YuNet plain, threshold \(t) | \(pct(c.recall)) | \(pct(c.precision)) | \(pct(c.f1)) | \(pct(c.falsePerFaceFree)) |")
+}
+
 // MARK: - Smallest face per preset
 
 /// Pastes grace_hopper.jpg (face box 176,121 181×211) scaled so the face is `side` px wide,
@@ -219,6 +296,11 @@ func foundCount(_ detector: FaceDetector, preset: CaptureDevice.Dimensions, side
 }
 
 let cvcamTiled = try FaceDetector(configuration: .tiled, modelsDirectory: models)
+let ms1080 = try cost([cvcam, cvcamTiled, yuNetDefault], frame: try timingFrame(1920, 1080), rounds: 5)
+print("\n## Cost at 1920x1080 (ms per frame, median of 5)\n")
+print("| cvcam .standard (reduced to 1280) | cvcam .tiled (1280 + 640 px tiles at full size) | YuNet plain at 1920x1080 |")
+print("|---|---|---|")
+print("| \(ms(ms1080[0])) (\(String(format: "%.2f×", ms1080[0] / ms1080[2]))) | \(ms(ms1080[1])) (\(String(format: "%.2f×", ms1080[1] / ms1080[2]))) | \(ms(ms1080[2])) |")
 let sides: [Double] = [128, 96, 80, 64, 56, 48, 40, 32, 28, 24, 20, 16, 14, 12, 10]
 print("\n## Smallest face found reliably (face width in frame pixels, found at all 4 places and at every larger size)\n")
 print("| preset | cvcam .standard | cvcam .tiled | YuNet plain 0.9 |")
