@@ -147,22 +147,22 @@ int cvb_image_crop_resize(const cvb_image *src, int32_t x, int32_t y, int32_t w,
 }
 
 int cvb_image_region_stats(const cvb_image *src, int32_t x, int32_t y, int32_t w, int32_t h, int32_t sample,
-                           double *mean, double *stddev, cvb_error *err) {
+                           int32_t nearest, double *mean, double *stddev, cvb_error *err) {
     return guarded(err, [&] {
         *mean = 0;
         *stddev = 0;
         cv::Mat m = as_mat(src);
         cv::Rect r = cv::Rect(x, y, w, h) & cv::Rect(0, 0, m.cols, m.rows);
         if (r.area() <= 0) return 0;
-        cvb_image view = *src;
         cv::Mat region = m(r);
-        view = as_image(region, src->format);
-        cv::Mat g = gray_of(&view);
-        if (sample > 0 && (g.cols > sample || g.rows > sample)) {
+        if (sample > 0 && (region.cols > sample || region.rows > sample)) {
             cv::Mat small;
-            cv::resize(g, small, cv::Size(std::min(sample, g.cols), std::min(sample, g.rows)), 0, 0, cv::INTER_AREA);
-            g = small;
+            cv::resize(region, small, cv::Size(std::min(sample, region.cols), std::min(sample, region.rows)), 0, 0,
+                       nearest ? cv::INTER_NEAREST : cv::INTER_AREA);
+            region = small;
         }
+        cvb_image view = as_image(region, src->format);
+        cv::Mat g = gray_of(&view);
         cv::Scalar mu, sigma;
         cv::meanStdDev(g, mu, sigma);
         *mean = mu[0];

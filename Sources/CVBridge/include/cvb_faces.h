@@ -54,11 +54,12 @@ int cvb_image_crop_resize(const cvb_image *src, int32_t x, int32_t y, int32_t w,
                           cvb_error *err);
 
 /// Mean and standard deviation of the luma of the rectangle (x, y, w, h) of `src`, clipped to
-/// the image, after shrinking it to `sample` × `sample` pixels (`cv::resize` INTER_AREA, then
-/// `cv::meanStdDev`); `sample` 0 measures at full resolution. BGR, BGRA or GRAY. An empty
-/// rectangle gives mean 0 and deviation 0.
+/// the image, after shrinking it to at most `sample` × `sample` pixels (`cv::resize`, INTER_AREA
+/// averaging, or INTER_NEAREST picking pixels when `nearest` is non-zero; then `cv::meanStdDev`);
+/// `sample` 0 measures at full resolution. BGR, BGRA or GRAY. An empty rectangle gives mean 0
+/// and deviation 0.
 int cvb_image_region_stats(const cvb_image *src, int32_t x, int32_t y, int32_t w, int32_t h, int32_t sample,
-                           double *mean, double *stddev, cvb_error *err);
+                           int32_t nearest, double *mean, double *stddev, cvb_error *err);
 
 /// Rotates `src` by `degrees` (counter-clockwise as OpenCV counts, positive = anticlockwise on
 /// screen) about its centre into `dst` of the same size and format, filling uncovered pixels by
