@@ -43,6 +43,20 @@ public struct FaceDetection: Sendable, Hashable {
 ///   photos are enlarged (YuNet misses faces under ~20 px), large frames are reduced to bound
 ///   the cost. With `tileSize` set, frames reduced that way are also scanned at full
 ///   resolution in overlapping tiles, and all candidates are merged by non-maximum suppression.
+///
+///   Smallest face found reliably (face width in frame pixels; `Tools/bench-faces` pastes
+///   grace_hopper.jpg at decreasing sizes at four places over a face-free photo; "reliably" =
+///   at all four places and at every larger size):
+///
+///   | preset    | `standard`             | `tiled`               | plain YuNet, 0.9 |
+///   |-----------|------------------------|-----------------------|------------------|
+///   | 640x480   | 12 px (run at 640)     | 12 px (no tiles)      | 32 px            |
+///   | 1280x720  | 12 px (run at 1280)    | 12 px (no tiles)      | > 128 px (*)     |
+///   | 1920x1080 | 20 px (run at 1280)    | 14 px (1280 + tiles)  | 14 px            |
+///
+///   (*) at threshold 0.9 YuNet missed even 128 px faces at two of the four places. These are
+///   clean, sharp faces: expect roughly twice these sizes on real, blurred, badly lit ones.
+///   Cost at 1920x1080: `standard` ≈ 0.45× plain YuNet at full size, `tiled` ≈ 1.6–2.1×.
 /// - **Content gate.** A frame whose luma standard deviation is below `minimumFrameContrast`
 ///   (black, near-black, a lens cap) is not searched at all: YuNet 2022mar reports large
 ///   phantom faces (scores up to 0.84) on such frames.
@@ -530,7 +544,8 @@ public final class FaceDetector: @unchecked Sendable {
                 roll: estimate, yaw: FaceGeometry.yaw(marks), landmarks: back,
                 plausible: FaceGeometry.isPlausible(
                     box: box, landmarks: marks, maximumEyeDistanceRatio: configuration.maximumEyeDistanceRatio))
-            if abs(residual) < 3 { break }
+            // Done when nearly upright, or (second look) as soon as the upright face is plausible.
+            if abs(residual) < 3 || (passes > 1 && look?.plausible == true) { break }
         }
         return look
     }
