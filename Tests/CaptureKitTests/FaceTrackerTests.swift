@@ -52,6 +52,42 @@ struct FaceTrackerTests {
         #expect(last - first > 0.2)
     }
 
+    @Test func newFaceIDWhenTheFaceReturnsToASyntheticScene() throws {
+        // The same face shown 0…0.5 s, gone 0.5…1.2 s (longer than the 0.5 s miss limit), back
+        // 1.2…1.7 s at another place; 51 frames at 30 fps.
+        let path = FaceFixtures.faces.appendingPathComponent("images/grace_hopper.jpg").path
+        let scene = SyntheticScene(
+            size: .init(width: 640, height: 480), frameRate: 30, frameCount: 51,
+            background: .color(red: 90, green: 110, blue: 100),
+            sprites: [
+                .init(content: .image(path: path), size: .init(width: 160, height: 188), origin: CGPoint(x: 40, y: 100),
+                      appearsAt: 0, disappearsAt: 0.5),
+                .init(content: .image(path: path), size: .init(width: 160, height: 188), origin: CGPoint(x: 380, y: 160),
+                      appearsAt: 1.2, disappearsAt: 1.7),
+            ])
+        let source = try SyntheticCameraSource(scene: scene, pacing: .asFastAsPossible)
+        try source.open(format: source.formats[0], frameDuration: MediaTime.frameDuration(framesPerSecond: 30))
+        defer { source.close() }
+        let detector = try FaceDetector(modelsDirectory: FaceFixtures.models)
+        var tracker = FaceTracker()
+        var events: [FaceTracker.Event] = []
+        while let frame = try source.nextFrame(isCancelled: { false }) {
+            events += tracker.update(with: try detector.detect(in: frame.pixelBuffer), at: frame.presentationTimeStamp, inputID: input)
+        }
+        events += tracker.reset()
+        let kinds = events.map { e -> String in
+            switch e {
+            case .entered: "enter"
+            case .updated: "update"
+            case .left: "leave"
+            }
+        }.filter { $0 != "update" }
+        #expect(kinds == ["enter", "leave", "enter", "leave"])
+        let entered = events.compactMap { if case .entered(let f) = $0 { f } else { nil } }
+        #expect(entered.count == 2 && entered[0].faceID != entered[1].faceID)
+        #expect(entered.count == 2 && entered[1].faceID > entered[0].faceID)
+    }
+
     @Test func newFaceIDAfterLeavingAndReturning() {
         var tracker = FaceTracker(configuration: .init(maximumMissedFrames: 5, maximumMissedDuration: 0.5))
         var events: [FaceTracker.Event] = []
