@@ -74,6 +74,9 @@ let package = Package(
             path: "Tools/Bench/Frames"
         ),
 
+        // Face detection benchmark: cvcam beside plain YuNet and Haar (Tools/bench-faces).
+        .executableTarget(name: "bench-faces", dependencies: ["CaptureKit"], path: "Tools/Bench/Faces"),
+
         .testTarget(
             name: "CaptureKitTests",
             dependencies: ["CaptureKit", "CVBridge"]

@@ -91,6 +91,13 @@ public struct CaptureError: Error, Sendable, Equatable, CustomStringConvertible 
         /// A preview geometry that cannot be used: a view or frame size that is not positive, a
         /// rotation other than 0/90/180/270, an unknown gravity name, or a connection/input mismatch.
         public static let invalidPreviewGeometry = Code(rawValue: "invalidPreviewGeometry")
+
+        // Metadata detectors.
+        /// No face model could be loaded (neither YuNet nor the Haar cascade): set CVCAM_MODELS
+        /// or pass the Models folder.
+        public static let faceModelUnavailable = Code(rawValue: "faceModelUnavailable")
+        /// A detector call into OpenCV failed.
+        public static let detectionFailed = Code(rawValue: "detectionFailed")
     }
 
     /// What kind of failure this is.
