@@ -14,15 +14,25 @@ extension CaptureDevice {
         static let cameraBase: UInt32 = 0x009a_0900  // V4L2_CID_CAMERA_CLASS_BASE
         static let flashBase: UInt32 = 0x009c_0900  // V4L2_CID_FLASH_CLASS_BASE
 
+        /// `V4L2_CID_BRIGHTNESS`.
         public static let brightness = Control(rawValue: userBase + 0)
+        /// `V4L2_CID_CONTRAST`.
         public static let contrast = Control(rawValue: userBase + 1)
+        /// `V4L2_CID_SATURATION`.
         public static let saturation = Control(rawValue: userBase + 2)
+        /// `V4L2_CID_HUE`.
         public static let hue = Control(rawValue: userBase + 3)
+        /// `V4L2_CID_AUTO_WHITE_BALANCE` (`white_balance_automatic`).
         public static let autoWhiteBalance = Control(rawValue: userBase + 12)
+        /// `V4L2_CID_DO_WHITE_BALANCE`, a button for one white balance adjustment.
         public static let doWhiteBalance = Control(rawValue: userBase + 13)
+        /// `V4L2_CID_GAIN` (no unit; CaptureKit maps it onto ISO).
         public static let gain = Control(rawValue: userBase + 19)
+        /// `V4L2_CID_POWER_LINE_FREQUENCY` (a menu: disabled, 50 Hz, 60 Hz, auto).
         public static let powerLineFrequency = Control(rawValue: userBase + 24)
+        /// `V4L2_CID_WHITE_BALANCE_TEMPERATURE`, in kelvin.
         public static let whiteBalanceTemperature = Control(rawValue: userBase + 26)
+        /// `V4L2_CID_SHARPNESS`.
         public static let sharpness = Control(rawValue: userBase + 27)
         /// `V4L2_CID_EXPOSURE_AUTO` (a menu: auto, manual, shutter priority, aperture priority).
         public static let exposureAuto = Control(rawValue: cameraBase + 1)
@@ -32,6 +42,7 @@ extension CaptureDevice {
         public static let focusAbsolute = Control(rawValue: cameraBase + 10)
         /// `V4L2_CID_FOCUS_AUTO` (`focus_automatic_continuous`).
         public static let focusAuto = Control(rawValue: cameraBase + 12)
+        /// `V4L2_CID_ZOOM_ABSOLUTE`.
         public static let zoomAbsolute = Control(rawValue: cameraBase + 13)
         /// `V4L2_CID_AUTO_EXPOSURE_BIAS`, in units of 0.001 EV.
         public static let autoExposureBias = Control(rawValue: cameraBase + 19)
@@ -49,22 +60,32 @@ extension CaptureDevice {
     public struct ControlDescription: Sendable, Hashable, Codable {
         /// One entry of a menu control: a name, or for integer menus a value.
         public struct MenuItem: Sendable, Hashable, Codable {
+            /// The value that selects this entry.
             public var index: Int64
+            /// The entry's name (menus).
             public var name: String?
+            /// The entry's number (integer menus).
             public var value: Int64?
         }
+        /// The control's ID.
         public var control: Control
+        /// The driver's name for the control.
         public var name: String
         /// `int`, `bool`, `menu`, `intmenu`, `button`, `int64`, `ctrl_class`, … (v4l2-ctl's words).
         public var type: String
+        /// Smallest value (for menus: the first index).
         public var minimum: Int64
+        /// Largest value (for menus: the last index).
         public var maximum: Int64
+        /// Values go in steps of this size from `minimum`.
         public var step: UInt64
+        /// The driver's default.
         public var defaultValue: Int64
         /// The current value; nil for buttons, classes and unreadable controls.
         public var value: Int64?
         /// v4l2-ctl's flag words: `inactive`, `read-only`, `disabled`, `volatile`, `update`, ….
         public var flags: [String]
+        /// Menu entries (menus and integer menus only; indices the driver skips are absent).
         public var menu: [MenuItem]
 
         /// Whether the current mode makes the control inactive (e.g. exposure time in auto exposure).

@@ -10,11 +10,15 @@ import Foundation
 public struct V4L2DeviceReport: Sendable, Hashable, Codable {
     /// One frame size and its frame intervals.
     public struct FrameSize: Sendable, Hashable, Codable {
+        /// Width in pixels (the smallest, for ranges).
         public var width: Int
+        /// Height in pixels (the smallest, for ranges).
         public var height: Int
         /// "discrete", or "stepwise"/"continuous" with `maximumWidth`/`maximumHeight`/steps.
         public var kind: String
+        /// Largest width of a stepwise or continuous range.
         public var maximumWidth: Int?
+        /// Largest height of a stepwise or continuous range.
         public var maximumHeight: Int?
         /// Frame intervals as "numerator/denominator" seconds, fastest first as the driver lists them.
         public var intervals: [String]
@@ -24,28 +28,38 @@ public struct V4L2DeviceReport: Sendable, Hashable, Codable {
 
     /// One pixel format (`VIDIOC_ENUM_FMT`).
     public struct Format: Sendable, Hashable, Codable {
+        /// Position in `VIDIOC_ENUM_FMT`'s list.
         public var index: Int
+        /// The four-character code ("YUYV", "MJPG").
         public var fourCC: String
         public var description: String
+        /// Whether frames are compressed (`V4L2_FMT_FLAG_COMPRESSED`).
         public var isCompressed: Bool
         /// Whether CaptureKit can deliver it (YUYV, MJPEG, NV12, GREY).
         public var isSupportedByCaptureKit: Bool
+        /// Frame sizes with their intervals.
         public var sizes: [FrameSize]
     }
 
+    /// The device node.
     public var path: String
+    /// The camera's name (`v4l2_capability.card`).
     public var card: String
+    /// The driver (`uvcvideo`).
     public var driver: String
+    /// Where the camera is attached.
     public var busInfo: String
     /// Kernel version of the driver, "major.minor.patch".
     public var driverVersion: String
     /// Capability words of the node (`video-capture`, `streaming`, …).
     public var deviceCapabilities: [String]
+    /// Every pixel format, with sizes and intervals.
     public var formats: [Format]
     /// The current format ("YUYV 640x480"), nil when the driver would not say.
     public var currentFormat: String?
     /// The current frame rate, nil when the driver would not say.
     public var currentFrameRate: Double?
+    /// Every control, with range, default, value, menu and flags.
     public var controls: [CaptureDevice.ControlDescription]
 
     /// Reads the report from a node. The corresponding C functions are `ioctl(VIDIOC_QUERYCAP)`,

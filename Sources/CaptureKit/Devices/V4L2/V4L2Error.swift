@@ -14,26 +14,47 @@ public struct V4L2Error: Error, Sendable, Hashable, CustomStringConvertible {
         public init(rawValue: String) { self.rawValue = rawValue }
         public var description: String { rawValue }
 
+        /// The C function `open`.
         public static let open = Operation(rawValue: "open")
+        /// `ioctl(VIDIOC_QUERYCAP)`.
         public static let queryCapabilities = Operation(rawValue: "VIDIOC_QUERYCAP")
+        /// `ioctl(VIDIOC_ENUM_FMT)`.
         public static let enumerateFormats = Operation(rawValue: "VIDIOC_ENUM_FMT")
+        /// `ioctl(VIDIOC_ENUM_FRAMESIZES)`.
         public static let enumerateFrameSizes = Operation(rawValue: "VIDIOC_ENUM_FRAMESIZES")
+        /// `ioctl(VIDIOC_ENUM_FRAMEINTERVALS)`.
         public static let enumerateFrameIntervals = Operation(rawValue: "VIDIOC_ENUM_FRAMEINTERVALS")
+        /// `ioctl(VIDIOC_G_FMT)`.
         public static let getFormat = Operation(rawValue: "VIDIOC_G_FMT")
+        /// `ioctl(VIDIOC_S_FMT)`.
         public static let setFormat = Operation(rawValue: "VIDIOC_S_FMT")
+        /// `ioctl(VIDIOC_G_PARM)`.
         public static let getParameters = Operation(rawValue: "VIDIOC_G_PARM")
+        /// `ioctl(VIDIOC_S_PARM)`.
         public static let setParameters = Operation(rawValue: "VIDIOC_S_PARM")
+        /// `ioctl(VIDIOC_REQBUFS)`.
         public static let requestBuffers = Operation(rawValue: "VIDIOC_REQBUFS")
+        /// `ioctl(VIDIOC_QUERYBUF)`.
         public static let queryBuffer = Operation(rawValue: "VIDIOC_QUERYBUF")
+        /// The C function `mmap`.
         public static let mapBuffer = Operation(rawValue: "mmap")
+        /// `ioctl(VIDIOC_QBUF)`.
         public static let queueBuffer = Operation(rawValue: "VIDIOC_QBUF")
+        /// `ioctl(VIDIOC_DQBUF)`.
         public static let dequeueBuffer = Operation(rawValue: "VIDIOC_DQBUF")
+        /// `ioctl(VIDIOC_STREAMON)`.
         public static let streamOn = Operation(rawValue: "VIDIOC_STREAMON")
+        /// `ioctl(VIDIOC_STREAMOFF)`.
         public static let streamOff = Operation(rawValue: "VIDIOC_STREAMOFF")
+        /// The C function `poll`.
         public static let poll = Operation(rawValue: "poll")
+        /// `ioctl(VIDIOC_QUERY_EXT_CTRL)`.
         public static let queryControl = Operation(rawValue: "VIDIOC_QUERY_EXT_CTRL")
+        /// `ioctl(VIDIOC_QUERYMENU)`.
         public static let queryMenu = Operation(rawValue: "VIDIOC_QUERYMENU")
+        /// `ioctl(VIDIOC_G_CTRL)`.
         public static let getControl = Operation(rawValue: "VIDIOC_G_CTRL")
+        /// `ioctl(VIDIOC_S_CTRL)`.
         public static let setControl = Operation(rawValue: "VIDIOC_S_CTRL")
     }
 
@@ -56,7 +77,7 @@ public struct V4L2Error: Error, Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Whether the device has gone away (unplugged, or the driver unbound).
-    public var isDisconnection: Bool { errno == ENODEV || errno == ENXIO || errno == ENOENT || errno == EIO && operation == .dequeueBuffer }
+    public var isDisconnection: Bool { errno == ENODEV || errno == ENXIO || errno == ENOENT }
 
     /// The `CaptureError` a user sees: a code to switch on and a sentence that says what to do.
     public var captureError: CaptureError {

@@ -11,10 +11,15 @@ import Synchronization
 public struct V4L2Negotiation: Sendable, Hashable, Codable, CustomStringConvertible {
     /// Four-character code, size and frame duration (in seconds, as `numerator/denominator`).
     public struct Request: Sendable, Hashable, Codable, CustomStringConvertible {
+        /// The four-character code ("YUYV", "MJPG").
         public var fourCC: String
+        /// Width in pixels.
         public var width: Int
+        /// Height in pixels.
         public var height: Int
+        /// Frame duration numerator, seconds.
         public var frameDurationNumerator: Int
+        /// Frame duration denominator.
         public var frameDurationDenominator: Int
         /// Frames per second.
         public var frameRate: Double { Double(frameDurationDenominator) / Double(max(frameDurationNumerator, 1)) }
@@ -43,7 +48,8 @@ public struct V4L2Negotiation: Sendable, Hashable, Codable, CustomStringConverti
 /// would be left with the driver, the frame is copied into a pooled buffer instead. MJPEG is
 /// decoded into pooled BGR buffers (`cvb_image_decode_into`). Nothing is allocated per frame
 /// once the pools are warm. Timestamps are the driver's (monotonic clock), sequence numbers the
-/// driver's, counted from the first frame of each stream.
+/// driver's, counted from the first frame of each stream. Streaming stops (`VIDIOC_STREAMOFF`)
+/// on `close`, after a failure, and, at process exit, when the kernel closes the descriptor.
 ///
 /// Threading: `open`/`nextFrame`/`close` on the capture thread (FrameSource's rule); the
 /// properties and the control calls (through `CaptureDevice`) from any thread.
