@@ -7,10 +7,17 @@
 // path or descriptor pass straight through to libc.
 //
 // What it interposes: open/open64/openat/openat64/__open_2/__open64_2, close, ioctl, poll,
-// access, and syscall() (libv4l2 issues raw SYS_openat/SYS_ioctl/SYS_close/SYS_mmap syscalls).
+// access, the stat family (the nodes are character devices 81:200 and 81:201, as tools such as
+// v4l2-ctl check), the sysfs uevent file of those numbers, and syscall() (libv4l2 issues raw
+// SYS_openat/SYS_ioctl/SYS_close/SYS_mmap syscalls).
 // An emulated descriptor is a real memfd, so fstat, mmap and munmap work on it unmodified:
 // buffers live in the memfd at the offsets QUERYBUF reports, and the emulator writes frames
 // into its own mapping of the same memory.
+//
+// ioctls: QUERYCAP, ENUM_FMT/FRAMESIZES/FRAMEINTERVALS, G/S/TRY_FMT, G/S_PARM, REQBUFS,
+// QUERYBUF, QBUF, DQBUF, STREAMON/OFF, QUERYCTRL, QUERY_EXT_CTRL, QUERYMENU, G/S_CTRL and
+// G/S/TRY_EXT_CTRLS; anything else fails with ENOTTY, as drivers do. `v4l2-ctl --all
+// --list-formats-ext` and `v4l2-ctl --stream-mmap` work against it.
 //
 // Frames are made at start of streaming from the JPEG files in $V4L2_EMULATOR_IMAGES (sorted
 // by name; each shown for 15 frames), or a colour-bar pattern when unset: scaled to the format's
@@ -44,6 +51,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -71,6 +79,12 @@ static int (*real_ioctl)(int, unsigned long, ...);
 static int (*real_poll)(struct pollfd *, nfds_t, int);
 static int (*real_access)(const char *, int);
 static long (*real_syscall)(long, ...);
+static int (*real_stat)(const char *, struct stat *);
+static int (*real_lstat)(const char *, struct stat *);
+static int (*real_fstat)(int, struct stat *);
+static int (*real_fstatat)(int, const char *, struct stat *, int);
+static int (*real_stat64)(const char *, struct stat64 *);
+static int (*real_fstat64)(int, struct stat64 *);
 
 static pthread_once_t resolve_once = PTHREAD_ONCE_INIT;
 static void resolve(void) {
@@ -85,6 +99,12 @@ static void resolve(void) {
     real_poll = dlsym(RTLD_NEXT, "poll");
     real_access = dlsym(RTLD_NEXT, "access");
     real_syscall = dlsym(RTLD_NEXT, "syscall");
+    real_stat = dlsym(RTLD_NEXT, "stat");
+    real_lstat = dlsym(RTLD_NEXT, "lstat");
+    real_fstat = dlsym(RTLD_NEXT, "fstat");
+    real_fstatat = dlsym(RTLD_NEXT, "fstatat");
+    real_stat64 = dlsym(RTLD_NEXT, "stat64");
+    real_fstat64 = dlsym(RTLD_NEXT, "fstat64");
 }
 #define REAL(name) (pthread_once(&resolve_once, resolve), real_##name)
 
@@ -581,6 +601,23 @@ static const char *menu_name(uint32_t id, uint32_t index) {
     return "";
 }
 
+// Checks and applies one control write; returns 0 or an errno. `apply` 0 only validates.
+static int set_control_locked(uint32_t id, int32_t *value, int apply) {
+    int i = control_index(id);
+    if (i < 0) return EINVAL;
+    const emu_control *d = &controls[i];
+    // UVC refuses writes to controls the auto mode owns.
+    if (control_flags(d->id) & V4L2_CTRL_FLAG_INACTIVE) return EACCES;
+    if ((d->type == V4L2_CTRL_TYPE_MENU || d->type == V4L2_CTRL_TYPE_INTEGER_MENU) && !valid_menu_index(d->id, *value))
+        return EINVAL;
+    // Integers are clamped and rounded to the step, as the kernel's control framework does.
+    int32_t v = *value < d->min ? d->min : *value > d->max ? d->max : *value;
+    v = d->min + (v - d->min + d->step / 2) / d->step * d->step;
+    if (apply) device.values[i] = v;
+    *value = v;
+    return 0;
+}
+
 // MARK: ioctl
 
 static int fail(int error) {
@@ -835,21 +872,30 @@ static int emulated_ioctl(emu_fd *entry, unsigned long request, void *arg) {
     }
     case VIDIOC_S_CTRL: {
         struct v4l2_control *c = arg;
-        int i = control_index(c->id);
-        if (i < 0) { result = fail(EINVAL); break; }
-        const emu_control *d = &controls[i];
-        // UVC refuses writes to controls the auto mode owns.
-        if (control_flags(d->id) & V4L2_CTRL_FLAG_INACTIVE) { result = fail(EACCES); break; }
-        if ((d->type == V4L2_CTRL_TYPE_MENU || d->type == V4L2_CTRL_TYPE_INTEGER_MENU) &&
-            !valid_menu_index(d->id, c->value)) {
-            result = fail(EINVAL);
-            break;
+        int error = set_control_locked(c->id, &c->value, 1);
+        if (error) result = fail(error);
+        break;
+    }
+    case VIDIOC_G_EXT_CTRLS:
+    case VIDIOC_S_EXT_CTRLS:
+    case VIDIOC_TRY_EXT_CTRLS: {
+        struct v4l2_ext_controls *list = arg;
+        for (uint32_t k = 0; k < list->count && result == 0; k++) {
+            struct v4l2_ext_control *c = &list->controls[k];
+            int i = control_index(c->id);
+            int error = 0;
+            if (i < 0) error = EINVAL;
+            else if (request == VIDIOC_G_EXT_CTRLS) c->value = device.values[i];
+            else {
+                int32_t value = c->value; // the union is packed: no pointer into it
+                error = set_control_locked(c->id, &value, request == VIDIOC_S_EXT_CTRLS);
+                c->value = value;
+            }
+            if (error) {
+                list->error_idx = k;
+                result = fail(error);
+            }
         }
-        // Integers are clamped and rounded to the step, as the kernel's control framework does.
-        int32_t v = c->value < d->min ? d->min : c->value > d->max ? d->max : c->value;
-        v = d->min + (v - d->min + d->step / 2) / d->step * d->step;
-        device.values[i] = v;
-        c->value = v;
         break;
     }
     default:
@@ -903,6 +949,110 @@ static int emulated_close(emu_fd *entry) {
     return REAL(close)(fd);
 }
 
+// MARK: character-device identity
+
+#define EMU_MAJOR 81
+#define EMU_MINOR_BASE 200
+
+// The sysfs file tools read to learn a node's name from its device numbers.
+static int uevent_node(const char *path) {
+    if (!path) return -1;
+    for (int node = 0; node < 2; node++) {
+        char expected[64];
+        snprintf(expected, sizeof expected, "/sys/dev/char/%d:%d/uevent", EMU_MAJOR, EMU_MINOR_BASE + node);
+        if (strcmp(path, expected) == 0) return node;
+    }
+    return -1;
+}
+
+static int open_uevent(int node) {
+    int fd = memfd_create("v4l2-emulator-uevent", MFD_CLOEXEC);
+    if (fd < 0) return -1;
+    char text[128];
+    // Tools take the kind of node from DEVNAME's prefix followed by a digit ("video200").
+    int n = snprintf(text, sizeof text, "MAJOR=%d\nMINOR=%d\nDEVNAME=video%d\n", EMU_MAJOR, EMU_MINOR_BASE + node,
+                     EMU_MINOR_BASE + node);
+    if (write(fd, text, (size_t)n) != n) {
+        REAL(close)(fd);
+        return -1;
+    }
+    lseek(fd, 0, SEEK_SET);
+    return fd;
+}
+
+static void fill_node_stat(struct stat *st, int node) {
+    memset(st, 0, sizeof *st);
+    st->st_mode = S_IFCHR | 0660;
+    st->st_rdev = makedev(EMU_MAJOR, EMU_MINOR_BASE + node);
+    st->st_nlink = 1;
+    st->st_blksize = 4096;
+}
+
+static int node_of_fd(int fd) {
+    emu_fd *entry = lookup(fd);
+    return entry ? entry->node : -1;
+}
+
+int stat(const char *path, struct stat *st) {
+    int node = node_for_path(path);
+    if (node >= 0) {
+        if (access(path, F_OK) != 0) return -1;
+        fill_node_stat(st, node);
+        return 0;
+    }
+    return REAL(stat)(path, st);
+}
+
+int lstat(const char *path, struct stat *st) {
+    int node = node_for_path(path);
+    if (node >= 0) return stat(path, st);
+    return REAL(lstat)(path, st);
+}
+
+int fstatat(int dirfd, const char *path, struct stat *st, int flags) {
+    int node = node_for_path(path);
+    if (node >= 0) return stat(path, st);
+    if (path[0] == 0 && (flags & AT_EMPTY_PATH) && (node = node_of_fd(dirfd)) >= 0) {
+        fill_node_stat(st, node);
+        return 0;
+    }
+    return REAL(fstatat)(dirfd, path, st, flags);
+}
+
+int fstat(int fd, struct stat *st) {
+    int node = node_of_fd(fd);
+    if (node >= 0) {
+        fill_node_stat(st, node);
+        return 0;
+    }
+    return REAL(fstat)(fd, st);
+}
+
+// v4l2-ctl reads the uevent file with fopen, which opens inside libc without the open hook.
+FILE *fopen(const char *path, const char *mode) {
+    static FILE *(*real_fopen)(const char *, const char *);
+    if (!real_fopen) real_fopen = dlsym(RTLD_NEXT, "fopen");
+    int node = uevent_node(path);
+    if (node >= 0) {
+        int fd = open_uevent(node);
+        return fd < 0 ? NULL : fdopen(fd, "r");
+    }
+    return real_fopen(path, mode);
+}
+
+FILE *fopen64(const char *path, const char *mode) { return fopen(path, mode); }
+
+// On x86-64 `struct stat64` and `struct stat` have the same layout.
+int stat64(const char *path, struct stat64 *st) {
+    if (node_for_path(path) >= 0) return stat(path, (struct stat *)st);
+    return REAL(stat64)(path, st);
+}
+
+int fstat64(int fd, struct stat64 *st) {
+    if (node_of_fd(fd) >= 0) return fstat(fd, (struct stat *)st);
+    return REAL(fstat64)(fd, st);
+}
+
 // MARK: interposed symbols
 
 static int open_mode(int flags, va_list args) { return (flags & (O_CREAT | O_TMPFILE)) ? va_arg(args, int) : 0; }
@@ -913,6 +1063,7 @@ int open(const char *path, int flags, ...) {
     int mode = open_mode(flags, args);
     va_end(args);
     if (node_for_path(path) >= 0) return emulated_open(path, flags);
+    if (uevent_node(path) >= 0) return open_uevent(uevent_node(path));
     return REAL(open)(path, flags, mode);
 }
 
@@ -922,6 +1073,7 @@ int open64(const char *path, int flags, ...) {
     int mode = open_mode(flags, args);
     va_end(args);
     if (node_for_path(path) >= 0) return emulated_open(path, flags);
+    if (uevent_node(path) >= 0) return open_uevent(uevent_node(path));
     return REAL(open64)(path, flags, mode);
 }
 
@@ -931,6 +1083,7 @@ int openat(int dirfd, const char *path, int flags, ...) {
     int mode = open_mode(flags, args);
     va_end(args);
     if (node_for_path(path) >= 0) return emulated_open(path, flags);
+    if (uevent_node(path) >= 0) return open_uevent(uevent_node(path));
     return REAL(openat)(dirfd, path, flags, mode);
 }
 
@@ -940,6 +1093,7 @@ int openat64(int dirfd, const char *path, int flags, ...) {
     int mode = open_mode(flags, args);
     va_end(args);
     if (node_for_path(path) >= 0) return emulated_open(path, flags);
+    if (uevent_node(path) >= 0) return open_uevent(uevent_node(path));
     return REAL(openat64)(dirfd, path, flags, mode);
 }
 
