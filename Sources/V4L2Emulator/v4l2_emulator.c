@@ -7,7 +7,7 @@
 // path or descriptor pass straight through to libc.
 //
 // What it interposes: open/open64/openat/openat64/__open_2/__open64_2, close, ioctl, poll,
-// access, the stat family (the nodes are character devices 81:200 and 81:201, as tools such as
+// access, select, the stat family (the nodes are character devices 81:200 and 81:201, as tools such as
 // v4l2-ctl check), the sysfs uevent file of those numbers, and syscall() (libv4l2 issues raw
 // SYS_openat/SYS_ioctl/SYS_close/SYS_mmap syscalls).
 // An emulated descriptor is a real memfd, so fstat, mmap and munmap work on it unmodified:
@@ -49,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/select.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -1185,6 +1186,39 @@ int poll(struct pollfd *pfds, nfds_t count, int timeout) {
         struct timespec pause = {0, (long)(left < 2000000 ? left : 2000000)};
         nanosleep(&pause, NULL);
     }
+}
+
+// OpenCV's V4L2 backend waits with select(): answered through poll() above.
+int select(int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds, struct timeval *timeout) {
+    static int (*real_select)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
+    if (!real_select) real_select = dlsym(RTLD_NEXT, "select");
+    int any = 0;
+    for (int fd = 0; fd < nfds && !any; fd++)
+        if (readfds && FD_ISSET(fd, readfds) && lookup(fd)) any = 1;
+    if (!any) return real_select(nfds, readfds, writefds, exceptfds, timeout);
+    struct pollfd pfds[FD_SETSIZE];
+    nfds_t count = 0;
+    for (int fd = 0; fd < nfds; fd++) {
+        short events = 0;
+        if (readfds && FD_ISSET(fd, readfds)) events |= POLLIN;
+        if (writefds && FD_ISSET(fd, writefds)) events |= POLLOUT;
+        if (exceptfds && FD_ISSET(fd, exceptfds)) events |= POLLPRI;
+        if (events) pfds[count++] = (struct pollfd){.fd = fd, .events = events};
+    }
+    int ms = timeout ? (int)(timeout->tv_sec * 1000 + timeout->tv_usec / 1000) : -1;
+    int result = poll(pfds, count, ms);
+    if (result < 0) return result;
+    if (readfds) FD_ZERO(readfds);
+    if (writefds) FD_ZERO(writefds);
+    if (exceptfds) FD_ZERO(exceptfds);
+    int ready = 0;
+    for (nfds_t i = 0; i < count; i++) {
+        short r = pfds[i].revents;
+        if (readfds && (r & (POLLIN | POLLERR | POLLHUP))) { FD_SET(pfds[i].fd, readfds); ready++; }
+        if (writefds && (r & POLLOUT)) { FD_SET(pfds[i].fd, writefds); ready++; }
+        if (exceptfds && (r & (POLLPRI | POLLERR))) { FD_SET(pfds[i].fd, exceptfds); ready++; }
+    }
+    return ready;
 }
 
 long syscall(long number, ...) {
