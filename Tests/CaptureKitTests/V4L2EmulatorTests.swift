@@ -19,6 +19,7 @@ struct V4L2EmulatorTests {
         #expect(paths.contains(V4L2Emulator.capturePath))
         #expect(!paths.contains(V4L2Emulator.metadataPath))
         let device = try V4L2Emulator.device()
+        #expect(try V4L2Emulator.device() === device)  // one object per camera while held
         #expect(device.uniqueID == "v4l2:platform:v4l2-emulator-0")
         #expect(device.localizedName == "Emulated Camera")
         #expect(device.deviceType == .external)

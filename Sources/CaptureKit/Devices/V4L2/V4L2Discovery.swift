@@ -44,11 +44,30 @@ public enum V4L2Discovery {
         return found.compactMap { source, path in
             let bus = source.busInfo.isEmpty ? path : source.busInfo
             let id = "v4l2:" + bus + ((busCounts[source.busInfo] ?? 0) > 1 || source.busInfo.isEmpty ? "#" + path : "")
-            return try? CaptureDevice(
-                uniqueID: id, localizedName: source.card, deviceType: .external, position: .unspecified,
-                source: source)
+            return known.withLock { known -> CaptureDevice? in
+                // One object per camera while anyone holds it, as AVFoundation does: the
+                // configuration lock and active format live in the object.
+                if let device = known[id]?.device, let old = device.source as? V4L2FrameSource, old.path == path,
+                    old.formats == source.formats
+                {
+                    return device
+                }
+                guard
+                    let device = try? CaptureDevice(
+                        uniqueID: id, localizedName: source.card, deviceType: .external, position: .unspecified,
+                        source: source)
+                else { return nil }
+                known[id] = WeakDevice(device: device)
+                return device
+            }
         }
     }
+
+    private struct WeakDevice {
+        weak var device: CaptureDevice?
+    }
+    /// Devices handed out, by uniqueID, while someone holds them.
+    private static let known = Mutex<[String: WeakDevice]>([:])
 }
 
 extension CaptureDevice {
