@@ -115,6 +115,42 @@ struct V4L2EmulatorTests {
         #expect(device.lastNegotiation?.wasAdjusted == false)
     }
 
+    @Test func heldFramesNeverStarveTheDriver() throws {
+        // A consumer that keeps every native YUYV frame: the first frames wrap mmap buffers
+        // (zero copy); once only two buffers would be left with the driver, frames are copies.
+        let device = try V4L2Emulator.device()
+        let session = CaptureSession()
+        try session.setSessionPreset(.vga640x480)
+        try session.addInput(try CaptureDeviceInput(device: device))
+        let output = CaptureVideoDataOutput()
+        output.videoPixelFormat = nil
+        output.alwaysDiscardsLateVideoFrames = false
+        let collector = V4L2FrameCollector(keep: true)
+        output.setSampleBufferDelegate(collector, queue: DispatchQueue(label: "v4l2.test"))
+        try session.addOutput(output)
+        try session.startRunning()
+        let frames = collector.wait(for: 10)
+        let maps = (try? String(contentsOfFile: "/proc/self/maps", encoding: .utf8)) ?? ""
+        try session.stopRunning()
+        let mapped: [ClosedRange<UInt>] = maps.split(separator: "\n").filter { $0.contains("video-emulated0") }.compactMap {
+            let bounds = $0.split(separator: " ")[0].split(separator: "-").compactMap { UInt($0, radix: 16) }
+            return bounds.count == 2 ? bounds[0]...(bounds[1] - 1) : nil
+        }
+        func isMapped(_ f: SampleBuffer) -> Bool {
+            let address = UInt(bitPattern: f.pixelBuffer.baseAddress)
+            return mapped.contains { $0.contains(address) }
+        }
+        #expect(frames.count >= 10)
+        #expect(frames.allSatisfy { $0.pixelFormat == .yuyv && $0.width == 640 })
+        #expect(frames.prefix(4).allSatisfy(isMapped))
+        #expect(frames.dropFirst(4).allSatisfy { !isMapped($0) })
+        #expect(Set(frames.map(\.sequenceNumber)).count == frames.count)
+        // A copy holds the same pixels a mapped frame of the same image does.
+        if let copy = frames.dropFirst(4).first(where: { $0.sequenceNumber < 15 }) {
+            #expect(copy.pixelBuffer.packedBytes() == frames[0].pixelBuffer.packedBytes())
+        }
+    }
+
     @Test func presetHighPrefersMJPEGAtFullRate() throws {
         let device = try V4L2Emulator.device()
         let session = CaptureSession()
