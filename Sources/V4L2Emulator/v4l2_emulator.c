@@ -33,6 +33,7 @@
 //   unplug-after N   after N frames the device disappears: DQBUF/QBUF/ioctls fail with ENODEV,
 //                    poll reports POLLERR|POLLHUP, opens fail with ENOENT until the line goes
 //   slow MS          every frame arrives MS milliseconds apart, whatever the interval
+//   extra-controls   the camera also has do_white_balance, auto_focus_start and an LED (torch)
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <dlfcn.h>
@@ -130,6 +131,7 @@ typedef struct {
     uint32_t type;
     const char *name;
     int32_t min, max, step, def;
+    int extra; // present only with the `extra-controls` line in the control file
 } emu_control;
 
 static const emu_control controls[] = {
@@ -147,6 +149,9 @@ static const emu_control controls[] = {
     {V4L2_CID_FOCUS_AUTO, V4L2_CTRL_TYPE_BOOLEAN, "Focus, Automatic Continuous", 0, 1, 1, 1},
     {V4L2_CID_ZOOM_ABSOLUTE, V4L2_CTRL_TYPE_INTEGER, "Zoom, Absolute", 100, 500, 1, 100},
     {V4L2_CID_AUTO_EXPOSURE_BIAS, V4L2_CTRL_TYPE_INTEGER_MENU, "Auto Exposure, Bias", 0, 8, 1, 4},
+    {V4L2_CID_DO_WHITE_BALANCE, V4L2_CTRL_TYPE_BUTTON, "Do White Balance", 0, 0, 0, 0, 1},
+    {V4L2_CID_AUTO_FOCUS_START, V4L2_CTRL_TYPE_BUTTON, "Auto Focus, Start", 0, 0, 0, 0, 1},
+    {V4L2_CID_FLASH_LED_MODE, V4L2_CTRL_TYPE_MENU, "LED Mode", 0, 2, 1, 0, 1},
 };
 #define CONTROL_COUNT (sizeof(controls) / sizeof(controls[0]))
 static const int64_t exposure_bias_menu[9] = {-2000, -1500, -1000, -500, 0, 500, 1000, 1500, 2000};
@@ -185,6 +190,7 @@ typedef struct {
     // Faults.
     int unplug_after; // -1: none
     int unplugged;
+    int extras;       // the optional controls are present
     uint32_t slow_ms;
 } emu_device;
 
@@ -232,11 +238,11 @@ static emu_fd *lookup(int fd) {
 // MARK: faults
 
 typedef struct {
-    int busy, eacces, unplug_after, slow_ms;
+    int busy, eacces, unplug_after, slow_ms, extras;
 } emu_faults;
 
 static emu_faults read_faults(void) {
-    emu_faults f = {0, 0, -1, 0};
+    emu_faults f = {0, 0, -1, 0, 0};
     char path[256];
     const char *configured = getenv("V4L2_EMULATOR_CONTROL");
     if (configured) snprintf(path, sizeof path, "%s", configured);
@@ -252,6 +258,7 @@ static emu_faults read_faults(void) {
         int value;
         if (strcmp(line, "busy") == 0) f.busy = 1;
         else if (strcmp(line, "eacces") == 0) f.eacces = 1;
+        else if (strcmp(line, "extra-controls") == 0) f.extras = 1;
         else if (sscanf(line, "unplug-after %d", &value) == 1) f.unplug_after = value;
         else if (sscanf(line, "slow %d", &value) == 1) f.slow_ms = value;
     }
@@ -545,7 +552,7 @@ static uint32_t nearest_fps(int mode, uint32_t numerator, uint32_t denominator) 
 
 static int control_index(uint32_t id) {
     for (size_t i = 0; i < CONTROL_COUNT; i++)
-        if (controls[i].id == id) return (int)i;
+        if (controls[i].id == id && (!controls[i].extra || device.extras)) return (int)i;
     return -1;
 }
 
@@ -565,7 +572,10 @@ static uint32_t control_flags(uint32_t id) {
     case V4L2_CID_AUTO_EXPOSURE_BIAS:
         return value_of(V4L2_CID_EXPOSURE_AUTO) == V4L2_EXPOSURE_MANUAL ? V4L2_CTRL_FLAG_INACTIVE : 0;
     case V4L2_CID_FOCUS_ABSOLUTE:
+    case V4L2_CID_AUTO_FOCUS_START:
         return value_of(V4L2_CID_FOCUS_AUTO) ? V4L2_CTRL_FLAG_INACTIVE : 0;
+    case V4L2_CID_DO_WHITE_BALANCE:
+        return value_of(V4L2_CID_AUTO_WHITE_BALANCE) ? V4L2_CTRL_FLAG_INACTIVE : 0;
     case V4L2_CID_EXPOSURE_AUTO:
     case V4L2_CID_AUTO_WHITE_BALANCE:
     case V4L2_CID_FOCUS_AUTO:
@@ -581,7 +591,9 @@ static int find_query(uint32_t requested) {
         uint32_t above = requested & ~(V4L2_CTRL_FLAG_NEXT_CTRL | V4L2_CTRL_FLAG_NEXT_COMPOUND);
         int best = -1;
         for (size_t i = 0; i < CONTROL_COUNT; i++)
-            if (controls[i].id > above && (best < 0 || controls[i].id < controls[best].id)) best = (int)i;
+            if (controls[i].id > above && (!controls[i].extra || device.extras) &&
+                (best < 0 || controls[i].id < controls[best].id))
+                best = (int)i;
         return best;
     }
     return control_index(requested);
@@ -595,6 +607,10 @@ static int valid_menu_index(uint32_t id, int32_t index) {
 
 static const char *menu_name(uint32_t id, uint32_t index) {
     if (id == V4L2_CID_EXPOSURE_AUTO) return index == 1 ? "Manual Mode" : "Aperture Priority Mode";
+    if (id == V4L2_CID_FLASH_LED_MODE) {
+        static const char *names[] = {"Off", "Flash", "Torch"};
+        return names[index];
+    }
     if (id == V4L2_CID_POWER_LINE_FREQUENCY) {
         static const char *names[] = {"Disabled", "50 Hz", "60 Hz"};
         return names[index];
@@ -611,6 +627,7 @@ static int set_control_locked(uint32_t id, int32_t *value, int apply) {
     if (control_flags(d->id) & V4L2_CTRL_FLAG_INACTIVE) return EACCES;
     if ((d->type == V4L2_CTRL_TYPE_MENU || d->type == V4L2_CTRL_TYPE_INTEGER_MENU) && !valid_menu_index(d->id, *value))
         return EINVAL;
+    if (d->type == V4L2_CTRL_TYPE_BUTTON) return 0; // pressing a button stores nothing
     // Integers are clamped and rounded to the step, as the kernel's control framework does.
     int32_t v = *value < d->min ? d->min : *value > d->max ? d->max : *value;
     v = d->min + (v - d->min + d->step / 2) / d->step * d->step;
@@ -917,6 +934,7 @@ static int emulated_open(const char *path, int flags) {
     int gone = device.unplugged;
     device.unplug_after = f.unplug_after;
     device.slow_ms = (uint32_t)f.slow_ms;
+    device.extras = f.extras;
     pthread_mutex_unlock(&device.lock);
     if (gone) return fail(ENOENT);
     if (f.eacces) return fail(EACCES);

@@ -165,6 +165,33 @@ extension V4L2EmulatorTests {
             expectError(.unsupported) { try device.setValue(1, for: .flashLEDMode) }
         }
 
+        @Test func oneShotModesAndTorchWhenTheCameraHasThem() throws {
+            V4L2Emulator.setFaults("extra-controls")
+            defer { V4L2Emulator.clearFaults() }
+            #expect(device.hasTorch)
+            #expect(device.isTorchModeSupported(.on) && !device.isTorchModeSupported(.auto))
+            #expect(device.isFocusModeSupported(.autoFocus))
+            #expect(device.isWhiteBalanceModeSupported(.autoWhiteBalance))
+            try device.lockForConfiguration()
+            defer { device.unlockForConfiguration() }
+            #expect(try device.torchMode == .off)
+            try device.setTorchMode(.on)
+            #expect(try device.torchMode == .on)
+            #expect(try device.value(of: .flashLEDMode) == 2)
+            try device.setTorchMode(.off)
+            #expect(try device.value(of: .flashLEDMode) == 0)
+            expectError(.unsupported) { try device.setTorchMode(.auto) }
+            // The one-shot buttons only work with the continuous mode off, as on real cameras.
+            expectError(.settingInactive) { try device.setValue(1, for: .autoFocusStart) }
+            try device.setFocusMode(.autoFocus)
+            #expect(try device.focusMode == .locked)
+            try device.setWhiteBalanceMode(.autoWhiteBalance)
+            #expect(try device.whiteBalanceMode == .locked)
+            let report = try device.v4l2Report()
+            #expect(report.controls.first { $0.control == .flashLEDMode }?.menu.map(\.name) == ["Off", "Flash", "Torch"])
+            #expect(report.controls.first { $0.control == .autoFocusStart }?.type == "button")
+        }
+
         @Test func controlsChangeWhileStreaming() throws {
             let session = CaptureSession()
             try session.setSessionPreset(.vga640x480)

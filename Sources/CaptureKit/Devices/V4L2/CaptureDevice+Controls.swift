@@ -667,7 +667,9 @@ enum V4L2Controls {
                 .settingInactive,
                 "\(deviceName): \(label) is inactive in the current mode; switch the matching automatic mode off first (e.g. setExposureMode(.custom), setFocusMode(.locked), setWhiteBalanceMode(.locked))")
         }
-        if c.isMenu {
+        if c.type == "button" {
+            // Pressing a button carries no value.
+        } else if c.isMenu {
             guard c.menu.contains(where: { $0.index == value }) else {
                 throw CaptureError(
                     .valueOutOfRange,
