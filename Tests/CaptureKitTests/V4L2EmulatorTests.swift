@@ -151,6 +151,32 @@ struct V4L2EmulatorTests {
         }
     }
 
+    @Test func framesTheDriverLostAreReportedAsDiscontinuities() throws {
+        // A capture thread that falls behind (each DQBUF delayed by 3 frame intervals): the
+        // driver runs out of queued buffers and loses frames, its sequence numbers jump, and the
+        // session reports the gap as drops with reason `discontinuity`.
+        var system = V4L2SystemCalls.live
+        let live = V4L2SystemCalls.live
+        system.ioctl = { fd, request, arg in
+            if request == CV4L2_VIDIOC_DQBUF { Thread.sleep(forTimeInterval: 0.1) }
+            return live.ioctl(fd, request, arg)
+        }
+        let device = try CaptureDevice(v4l2Path: V4L2Emulator.capturePath, system: system)
+        let session = CaptureSession()
+        try session.setSessionPreset(.vga640x480)
+        try session.addInput(try CaptureDeviceInput(device: device))
+        let output = CaptureVideoDataOutput()
+        let collector = V4L2FrameCollector(keep: true)
+        output.setSampleBufferDelegate(collector, queue: DispatchQueue(label: "v4l2.test"))
+        try session.addOutput(output)
+        try session.startRunning()
+        let frames = collector.wait(for: 12)
+        try session.stopRunning()
+        let sequences = frames.map(\.sequenceNumber)
+        #expect(zip(sequences, sequences.dropFirst()).contains { $1 > $0 + 1 }, "sequences \(sequences)")
+        #expect((output.droppedFrameCounts[.discontinuity] ?? 0) > 0)
+    }
+
     @Test func presetHighPrefersMJPEGAtFullRate() throws {
         let device = try V4L2Emulator.device()
         let session = CaptureSession()
