@@ -13,4 +13,6 @@
 #include "cvb_video.h"
 #include "cvb_faces.h"
 
+#include "cvb_decode.h"
+
 #endif
