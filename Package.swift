@@ -60,6 +60,13 @@ let package = Package(
             ]
         ),
 
+        // Helper process for the photo/movie tests (the SIGKILL recorder) and their measurements.
+        .executableTarget(
+            name: "CaptureProbe",
+            dependencies: ["CaptureKit"],
+            path: "Tools/CaptureProbe"
+        ),
+
         .testTarget(
             name: "CaptureKitTests",
             dependencies: ["CaptureKit", "CVBridge"]
