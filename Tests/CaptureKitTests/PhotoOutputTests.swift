@@ -336,9 +336,9 @@ final class BracketingCamera: ExposureBracketingSource, @unchecked Sendable {
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["photo.jpg"])
     }
 
-    @Test(.enabled(if: getuid() == 0, "mounting a small tmpfs needs root"))
+    @Test(.enabled(if: PhotoTestSupport.canMountTmpfs, "mounting a small tmpfs needs root (CAP_SYS_ADMIN)"))
     func aRealFullDiskAndAReadOnlyFolderAreClearErrors() throws {
-        guard let small = PhotoTestSupport.mountTmpfs(bytes: 64 * 1024) else { return }
+        let small = try #require(PhotoTestSupport.mountTmpfs(bytes: 64 * 1024))
         defer { PhotoTestSupport.unmount(small) }
         do {
             try AtomicFile.write(Data(repeating: 1, count: 256 * 1024), to: small.appendingPathComponent("big.jpg"))
@@ -350,7 +350,7 @@ final class BracketingCamera: ExposureBracketingSource, @unchecked Sendable {
         // The disk is usable again for something that fits.
         try AtomicFile.write(Data(repeating: 1, count: 8 * 1024), to: small.appendingPathComponent("small.jpg"))
 
-        guard let readOnly = PhotoTestSupport.mountTmpfs(bytes: 64 * 1024, readOnly: true) else { return }
+        let readOnly = try #require(PhotoTestSupport.mountTmpfs(bytes: 64 * 1024, readOnly: true))
         defer { PhotoTestSupport.unmount(readOnly) }
         do {
             try AtomicFile.write(Data("x".utf8), to: readOnly.appendingPathComponent("a.jpg"))

@@ -91,6 +91,13 @@ enum PhotoTestSupport {
         return folder
     }
 
+    /// Whether this process may mount a tmpfs (root with CAP_SYS_ADMIN), tried once.
+    static let canMountTmpfs: Bool = {
+        guard let probe = mountTmpfs(bytes: 4096) else { return false }
+        unmount(probe)
+        return true
+    }()
+
     static func unmount(_ folder: URL) {
         _ = try? run("/bin/umount", [folder.path])
         try? FileManager.default.removeItem(at: folder)
