@@ -118,7 +118,8 @@ final class BracketingCamera: ExposureBracketingSource, @unchecked Sendable {
         let session = try PhotoTestSupport.runningSession(output)
         defer { try? session.stopRunning() }
         let events = PhotoEvents()
-        let all = (0..<4).map { _ in CapturePhotoSettings(codec: .png) } + [CapturePhotoSettings()]
+        let all = (0..<4).map { _ in CapturePhotoSettings(codec: .png) }
+            + [CapturePhotoSettings(maxPhotoDimensions: .init(width: 160, height: 160))]
         for s in all { try output.capturePhoto(with: s, delegate: events) }
         #expect(events.wait(all.count))
         for s in all { #expect(events.stages(of: s.uniqueID) == PhotoEvents.lifecycle(photos: 1)) }
@@ -128,6 +129,10 @@ final class BracketingCamera: ExposureBracketingSource, @unchecked Sendable {
         #expect(events.photoErrors.allSatisfy { $0 == nil })
         let png = try #require(events.photos.first { $0.resolvedSettings.uniqueID == all[0].uniqueID }?.fileDataRepresentation())
         #expect(png.prefix(4) == Data([0x89, 0x50, 0x4E, 0x47]))
+        // The smaller maximum scaled the last photo down, aspect kept.
+        let scaled = try #require(events.photos.first { $0.resolvedSettings.uniqueID == all[4].uniqueID })
+        #expect(scaled.resolvedSettings.photoDimensions == .init(width: 160, height: 120))
+        #expect(scaled.pixelBuffer?.width == 160 && scaled.pixelBuffer?.height == 120)
     }
 
     @Test func bracketsOnADeviceWithoutExposureControlFailWithTheFullLifecycle() throws {

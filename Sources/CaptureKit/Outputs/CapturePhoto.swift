@@ -95,7 +95,8 @@ public struct CapturePhotoSettings: Sendable {
     public let uniqueID: Int64
     /// JPEG (default, quality 90) or PNG.
     public var codec: PhotoCodec = .jpeg(quality: 90)
-    /// The largest size wanted; nil asks for the output's `maxPhotoDimensions`. The active
+    /// The largest size wanted; nil asks for the output's `maxPhotoDimensions`. A smaller size
+    /// scales the frame down (aspect kept); a larger one gets the active
     /// format's frame is used (see `CapturePhotoOutput.maxPhotoDimensions`);
     /// `CaptureResolvedPhotoSettings.photoDimensions` says what was delivered.
     public var maxPhotoDimensions: CaptureDevice.Dimensions?
@@ -160,7 +161,8 @@ public final class CapturePhoto: Sendable {
     public let timestamp: MediaTime
     /// The exposure bias this photo was taken at, for brackets.
     public let exposureTargetBias: Float?
-    /// The frame as the camera delivered it (sensor orientation, BGR); nil when the capture
+    /// The frame as the camera delivered it (sensor orientation, BGR; scaled down when the
+    /// settings asked for a smaller `maxPhotoDimensions`); nil when the capture
     /// failed before a frame was taken.
     public let pixelBuffer: PixelBuffer?
     /// The preview thumbnail (BGR), when the settings asked for one.

@@ -137,7 +137,11 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
                 throw CaptureError(.sessionNotRunning, "capturePhoto: add the output to a session and start it first")
             }
             s.usedIDs.insert(settings.uniqueID)
-            let size = format.dimensions
+            // A smaller maxPhotoDimensions scales the frame down; a larger one gets the active format's size.
+            var size = format.dimensions
+            if let wanted = settings.maxPhotoDimensions, wanted.width < size.width || wanted.height < size.height {
+                size = PhotoEncoder.fitted(size, in: wanted)
+            }
             let resolved = CaptureResolvedPhotoSettings(
                 uniqueID: settings.uniqueID, photoDimensions: size,
                 previewDimensions: settings.previewThumbnailSize.map { PhotoEncoder.fitted(size, in: $0) },
@@ -308,7 +312,10 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
             var data: Data?
             var written: URL?
             do throws(CaptureError) {
-                let frame = try converter.convert(sample, to: .bgr, rotation: 0, mirrored: false).pixelBuffer
+                var frame = try converter.convert(sample, to: .bgr, rotation: 0, mirrored: false).pixelBuffer
+                if frame.width != r.resolved.photoDimensions.width || frame.height != r.resolved.photoDimensions.height {
+                    frame = try PhotoEncoder.thumbnail(of: frame, fitting: r.resolved.photoDimensions)
+                }
                 bgr = frame
                 if let size = r.settings.previewThumbnailSize { preview = try PhotoEncoder.thumbnail(of: frame, fitting: size) }
                 let encoded = try PhotoEncoder.encode(
