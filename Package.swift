@@ -92,6 +92,13 @@ let package = Package(
         // Face detection benchmark: cvcam beside plain YuNet and Haar (Tools/bench-faces).
         .executableTarget(name: "bench-faces", dependencies: ["CaptureKit"], path: "Tools/Bench/Faces"),
 
+        // Helper process for the photo/movie tests (the SIGKILL recorder) and their measurements.
+        .executableTarget(
+            name: "CaptureProbe",
+            dependencies: ["CaptureKit"],
+            path: "Tools/CaptureProbe"
+        ),
+
         .testTarget(
             name: "CaptureKitTests",
             dependencies: ["CaptureKit", "CVBridge"]

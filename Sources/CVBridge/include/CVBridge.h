@@ -15,4 +15,6 @@
 
 #include "cvb_decode.h"
 
+#include "cvb_photo.h"
+
 #endif

@@ -98,6 +98,20 @@ public struct CaptureError: Error, Sendable, Equatable, CustomStringConvertible 
         public static let faceModelUnavailable = Code(rawValue: "faceModelUnavailable")
         /// A detector call into OpenCV failed.
         public static let detectionFailed = Code(rawValue: "detectionFailed")
+
+        // Photos and movies.
+        /// `capturePhoto` with settings already used once: make new settings per capture.
+        public static let photoSettingsReused = Code(rawValue: "photoSettingsReused")
+        /// `startRecording` while a recording is in progress.
+        public static let recordingInProgress = Code(rawValue: "recordingInProgress")
+        /// A recording stopped at `maxRecordedDuration`; the file is complete.
+        public static let maximumDurationReached = Code(rawValue: "maximumDurationReached")
+        /// A recording stopped at `maxRecordedFileSize`; the file is complete.
+        public static let maximumFileSizeReached = Code(rawValue: "maximumFileSizeReached")
+        /// A recording stopped because free disk space fell to `minFreeDiskSpaceLimit`; the file is complete.
+        public static let diskSpaceLimitReached = Code(rawValue: "diskSpaceLimitReached")
+        /// A recording stopped because the session stopped; the file is complete.
+        public static let sessionWasStopped = Code(rawValue: "sessionWasStopped")
     }
 
     /// What kind of failure this is.
