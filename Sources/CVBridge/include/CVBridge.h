@@ -11,5 +11,6 @@
 
 #include "cvb_image.h"
 #include "cvb_video.h"
+#include "cvb_codes.h"
 
 #endif
