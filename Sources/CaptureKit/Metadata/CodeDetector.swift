@@ -195,7 +195,23 @@ private struct ScanRun {
             let half = try CodeImaging.resized(gray, width: gray.width / 2, height: gray.height / 2)
             let sx = Double(gray.width) / Double(half.width), sy = Double(gray.height) / Double(half.height)
             add(try scanner.scan(half), mapping: .scaling(sx, sy))
-            if !found.isEmpty { return }
+            if !found.isEmpty {
+                // Other codes may be too small for the half-size scan: read the detailed regions
+                // not mostly taken by a code already found, at full size, plain scan only.
+                // (Without this, 'multiple' drops from 100% to 84%.)
+                let boxes = found.map { QRTestCorpus.boundingBox($0.points) }
+                for region in try candidateRegions(gray) {
+                    let r = CGRect(x: region.x, y: region.y, width: region.width, height: region.height)
+                    let covered = boxes.reduce(0.0) { sum, b in
+                        let i = b.intersection(r)
+                        return sum + (i.isNull ? 0 : Double(i.width * i.height))
+                    }
+                    if covered < 0.5 * Double(r.width * r.height) {
+                        _ = try attempt(try CodeImaging.crop(gray, region), .scaling(1, 1, offsetX: Double(region.x), offsetY: Double(region.y)))
+                    }
+                }
+                return
+            }
         }
         let regions: [PixelRect]
         if passes.gate {

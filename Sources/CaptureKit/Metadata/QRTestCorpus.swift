@@ -120,7 +120,7 @@ public enum QRTestCorpus {
         for k in 0..<count {
             let payload = makePayload(category, index: index * 8 + k, rng: &rng)
             var placed: Code?
-            for _ in 0..<40 where placed == nil {
+            for _ in 0..<200 where placed == nil {
                 placed = try place(
                     payload: payload, category: category, in: frame, avoiding: occupied, codesInFrame: count, rng: &rng)
             }
@@ -169,6 +169,7 @@ public enum QRTestCorpus {
         switch category {
         case .small: module = 2
         case .plain, .inverted, .nonUTF8: module = Double(3 + rng.int(6))
+        case .multiple: module = rng.double(2.5, 4.5)  // small enough for up to four per frame
         default: module = rng.double(3, 7)
         }
         // Shrink until the code and its quiet zone fit in the frame with room to spare.
