@@ -99,6 +99,9 @@ let package = Package(
             path: "Tools/CaptureProbe"
         ),
 
+        // Code-reading benchmark: plain ZBar versus CodeDetector on the generated corpus (Tools/bench-codes).
+        .executableTarget(name: "bench-codes", dependencies: ["CaptureKit"], path: "Tools/Bench/Codes"),
+
         .testTarget(
             name: "CaptureKitTests",
             dependencies: ["CaptureKit", "CVBridge"]
