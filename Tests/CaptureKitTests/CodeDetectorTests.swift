@@ -70,6 +70,26 @@ private func frame(width: Int, height: Int, codes: [(PixelBuffer, Int, Int)]) th
         }
     }
 
+    @Test func anInvertedCodeBesideANormalOneIsFound() throws {
+        // The demo clip's case: a dark-on-light and a light-on-dark code side by side.
+        let normal = try QRCodeImage.make(payload: Array("NORMAL-1".utf8), moduleSize: 6)
+        let code = try QRCodeImage.make(payload: Array("INVERTED-2".utf8), moduleSize: 6)
+        let frame = try PixelBuffer(width: 1280, height: 720, pixelFormat: .gray)
+        for y in 0..<720 { for x in 0..<1280 { (frame.baseAddress + y * frame.bytesPerRow + x).storeBytes(of: 120, as: UInt8.self) } }
+        for y in 0..<normal.height {
+            for x in 0..<normal.width {
+                (frame.baseAddress + (200 + y) * frame.bytesPerRow + 300 + x).storeBytes(of: normal.pixel(x: x, y: y)[0], as: UInt8.self)
+            }
+        }
+        for y in 0..<code.height {
+            for x in 0..<code.width {
+                (frame.baseAddress + (200 + y) * frame.bytesPerRow + 700 + x).storeBytes(of: 255 - code.pixel(x: x, y: y)[0], as: UInt8.self)
+            }
+        }
+        let found = try CodeDetector().detect(in: frame)
+        #expect(Set(found.compactMap(\.stringValue)) == ["NORMAL-1", "INVERTED-2"])
+    }
+
     @Test func nonUTF8PayloadsKeepTheirExactBytes() throws {
         let detector = try CodeDetector()
         var sawBinary = false

@@ -219,7 +219,12 @@ private struct ScanRun {
                         return sum + (i.isNull ? 0 : Double(i.width * i.height))
                     }
                     if covered < 0.5 * Double(r.width * r.height) {
-                        _ = try attempt(try CodeImaging.crop(gray, region), .scaling(1, 1, offsetX: Double(region.x), offsetY: Double(region.y)))
+                        let crop = try CodeImaging.crop(gray, region)
+                        let offset = Homography.scaling(1, 1, offsetX: Double(region.x), offsetY: Double(region.y))
+                        // A light-on-dark code beside a normal one: the plain scan cannot see it.
+                        if try !attempt(crop, offset) && passes.inverted {
+                            _ = try attempt(try CodeImaging.inverted(crop), offset)
+                        }
                     }
                 }
                 return

@@ -38,10 +38,17 @@ public struct CodeTracker: Sendable {
     public mutating func update(_ codes: [MetadataMachineReadableCodeObject], at time: MediaTime)
         -> [MetadataMachineReadableCodeObject]
     {
+        deliveries(codes, at: time).map(\.code)
+    }
+
+    /// Like `update(_:at:)`, telling a new appearance from a repeat of a code still in view.
+    public mutating func deliveries(_ codes: [MetadataMachineReadableCodeObject], at time: MediaTime)
+        -> [(code: MetadataMachineReadableCodeObject, isNewAppearance: Bool)]
+    {
         let t = time.seconds
         // Forget codes that have been gone longer than the grace period.
         tracks.removeAll { t - $0.lastSeen > gracePeriod }
-        var deliver: [MetadataMachineReadableCodeObject] = []
+        var deliver: [(code: MetadataMachineReadableCodeObject, isNewAppearance: Bool)] = []
         var matched = Set<Int>()
         for code in codes {
             let c = CGPoint(x: code.bounds.midX, y: code.bounds.midY)
@@ -59,12 +66,12 @@ public struct CodeTracker: Sendable {
                 tracks[i].lastSeen = t
                 if let interval = repeatInterval, t - tracks[i].lastDelivered >= interval {
                     tracks[i].lastDelivered = t
-                    deliver.append(code)
+                    deliver.append((code, false))
                 }
             } else {
                 tracks.append(Track(type: code.type, payload: code.payload, center: c, lastSeen: t, lastDelivered: t))
                 matched.insert(tracks.count - 1)
-                deliver.append(code)
+                deliver.append((code, true))
             }
         }
         return deliver

@@ -72,7 +72,7 @@ public struct FaceTracker: Sendable {
     }
 
     /// The policy in force.
-    public let configuration: Configuration
+    public var configuration: Configuration
     private var tracks: [Track] = []
 
     private static let nextID = Atomic<Int>(1)

@@ -1,0 +1,90 @@
+import Foundation
+import Synchronization
+
+/// The default face stage: `FaceDetector` (YuNet 2022mar from Models/, Haar alt2 as the
+/// fallback) followed by `FaceTracker`.
+///
+/// Threading: thread-safe (the tracker is behind a Mutex; the detector serialises itself).
+public final class DefaultFaceStage: FaceMetadataStage {
+    /// The detector.
+    public let detector: FaceDetector
+    private let tracker: Mutex<FaceTracker>
+
+    /// Wraps a detector and a tracker configuration.
+    public init(detector: FaceDetector, tracking: FaceTracker.Configuration = .init()) {
+        self.detector = detector
+        tracker = Mutex(FaceTracker(configuration: tracking))
+    }
+
+    /// The default stage, or nil (logged by the detector) when no face model loads.
+    static func makeOrNil() -> (any FaceMetadataStage)? {
+        (try? FaceDetector()).map { DefaultFaceStage(detector: $0) }
+    }
+
+    public var isAvailable: Bool { true }
+
+    public func process(
+        _ image: PixelBuffer, regionOfInterest: CGRect, time: MediaTime, inputID: CaptureInput.ID,
+        updateInterval: Double
+    ) throws(CaptureError) -> (faces: [MetadataFaceObject], events: [MetadataEvent]) {
+        let detections = try detector.detect(in: image, regionOfInterest: regionOfInterest)
+        return tracker.withLock { tracker in
+            tracker.configuration.updateInterval = updateInterval
+            let events = tracker.update(with: detections, at: time, inputID: inputID).map(Self.event)
+            // Faces seen in this frame (tracks briefly missed are not reported for it).
+            return (tracker.faces.filter { $0.time == time }, events)
+        }
+    }
+
+    public func finish() -> [MetadataEvent] {
+        tracker.withLock { $0.reset() }.map(Self.event)
+    }
+
+    private static func event(_ e: FaceTracker.Event) -> MetadataEvent {
+        switch e {
+        case .entered(let f): .faceEntered(f)
+        case .updated(let f): .faceUpdated(f)
+        case .left(let f): .faceLeft(f)
+        }
+    }
+}
+
+/// The default code stage: `CodeDetector` (ZBar helped by OpenCV) followed by `CodeTracker`.
+///
+/// Threading: thread-safe (the tracker is behind a Mutex; the detector serialises itself).
+public final class DefaultCodeStage: CodeMetadataStage {
+    /// The detector.
+    public let detector: CodeDetector
+    private let tracker = Mutex(CodeTracker())
+
+    /// Wraps a detector.
+    public init(detector: CodeDetector) {
+        self.detector = detector
+    }
+
+    static func makeOrNil() -> (any CodeMetadataStage)? {
+        (try? CodeDetector()).map { DefaultCodeStage(detector: $0) }
+    }
+
+    public var availableTypes: [MetadataObjectType] {
+        MetadataObjectType.machineReadableCodeTypes.filter { CodeDetector.availableMetadataObjectTypes.contains($0) }
+    }
+
+    public func process(
+        _ image: PixelBuffer, types: Set<MetadataObjectType>, regionOfInterest: CGRect, time: MediaTime,
+        inputID: CaptureInput.ID, repeatInterval: Double
+    ) throws(CaptureError) -> (codes: [MetadataMachineReadableCodeObject], events: [MetadataEvent]) {
+        if detector.metadataObjectTypes != types { detector.metadataObjectTypes = types }
+        if detector.rectOfInterest != regionOfInterest { detector.rectOfInterest = regionOfInterest }
+        let found = try detector.detect(in: image, time: time, inputID: inputID)
+        let due = tracker.withLock { tracker in
+            tracker.repeatInterval = repeatInterval.isFinite ? repeatInterval : nil
+            return tracker.deliveries(found, at: time)
+        }
+        return (due.map(\.code), due.map { $0.isNewAppearance ? .codeAppeared($0.code) : .codeRepeated($0.code) })
+    }
+
+    public func finish() {
+        tracker.withLock { $0.reset() }
+    }
+}
