@@ -2,11 +2,16 @@ import ArgumentParser
 import CaptureKit
 import Foundation
 
-/// `cvcam devices`: the cameras this machine has.
+/// `cvcam devices`: the cameras this machine has, in the detail of
+/// `v4l2-ctl --all --list-formats-ext`.
 struct Devices: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "List cameras with their formats.",
+        abstract: "List cameras with their formats, frame sizes and rates, and controls.",
         discussion: """
+            For each V4L2 capture node: name, path, unique ID (the bus path, stable across \
+            reboots), driver, formats with every frame size and frame interval, and every \
+            control with its range, default, current value, menu entries and flags.
+
             Besides cameras, every capturing command takes --input with a video file (MP4, MKV, \
             AVI), an image, a folder of images, or synthetic:SPEC (a generated scene; see \
             `cvcam help faces`). Those are not listed here.
@@ -14,24 +19,28 @@ struct Devices: ParsableCommand {
             Exit codes: 0 ok (also when no camera exists), 1 runtime error.
             """)
 
-    @Flag(help: "Print JSON instead of text.")
+    @Flag(help: "Print one JSON object (schema 1) instead of text.")
     var json = false
 
     func run() throws {
         let cameras = CaptureDevice.DiscoverySession(deviceTypes: [.external], mediaType: .video, position: .unspecified)
             .devices
+        var reports: [(CaptureDevice, V4L2DeviceReport?)] = []
+        for device in cameras { reports.append((device, try? device.v4l2Report())) }
         if json {
-            let list: [[String: Any]] = cameras.enumerated().map { index, device in
-                [
-                    "index": index, "name": device.localizedName, "uniqueID": device.uniqueID,
-                    "position": device.position.rawValue,
-                    "formats": device.formats.map { f in
-                        [
-                            "pixelFormat": f.mediaSubType, "width": f.dimensions.width, "height": f.dimensions.height,
-                            "frameRates": f.videoSupportedFrameRateRanges.map { EventPrinter.round($0.maxFrameRate, 3) },
-                        ] as [String: Any]
-                    },
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            let list: [[String: Any]] = reports.enumerated().map { index, entry in
+                var object: [String: Any] = [
+                    "index": index, "name": entry.0.localizedName, "uniqueID": entry.0.uniqueID,
+                    "position": entry.0.position.rawValue,
                 ]
+                if let report = entry.1, let data = try? encoder.encode(report),
+                    let decoded = try? JSONSerialization.jsonObject(with: data)
+                {
+                    object["v4l2"] = decoded
+                }
+                return object
             }
             print(EventPrinter.encode(["schema": EventPrinter.schemaVersion, "type": "devices", "devices": list]))
             return
@@ -40,10 +49,14 @@ struct Devices: ParsableCommand {
             print("No cameras found. Try the bundled demo (Tools/demo) or --input FILE|FOLDER|synthetic:SPEC.")
             return
         }
-        for (index, device) in cameras.enumerated() {
+        for (index, (device, report)) in reports.enumerated() {
             print("[\(index)] \(device.localizedName)")
             print("    unique ID: \(device.uniqueID)")
-            for format in device.formats { print("    \(format)") }
+            if let report {
+                print(report.text.split(separator: "\n", omittingEmptySubsequences: false).map { "    " + $0 }.joined(separator: "\n"))
+            } else {
+                for format in device.formats { print("    \(format)") }
+            }
         }
     }
 }

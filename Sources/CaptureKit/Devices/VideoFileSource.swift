@@ -27,6 +27,8 @@ public final class VideoFileSource: FrameSource, @unchecked Sendable {
     private var reader: OpaquePointer?
     private var pool: PixelBufferPool?
     private var framesRead: Int64 = 0
+    private var firstPTS = MediaTime.zero
+    private var lastPTS = MediaTime.zero
     private var frameDuration = MediaTime(value: 1, timescale: 30)
 
     /// Opens the file once to read its size, rate and frame count.
@@ -96,8 +98,8 @@ public final class VideoFileSource: FrameSource, @unchecked Sendable {
         case Int32(CVB_READ_FRAME):
             let n = framesRead
             framesRead += 1
-            let pts: MediaTime =
-                (positionMs > 0 || n == 0) ? MediaTime(seconds: positionMs / 1000) : frameDuration.multiplied(by: n)
+            let pts = timestamp(containerSeconds: positionMs / 1000, frame: n)
+            lastPTS = pts
             return SourceFrame(pixelBuffer: buffer, presentationTimeStamp: pts, sequenceNumber: UInt64(n))
         case Int32(CVB_READ_END):
             // Containers estimate counts from duration × rate, so allow a frame of rounding.
@@ -111,6 +113,23 @@ public final class VideoFileSource: FrameSource, @unchecked Sendable {
         default:
             throw CaptureError(.decodeFailed, "decoding frame \(framesRead) of \(path) failed: \(err.text)", path: path)
         }
+    }
+
+    /// The frame's time: the container's, unless it reported none (0), or it lies within 1.5
+    /// frame durations of the constant-rate schedule (FFmpeg's threaded decoders sometimes report
+    /// a neighbouring frame's time, measured on MJPEG clips at end of stream), where the schedule
+    /// is used. Larger departures (variable frame rate, real gaps) keep the container's time.
+    /// Always strictly increasing.
+    private func timestamp(containerSeconds: Double, frame n: Int64) -> MediaTime {
+        if n == 0 {
+            firstPTS = MediaTime(seconds: max(0, containerSeconds))
+            return firstPTS
+        }
+        let scheduled = MediaTime(seconds: firstPTS.seconds + frameDuration.seconds * Double(n))
+        var t = containerSeconds > 0 ? MediaTime(seconds: containerSeconds) : scheduled
+        if abs(t.seconds - scheduled.seconds) < 1.5 * frameDuration.seconds { t = scheduled }
+        if t <= lastPTS { t = MediaTime(seconds: lastPTS.seconds + frameDuration.seconds) }
+        return t
     }
 
     public func close() {
