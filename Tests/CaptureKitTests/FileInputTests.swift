@@ -57,6 +57,7 @@ import Testing
         #expect(result.frames.count == 20, "\(name) \(codec)")
         #expect(result.frames.allSatisfy { $0.width == 320 && $0.height == 240 })
         let times = result.frames.map(\.presentationTimeStamp.seconds)
+        #expect(result.frames.map(\.sequenceNumber) == Array(0..<20), "\(name) \(codec) delivery order")
         #expect(zip(times, times.dropFirst()).allSatisfy { abs($1 - $0 - 0.04) < 0.002 }, "\(times)")
     }
 

@@ -59,6 +59,13 @@ final class DeliveryMailbox<Item: Sendable>: @unchecked Sendable {
         if pending.count >= capacity || cancelled {
             return .dropped(item, .outOfBuffers)
         }
+        if !busy {
+            // The consumer emptied the queue and went idle while we waited: nobody would pick
+            // this item up from `pending` (it would be delivered late, out of order, or lost).
+            busy = true
+            schedule(item, queue: queue, handler: handler)
+            return .accepted
+        }
         pending.append(item)
         return .accepted
     }
