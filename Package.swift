@@ -112,7 +112,8 @@ let package = Package(
                 "cvcam",
                 "CaptureKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
+            ],
+            exclude: ["Golden"]  // NDJSON golden files, read from the source tree
         ),
     ],
     swiftLanguageModes: [.v6],

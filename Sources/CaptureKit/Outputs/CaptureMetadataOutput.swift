@@ -37,7 +37,8 @@ extension CaptureMetadataOutputObjectsDelegate {
 /// one is still being analysed waits in a one-frame slot; a newer frame replaces it and the
 /// replaced frame is counted in `skippedFrameCount` (late frames are skipped, not queued). For
 /// a file read as fast as possible, frames wait instead and none is skipped. Results carry the
-/// timestamp of the frame they came from.
+/// timestamp of the frame they came from. For an image folder every image is its own scene:
+/// each face enters and leaves within its image, and each code appears once per image.
 ///
 /// Threading: thread-safe.
 public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
@@ -57,6 +58,7 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
         var codeSeconds = 0.0
         var lastDeliveryWasEmpty = true
         var lastError: CaptureError?
+        var framesAreIndependent = false
     }
 
     private let config = Mutex(Config())
@@ -186,7 +188,12 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
         let source = input.device.source
         // Files read as fast as possible are analysed frame by frame; live inputs skip late frames.
         mailbox.discardsLateItems = source.isLive || source.pacing == .realTime
-        config.withLock { $0.lastDeliveryWasEmpty = true }
+        config.withLock {
+            $0.lastDeliveryWasEmpty = true
+            // Photos in a folder are separate scenes: a face or code in one is not the same
+            // appearance as one at a similar place in the next.
+            $0.framesAreIndependent = input.device.deviceType == .imageFolder
+        }
     }
 
     override func receive(_ sample: SampleBuffer, from connection: CaptureConnection, canWait: Bool) {
@@ -220,8 +227,8 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
     // MARK: Detection (detection queue)
 
     private func analyse(_ sample: SampleBuffer, connection: CaptureConnection) {
-        let (types, roi, updateInterval, repeatInterval) = config.withLock {
-            (Set($0.types), $0.rectOfInterest, $0.faceUpdateInterval, $0.codeRepeatInterval)
+        let (types, roi, updateInterval, repeatInterval, independent) = config.withLock {
+            (Set($0.types), $0.rectOfInterest, $0.faceUpdateInterval, $0.codeRepeatInterval, $0.framesAreIndependent)
         }
         let image = sample.pixelBuffer
         let wantsFaces = types.contains(.face) && faceStage != nil
@@ -269,6 +276,10 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
             events = e + events
         case .failure(let error): faceError = error
         case nil: break
+        }
+        if independent {
+            if wantsFaces { events += faceStage?.finish() ?? [] }
+            if wantsCodes { codeStage?.finish() }
         }
         if let error = faceError ?? codeError {
             logger.warning("metadata detection failed: \(error)")

@@ -1,0 +1,153 @@
+import CaptureKit
+import Foundation
+import Testing
+
+/// Records what a metadata output delivers.
+final class MetadataRecorder: CaptureMetadataOutputObjectsDelegate, @unchecked Sendable {
+    // @unchecked: guarded by `lock`.
+    private let lock = NSLock()
+    private var _frames: [[any MetadataObject]] = []
+    private var _events: [MetadataEvent] = []
+    var frames: [[any MetadataObject]] { lock.withLock { _frames } }
+    var events: [MetadataEvent] { lock.withLock { _events } }
+
+    func metadataOutput(_ output: CaptureMetadataOutput, didOutput metadataObjects: [any MetadataObject], from connection: CaptureConnection) {
+        lock.withLock { _frames.append(metadataObjects) }
+    }
+    func metadataOutput(_ output: CaptureMetadataOutput, didEmit events: [MetadataEvent], from connection: CaptureConnection) {
+        lock.withLock { _events.append(contentsOf: events) }
+    }
+}
+
+/// CaptureMetadataOutput in a session, on synthetic scenes whose ground truth is known.
+@Suite struct MetadataOutputTests {
+    func run(_ scene: SyntheticScene, types: [MetadataObjectType], configure: (CaptureMetadataOutput) -> Void = { _ in })
+        throws -> (MetadataRecorder, CaptureMetadataOutput)
+    {
+        let session = CaptureSession()
+        try session.addInput(CaptureDeviceInput(device: CaptureDevice(syntheticScene: scene, pacing: .asFastAsPossible)))
+        let output = CaptureMetadataOutput()
+        try session.addOutput(output)
+        try output.setMetadataObjectTypes(types)
+        configure(output)
+        let recorder = MetadataRecorder()
+        output.setMetadataObjectsDelegate(recorder, queue: DispatchQueue(label: "metadata"))
+        try session.startRunning()
+        #expect(session.waitUntilStopped(timeout: 120))
+        output.waitUntilIdle()
+        return (recorder, output)
+    }
+
+    /// A face photo crossing a gray frame left to right in 3 s, leaving, and crossing again.
+    func crossingScene(frames: Int = 60) -> SyntheticScene {
+        let face = Fixtures.faceImage("grace_hopper.jpg")
+        return SyntheticScene(
+            size: .init(width: 640, height: 480), frameRate: 10, frameCount: frames,
+            background: .color(red: 120, green: 120, blue: 120),
+            sprites: [
+                .init(content: .image(path: face), size: .init(width: 200, height: 233), origin: CGPoint(x: -100, y: 120),
+                      velocity: CGSize(width: 250, height: 0), appearsAt: 0, disappearsAt: 2.6),
+                .init(content: .image(path: face), size: .init(width: 200, height: 233), origin: CGPoint(x: 20, y: 120),
+                      velocity: CGSize(width: 100, height: 0), appearsAt: 3.5, disappearsAt: 5.5),
+            ])
+    }
+
+    @Test func aFaceKeepsOneIDWhileInViewAndGetsANewOneWhenItReturns() throws {
+        let (recorder, output) = try run(crossingScene(), types: [.face])
+        let entered = recorder.events.compactMap { if case .faceEntered(let f) = $0 { f } else { nil } }
+        let left = recorder.events.compactMap { if case .faceLeft(let f) = $0 { f } else { nil } }
+        #expect(entered.count == 2, "\(recorder.events.map(\.name))")
+        #expect(left.count == 2)
+        #expect(Set(entered.map(\.faceID)).count == 2)
+        #expect(entered[0].faceID < entered[1].faceID)
+        // Every face object of the first pass carries the first ID, of the second pass the second.
+        let faces = recorder.frames.flatMap { $0 }.compactMap { $0 as? MetadataFaceObject }
+        #expect(faces.filter { $0.time.seconds < 3 }.allSatisfy { $0.faceID == entered[0].faceID })
+        #expect(faces.filter { $0.time.seconds > 3.4 }.allSatisfy { $0.faceID == entered[1].faceID })
+        #expect(output.processedFrameCount == 60)
+        #expect(output.skippedFrameCount == 0)
+        // Boxes follow the sprite: the face moves right at 250 px/s, i.e. ~0.39 of the width per second.
+        let first = faces.filter { $0.faceID == entered[0].faceID }
+        if let a = first.first, let b = first.last, b.time.seconds > a.time.seconds {
+            let speed = (b.bounds.midX - a.bounds.midX) / (b.time.seconds - a.time.seconds)
+            #expect(abs(speed - 250.0 / 640) < 0.08, "speed \(speed)")
+        }
+    }
+
+    @Test func aCodeHeldInViewIsReportedOncePerAppearance() throws {
+        let scene = SyntheticScene(
+            size: .init(width: 640, height: 480), frameRate: 10, frameCount: 60, background: .colorBars,
+            sprites: [
+                .init(content: .qrCode(payload: Array("ticket-42".utf8), correction: 1), size: .init(width: 200, height: 200),
+                      origin: CGPoint(x: 220, y: 140), appearsAt: 0.5, disappearsAt: 2.5),
+                .init(content: .qrCode(payload: Array("ticket-42".utf8), correction: 1), size: .init(width: 200, height: 200),
+                      origin: CGPoint(x: 220, y: 140), appearsAt: 4, disappearsAt: 5),
+            ])
+        let (once, _) = try run(scene, types: [.qr]) { $0.codeRepeatInterval = .infinity }
+        #expect(once.events.map(\.name) == ["appear", "appear"])
+        #expect(once.events.map { $0.object.time.seconds } == [0.5, 4.0])
+        let code = once.events.first?.object as? MetadataMachineReadableCodeObject
+        #expect(code?.stringValue == "ticket-42")
+        #expect(code.map { abs($0.bounds.midX - 0.5) < 0.02 && abs($0.bounds.midY - 0.5) < 0.02 } == true)
+
+        let (repeating, _) = try run(scene, types: [.qr]) { $0.codeRepeatInterval = 1 }
+        #expect(repeating.events.map(\.name) == ["appear", "repeat", "appear"])
+    }
+
+    @Test func rectOfInterestExcludesObjectsOutsideIt() throws {
+        let scene = SyntheticScene(
+            size: .init(width: 640, height: 480), frameRate: 10, frameCount: 5, background: .colorBars,
+            sprites: [
+                .init(content: .qrCode(payload: Array("LEFT".utf8), correction: 1), size: .init(width: 180, height: 180), origin: CGPoint(x: 40, y: 150)),
+                .init(content: .qrCode(payload: Array("RIGHT".utf8), correction: 1), size: .init(width: 180, height: 180), origin: CGPoint(x: 420, y: 150)),
+            ])
+        let (all, _) = try run(scene, types: [.qr])
+        #expect(Set(all.events.compactMap { ($0.object as? MetadataMachineReadableCodeObject)?.stringValue }) == ["LEFT", "RIGHT"])
+        let (right, _) = try run(scene, types: [.qr]) { $0.rectOfInterest = CGRect(x: 0.5, y: 0, width: 0.5, height: 1) }
+        #expect(right.events.compactMap { ($0.object as? MetadataMachineReadableCodeObject)?.stringValue } == ["RIGHT"])
+    }
+
+    @Test func facesAndCodesTogether() throws {
+        var scene = crossingScene(frames: 20)
+        scene.sprites.append(
+            .init(content: .qrCode(payload: Array("both".utf8), correction: 1), size: .init(width: 150, height: 150), origin: CGPoint(x: 470, y: 20)))
+        let (recorder, output) = try run(scene, types: [.face, .qr])
+        #expect(recorder.events.contains { if case .faceEntered = $0 { true } else { false } })
+        #expect(recorder.events.contains { if case .codeAppeared(let c) = $0 { c.stringValue == "both" } else { false } })
+        #expect(output.stageSeconds.faces > 0 && output.stageSeconds.codes > 0)
+    }
+
+    @Test func unavailableTypesAreRefusedAndNothingIsDetectedByDefault() throws {
+        let output = CaptureMetadataOutput()
+        #expect(output.metadataObjectTypes.isEmpty)
+        #expect(output.availableMetadataObjectTypes.contains(.face))
+        #expect(output.availableMetadataObjectTypes.contains(.qr))
+        #expect(throws: CaptureError.self) { try output.setMetadataObjectTypes([MetadataObjectType(rawValue: "aztec")]) }
+        // With no types set, a session runs and nothing is analysed.
+        let session = CaptureSession()
+        try session.addInput(CaptureDeviceInput(device: CaptureDevice(syntheticScene: crossingScene(frames: 5), pacing: .asFastAsPossible)))
+        try session.addOutput(output)
+        try session.startRunning()
+        session.waitUntilStopped(timeout: 30)
+        output.waitUntilIdle()
+        #expect(output.processedFrameCount == 0)
+    }
+
+    @Test func aLiveInputSkipsLateFramesInsteadOfQueueingThem() throws {
+        // 30 fps in real time at 1280x720 with faces: analysis cannot keep up on every frame of a
+        // loaded 2-core machine, and when it cannot, frames are skipped (counted), never queued.
+        var scene = crossingScene(frames: 45)
+        scene.size = .init(width: 1280, height: 720)
+        scene.frameRate = 30
+        let session = CaptureSession()
+        try session.addInput(CaptureDeviceInput(device: CaptureDevice(syntheticScene: scene, pacing: .realTime)))
+        let output = CaptureMetadataOutput()
+        try session.addOutput(output)
+        try output.setMetadataObjectTypes([.face, .qr])
+        try session.startRunning()
+        session.waitUntilStopped(timeout: 60)
+        output.waitUntilIdle()
+        #expect(output.processedFrameCount + output.skippedFrameCount == 45)
+        #expect(output.processedFrameCount > 0)
+    }
+}

@@ -1,0 +1,85 @@
+import Foundation
+import Testing
+
+/// The built binary end to end on fixture photos and synthetic inputs, compared as readable
+/// NDJSON with golden files in Tests/cvcamTests/Golden. Times come from the synthetic clock or
+/// the image index, so they are deterministic; the summary's wall-clock fields (`seconds`,
+/// `fps`) are masked. Set CVCAM_UPDATE_GOLDEN=1 to rewrite the files after a deliberate change.
+@Suite struct GoldenTests {
+    static let golden = CLI.packageRoot.appendingPathComponent("Tests/cvcamTests/Golden")
+
+    /// Output lines with wall-clock fields replaced, after checking every line is schema-1 JSON.
+    func normalised(_ stdout: String) throws -> String {
+        var lines: [String] = []
+        for line in stdout.split(separator: "\n") {
+            guard var object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
+                Issue.record("not a JSON object: \(line)")
+                continue
+            }
+            #expect(object["schema"] as? Int == 1, "\(line)")
+            #expect(["face", "code", "snapshot", "drop", "error", "summary"].contains(object["type"] as? String ?? ""))
+            if object["type"] as? String == "summary" {
+                object["seconds"] = "<wall>"
+                object["fps"] = "<wall>"
+            }
+            let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+            lines.append(String(decoding: data, as: UTF8.self))
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    func check(_ name: String, _ arguments: [String], status: Int32) throws {
+        let result = try CLI.run(arguments)
+        #expect(result.status == status, "\(name): \(result.stderr)")
+        let text = try normalised(result.stdout)
+        let file = Self.golden.appendingPathComponent(name + ".ndjson")
+        if ProcessInfo.processInfo.environment["CVCAM_UPDATE_GOLDEN"] == "1" {
+            try text.write(to: file, atomically: true, encoding: .utf8)
+            return
+        }
+        let expected = try String(contentsOf: file, encoding: .utf8)
+        #expect(text == expected, "\(name) differs from \(file.path); rerun with CVCAM_UPDATE_GOLDEN=1 if the change is intended")
+    }
+
+    @Test func facesOnASyntheticSceneWithAMovingFace() throws {
+        try check(
+            "faces-synthetic",
+            [
+                "faces", "--json", "--input",
+                "synthetic:size=640x480,fps=10,frames=40,image=\(CLI.fixture("images/astronaut.png")),speed=200,background=gray",
+            ], status: 0)
+    }
+
+    @Test func facesOnTheFixturePhotosWithAView() throws {
+        try check(
+            "faces-photos",
+            ["faces", "--json", "--input", CLI.fixture("images"), "--fps", "1", "--view", "1080x1920", "--gravity", "fit"],
+            status: 0)
+    }
+
+    @Test func scanOnASyntheticSceneWithTwoCodes() throws {
+        try check(
+            "scan-synthetic",
+            ["scan", "--json", "--repeat-interval", "1.5", "--input", "synthetic:size=640x480,fps=10,frames=30,qr=HELLO,qr=WORLD"],
+            status: 0)
+    }
+
+    @Test func scanOnPhotosWithoutCodesExits4() throws {
+        try check("scan-no-codes", ["scan", "--json", "--input", CLI.fixture("negatives")], status: 4)
+    }
+
+    @Test func scanOnceExitsAfterTheFirstCode() throws {
+        let result = try CLI.run(["scan", "--once", "--input", "synthetic:size=320x240,fps=10,frames=50,qr=ONCE"])
+        #expect(result.status == 0)
+        #expect(result.lines.first?.hasSuffix("appear QR  ONCE") == true, "\(result.lines)")
+        #expect(result.lines.filter { $0.contains("QR") }.count == 1)
+    }
+
+    @Test func textModeFaceLog() throws {
+        let result = try CLI.run(["faces", "-q", "--input", CLI.fixture("images/grace_hopper.jpg")])
+        #expect(result.status == 0)
+        #expect(result.lines.count == 2, "\(result.lines)")  // enter and leave, no summary with -q
+        #expect(result.lines.first?.hasPrefix("00:00:00.000  enter  face ") == true)
+        #expect(result.lines.last?.contains("leave  face ") == true)
+    }
+}
