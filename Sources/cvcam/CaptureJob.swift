@@ -19,6 +19,7 @@ final class CaptureJob: @unchecked Sendable {
     let printer: EventPrinter
     let statusLine: StatusLine?
     private var signalSources: [DispatchSourceSignal] = []
+    private var dropTimer: DispatchSourceTimer?
     private(set) var interrupted = false
     private(set) var startedAt = Date()
     private(set) var runtimeError: CaptureError?
@@ -76,6 +77,35 @@ final class CaptureJob: @unchecked Sendable {
         runtimeError = session.lastRuntimeError
     }
 
+    /// Reports skipped frames at most once a second: a `drop` event with how many frames were
+    /// skipped since the last report (`count`) and in all (`total`). `skipped` is read on a
+    /// timer queue; a final report is made by `finishDropReports()`.
+    func reportDrops(reason: String, skipped: @escaping @Sendable () -> Int) {
+        let last = LastCount()
+        let report: @Sendable () -> Void = { [printer] in
+            let total = skipped()
+            let count = last.swap(total)
+            guard count > 0 else { return }
+            printer.emit(
+                "drop", ["reason": reason, "count": count, "total": total],
+                text: "drop: \(count) frame(s) skipped (\(reason)), \(total) in all")
+        }
+        let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "cvcam.drops"))
+        timer.schedule(deadline: .now() + 1, repeating: 1)
+        timer.setEventHandler(handler: report)
+        timer.resume()
+        dropTimer = timer
+        finalDropReport = report
+    }
+    private var finalDropReport: (@Sendable () -> Void)?
+
+    /// Stops the drop timer and reports what it has not reported yet.
+    func finishDropReports() {
+        dropTimer?.cancel()
+        dropTimer = nil
+        finalDropReport?()
+    }
+
     /// Seconds since the session started.
     var elapsed: Double { Date().timeIntervalSince(startedAt) }
 
@@ -123,5 +153,19 @@ final class CaptureJob: @unchecked Sendable {
                 "size": device.activeFormat.dimensions.description,
             ],
         ]
+    }
+}
+
+/// The last count a drop report printed.
+private final class LastCount: @unchecked Sendable {
+    // @unchecked: guarded by `lock`.
+    private let lock = NSLock()
+    private var value = 0
+    /// Stores `new`, returns how much it grew.
+    func swap(_ new: Int) -> Int {
+        lock.withLock {
+            defer { value = new }
+            return new - value
+        }
     }
 }

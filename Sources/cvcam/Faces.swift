@@ -41,6 +41,7 @@ struct Faces: ParsableCommand {
         let log = FaceLog(printer: job.printer, everyFrame: everyFrame)
         metadata.setMetadataObjectsDelegate(log, queue: DispatchQueue(label: "cvcam.faces.log"))
         try job.add(metadata)
+        job.reportDrops(reason: "frameWasLate") { metadata.skippedFrameCount }
         let total = job.expectedFrameCount
         let started = CaptureJob.cpuSeconds()
         try job.run { [job] in
@@ -54,6 +55,7 @@ struct Faces: ParsableCommand {
             return text
         }
         metadata.waitUntilIdle()
+        job.finishDropReports()
         job.reportRuntimeError()
         if !output.quiet || output.json {
             var fields = job.summaryFields(processed: metadata.processedFrameCount, skipped: metadata.skippedFrameCount)

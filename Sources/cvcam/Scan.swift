@@ -54,6 +54,7 @@ struct Scan: ParsableCommand {
         }
         metadata.setMetadataObjectsDelegate(log, queue: DispatchQueue(label: "cvcam.scan.log"))
         try job.add(metadata)
+        job.reportDrops(reason: "frameWasLate") { metadata.skippedFrameCount }
         let total = job.expectedFrameCount
         let started = CaptureJob.cpuSeconds()
         try job.run { [job] in
@@ -67,6 +68,7 @@ struct Scan: ParsableCommand {
             return text
         }
         metadata.waitUntilIdle()
+        job.finishDropReports()
         job.reportRuntimeError()
         if !output.quiet || output.json {
             var fields = job.summaryFields(processed: metadata.processedFrameCount, skipped: metadata.skippedFrameCount)

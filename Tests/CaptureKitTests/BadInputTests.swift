@@ -53,7 +53,8 @@ import Testing
         try data.prefix(data.count / 2).write(to: URL(fileURLWithPath: path))
 
         let device = try CaptureDevice(videoFileAtPath: path, pacing: .asFastAsPossible)
-        let recorder = FrameRecorder()
+        // A slow consumer, so frames are still queued when the error comes.
+        let recorder = FrameRecorder(delay: 0.01)
         let (session, _) = try makeSession(device: device, recorder: recorder, discardsLate: false)
         let log = EventLog(session)
         try session.startRunning()
@@ -65,6 +66,8 @@ import Testing
         let delivered = recorder.frames.map(\.sequenceNumber)
         #expect(delivered.count >= 20 && delivered.count < 60, "delivered \(delivered.count)")
         #expect(delivered == Array(0..<UInt64(delivered.count)))
+        // Nothing read before the failure is lost, even frames still queued when it came.
+        #expect(delivered.count == session.capturedFrameCount)
     }
 
     @Test func corruptBytesInsideAVideo() throws {

@@ -113,6 +113,8 @@ final class CaptureRunner: Sendable {
                 lastSequence = nil
                 continue
             } catch {
+                // Every good frame before the failure is still delivered.
+                for (output, _) in wiring.withLock({ $0 }) { output.drain() }
                 report(.ended(.failed(error)))
                 return
             }
