@@ -15,7 +15,7 @@ struct CVCam: ParsableCommand {
             (scan on a file input that ended without a code); 64 usage error.
             """,
         version: "0.1.0",
-        subcommands: [Devices.self, Faces.self, Scan.self]
+        subcommands: [Devices.self, Faces.self, Scan.self, Snap.self, Watch.self, Record.self]
     )
 }
 
