@@ -15,7 +15,8 @@ struct Snap: ParsableCommand {
             (path, time, width, height, faceIDs). Files are written atomically. JPEG photos carry \
             the faces as JSON in EXIF UserComment; PNG photos get a .json sidecar.
 
-            Exit codes: 0 every photo was written; 1 runtime error, or --timeout passed before \
+            Exit codes: 0 every photo was written; 1 runtime error, or the input ended or \
+            --timeout passed before \
             every photo was taken; 4 nothing found (--wait-for-face and no face before the input \
             ended or --timeout passed); 64 usage error.
             """)
