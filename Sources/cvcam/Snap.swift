@@ -100,6 +100,11 @@ struct Snap: ParsableCommand {
             faces.setMetadataObjectsDelegate(shutter, queue: DispatchQueue(label: "cvcam.snap.faces"))
             try job.add(faces)
             metadata = faces
+            if input.isFinite && input.framePacing == .asFastAsPossible {
+                shutter.detectionCaughtUp = { [job] seen in
+                    faces.processedFrameCount + faces.skippedFrameCount >= seen || !job.session.isRunning
+                }
+            }
         }
         if let timeout {
             DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { [job] in
@@ -209,6 +214,26 @@ final class Shutter: CaptureVideoDataOutputSampleBufferDelegate, CaptureMetadata
             }
         }
         press(at: t, faces: nil)
+        holdUntilDetectionCaughtUp()
+    }
+
+    /// Set for a file read as fast as possible with --wait-for-face: given the number of frames
+    /// the clock has seen, whether face detection has dealt with that many (analysed or skipped),
+    /// or the session stopped.
+    var detectionCaughtUp: (@Sendable (Int) -> Bool)?
+    private var framesSeen = 0
+
+    /// While waiting for a face in a fast file, holds the clock (and so, through its one-frame
+    /// queue, the capture thread) until detection has seen this frame: the shutter is then
+    /// pressed at most a few frames after the face's frame, not after the whole queue.
+    private func holdUntilDetectionCaughtUp() {
+        guard let caughtUp = detectionCaughtUp else { return }
+        let seen: Int? = lock.withLock {
+            framesSeen += 1
+            return faceArmed ? nil : framesSeen
+        }
+        guard let seen else { return }
+        while !caughtUp(seen) { usleep(1000) }
     }
 
     func metadataOutput(
