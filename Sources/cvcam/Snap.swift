@@ -10,7 +10,7 @@ struct Snap: ParsableCommand {
             The photo is the frame the input delivers right after the shutter is pressed (like \
             AVCapturePhotoOutput): at the first frame, or with --wait-for-face just after the \
             first frame with a face. With --count N, FILE gets -1, -2, … before its extension \
-            and the photos are --interval seconds of frame time apart. A single image as input \
+            and the shutter is pressed every --interval seconds of frame time. A single image as input \
             is repeated so it can be photographed. Each photo written prints a `snapshot` event \
             (path, time, width, height, faceIDs). Files are written atomically. JPEG photos carry \
             the faces as JSON in EXIF UserComment; PNG photos get a .json sidecar.

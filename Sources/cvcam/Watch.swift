@@ -1,6 +1,7 @@
 import ArgumentParser
 import CaptureKit
 import Foundation
+import Logging
 
 /// `cvcam watch`: face-triggered automatic snapshots (`SnapshotTrigger` + `SnapshotStore`).
 struct Watch: ParsableCommand {
@@ -199,6 +200,8 @@ final class SnapshotWatcher: @unchecked Sendable {
     private let queue = DispatchQueue(label: "cvcam.watch.trigger")
     private(set) var writtenCount = 0
     private(set) var failedCount = 0
+    private var facesInView: [Int] = []
+    private let logger = Logger(label: "cvcam.watch")
 
     init(trigger: SnapshotTrigger, store: SnapshotStore, printer: EventPrinter) {
         self.trigger = trigger
@@ -207,7 +210,16 @@ final class SnapshotWatcher: @unchecked Sendable {
     }
 
     func consider(_ frame: SampleBuffer, faces: [MetadataFaceObject]) {
-        queue.async { [self] in write(trigger.process(frame, faces: faces)) }
+        queue.async { [self] in
+            write(trigger.process(frame, faces: faces))
+            // With --verbose: which faces the trigger has seen, each time that changes.
+            let ids = faces.map(\.faceID).sorted()
+            if ids != facesInView {
+                facesInView = ids
+                logger.debug(
+                    "faces in view: [\(ids.map(String.init).joined(separator: ","))] at \(String(format: "%.3f", frame.presentationTimeStamp.seconds)) s")
+            }
+        }
     }
 
     /// Decides the open windows and writes their snapshots; returns when everything is on disk.
