@@ -12,10 +12,10 @@ struct CVCam: ParsableCommand {
             `cvcam help faces`).
 
             Exit codes: 0 ok; 1 runtime error (camera or file failed); 4 nothing found \
-            (scan on a file input that ended without a code); 64 usage error.
+            (scan on a file input that ended without a code; snap --wait-for-face without a face); 64 usage error.
             """,
         version: "0.1.0",
-        subcommands: [Devices.self, Faces.self, Scan.self]
+        subcommands: [Devices.self, Faces.self, Scan.self, Snap.self, Watch.self, Record.self]
     )
 }
 

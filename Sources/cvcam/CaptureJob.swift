@@ -24,15 +24,16 @@ final class CaptureJob: @unchecked Sendable {
     private(set) var startedAt = Date()
     private(set) var runtimeError: CaptureError?
 
-    /// Opens the input and prepares a session with the preset the options ask for.
-    init(input options: InputOptions, output: OutputOptions) throws {
+    /// Opens the input and prepares a session with the preset the options ask for. `device`,
+    /// when given, replaces the one the options name (snap repeats a single image this way).
+    init(input options: InputOptions, output: OutputOptions, device chosen: CaptureDevice? = nil) throws {
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = output.verbose ? .debug : .error
             return handler
         }
         self.options = options
-        device = try options.makeDevice()
+        device = try chosen ?? options.makeDevice()
         input = try CaptureDeviceInput(device: device)
         try session.setSessionPreset(options.sessionPreset)
         try session.addInput(input)

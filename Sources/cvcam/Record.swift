@@ -1,0 +1,162 @@
+import ArgumentParser
+import CaptureKit
+import Foundation
+
+/// `cvcam record`: a movie (Motion-JPEG in AVI) through `CaptureMovieFileOutput`.
+struct Record: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Record the input to a movie file (Motion-JPEG AVI), until stopped or a limit is reached.",
+        discussion: """
+            Recording starts at the first frame (a `recording` event) and ends when the input \
+            ends, a limit (--duration, --max-size) is reached, or SIGINT/SIGTERM arrives; each \
+            way the file is finalised and a summary gives its frames and bytes. Every \
+            --fragment-interval seconds of recorded time the file is made playable on disk, so \
+            even a killed recorder leaves a file that plays up to its last fragment.
+
+            Exit codes: 0 the file was finalised; 1 runtime error (input failed, the file could \
+            not be written); 64 usage error.
+            """)
+
+    @OptionGroup var input: InputOptions
+    @OptionGroup var output: OutputOptions
+
+    @Option(name: [.customShort("o"), .long], help: ArgumentHelp("The movie file (.avi).", valueName: "file"), completion: .file(extensions: ["avi"]))
+    var outputFile: String
+
+    @Option(help: "Stop after this many seconds of recorded time.")
+    var duration: Double?
+
+    @Option(help: "Stop before the file grows past this size: bytes, or with K, M or G (e.g. 50M).")
+    var maxSize: String?
+
+    @Option(help: "Seconds of recorded time between crash-safe points (fsync + playable headers).")
+    var fragmentInterval: Double = 2
+
+    @Option(help: "JPEG quality of each frame, 1…100.")
+    var quality: Int = 85
+
+    @Flag(help: "Replace FILE if it exists.")
+    var overwrite = false
+
+    func validate() throws {
+        guard (outputFile as NSString).pathExtension.lowercased() == "avi" else {
+            throw ValidationError("-o must end in .avi (got '\(outputFile)'); cvcam records Motion-JPEG AVI.")
+        }
+        if let duration, !(duration > 0) { throw ValidationError("--duration must be above 0 seconds (got \(duration)).") }
+        if let maxSize, Self.parseBytes(maxSize) == nil {
+            throw ValidationError("--max-size must be a number of bytes above 0, optionally with K, M or G (got '\(maxSize)').")
+        }
+        guard fragmentInterval > 0 else {
+            throw ValidationError("--fragment-interval must be above 0 seconds (got \(fragmentInterval)).")
+        }
+        guard (1...100).contains(quality) else { throw ValidationError("--quality must be 1 to 100 (got \(quality)).") }
+    }
+
+    /// "50M" → 52428800; nil when not a positive size.
+    static func parseBytes(_ text: String) -> Int64? {
+        let units: [Character: Int64] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30]
+        var digits = text.uppercased()
+        var scale: Int64 = 1
+        if let last = digits.last, let unit = units[last] {
+            scale = unit
+            digits.removeLast()
+        }
+        guard let value = Int64(digits), value > 0, value <= Int64.max / scale else { return nil }
+        return value * scale
+    }
+
+    func run() throws {
+        let url = URL(fileURLWithPath: outputFile)
+        if FileManager.default.fileExists(atPath: url.path) {
+            guard overwrite else {
+                throw CLIError.message("\(outputFile) exists; choose another name or pass --overwrite.")
+            }
+            try FileManager.default.removeItem(at: url)
+        }
+        let job = try CaptureJob(input: input, output: output)
+        let movie = CaptureMovieFileOutput()
+        movie.movieFragmentInterval = MediaTime(seconds: fragmentInterval)
+        movie.maxRecordedDuration = duration.map { MediaTime(seconds: $0) }
+        movie.maxRecordedFileSize = maxSize.flatMap(Self.parseBytes)
+        movie.jpegQuality = quality
+        try job.add(movie)
+        let format = job.device.activeFormat.dimensions
+        let size = input.rotate % 180 == 0 ? format : CaptureDevice.Dimensions(width: format.height, height: format.width)
+        let recorder = Recorder(printer: job.printer, size: size) { [job] in
+            DispatchQueue.global().async { try? job.session.stopRunning() }
+        }
+        // Recording begins with the session's first frame.
+        try movie.startRecording(to: url, recordingDelegate: recorder)
+        try job.run { [job] in
+            String(
+                format: "recording %@  %.1f s  %@", url.lastPathComponent, movie.recordedDuration.seconds,
+                ByteCountFormatter.string(fromByteCount: movie.recordedFileSize, countStyle: .file))
+                + "  \(job.session.capturedFrameCount) frames"
+        }
+        let ending = recorder.waitUntilFinished()
+        job.reportRuntimeError()
+        // What is in the file, read back from it.
+        let bytes = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int64) ?? 0
+        let frames = bytes > 0 ? ((try? VideoFileSource(path: url.path))?.declaredFrameCount ?? 0) : 0
+        if let error = ending, !Self.completeEndings.contains(error.code) {
+            job.printer.emit("error", ["code": error.code.rawValue, "message": error.message], text: "error: \(error.message)")
+        }
+        if !output.quiet || output.json {
+            var fields = job.summaryFields(processed: frames, skipped: movie.droppedFrameCount)
+            fields["path"] = url.path
+            fields["recordedFrames"] = frames
+            fields["bytes"] = bytes
+            fields["ended"] = ending?.code.rawValue ?? "stopped"
+            job.printer.emit(
+                "summary", fields,
+                text: "summary: \(url.path): \(frames) frames, \(bytes) bytes, \(movie.droppedFrameCount) dropped (ended: \(ending?.code.rawValue ?? "stopped"))")
+        }
+        if job.runtimeError != nil { throw ExitCode(ExitStatus.runtimeError) }
+        if let error = ending, !Self.completeEndings.contains(error.code) { throw ExitCode(ExitStatus.runtimeError) }
+    }
+
+    /// Ways a recording ends that leave a complete file.
+    static let completeEndings: Set<CaptureError.Code> = [
+        .maximumDurationReached, .maximumFileSizeReached, .diskSpaceLimitReached, .sessionWasStopped,
+    ]
+}
+
+/// Prints the start of the recording and remembers how it ended.
+///
+/// Threading: called on the movie output's delegate queue; `waitUntilFinished` on any thread.
+final class Recorder: CaptureFileOutputRecordingDelegate, @unchecked Sendable {
+    // @unchecked: `ending` is written once before `finished` is signalled and read after it.
+    let printer: EventPrinter
+    let size: CaptureDevice.Dimensions
+    let stop: @Sendable () -> Void
+    private let finished = DispatchSemaphore(value: 0)
+    private var ending: CaptureError?
+
+    init(printer: EventPrinter, size: CaptureDevice.Dimensions, stop: @escaping @Sendable () -> Void) {
+        self.printer = printer
+        self.size = size
+        self.stop = stop
+    }
+
+    func fileOutput(_ output: CaptureMovieFileOutput, didStartRecordingTo fileURL: URL, from connections: [CaptureConnection]) {
+        printer.emit(
+            "recording", ["path": fileURL.path, "width": size.width, "height": size.height],
+            text: "recording \(fileURL.path)  \(size)")
+    }
+
+    func fileOutput(
+        _ output: CaptureMovieFileOutput, didFinishRecordingTo outputFileURL: URL, from connections: [CaptureConnection],
+        error: CaptureError?
+    ) {
+        ending = error
+        finished.signal()
+        // A limit ended the recording: nothing more to do, stop the session.
+        stop()
+    }
+
+    /// Blocks until the recording ended; returns why (nil: stopRecording()).
+    func waitUntilFinished() -> CaptureError? {
+        finished.wait()
+        return ending
+    }
+}

@@ -1,0 +1,321 @@
+import ArgumentParser
+import CaptureKit
+import Foundation
+
+/// `cvcam snap`: one photo (or a series) of the input, through `CapturePhotoOutput`.
+struct Snap: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Take a photo (JPEG with EXIF, or PNG) of the input, now or when a face appears.",
+        discussion: """
+            The photo is the frame the input delivers right after the shutter is pressed (like \
+            AVCapturePhotoOutput): at the first frame, or with --wait-for-face just after the \
+            first frame with a face. With --count N, FILE gets -1, -2, … before its extension \
+            and the shutter is pressed every --interval seconds of frame time. A single image as input \
+            is repeated so it can be photographed. Each photo written prints a `snapshot` event \
+            (path, time, width, height, faceIDs). Files are written atomically. JPEG photos carry \
+            the faces as JSON in EXIF UserComment; PNG photos get a .json sidecar.
+
+            Exit codes: 0 every photo was written; 1 runtime error, or the input ended or \
+            --timeout passed before \
+            every photo was taken; 4 nothing found (--wait-for-face and no face before the input \
+            ended or --timeout passed); 64 usage error.
+            """)
+
+    @OptionGroup var input: InputOptions
+    @OptionGroup var output: OutputOptions
+
+    @Option(name: [.customShort("o"), .long], help: ArgumentHelp("The photo's file: .jpg/.jpeg (JPEG with EXIF) or .png.", valueName: "file"), completion: .file())
+    var outputFile: String
+
+    @Flag(help: "Take the photo when a face is first seen.")
+    var waitForFace = false
+
+    @Option(help: "Give up after this many seconds (wall clock).")
+    var timeout: Double?
+
+    @Option(help: "How many photos to take.")
+    var count: Int = 1
+
+    @Option(help: "Seconds of frame time between photos when --count is above 1.")
+    var interval: Double = 1
+
+    @Option(help: "JPEG quality, 1…100.")
+    var quality: Int = 90
+
+    static let extensions = ["jpg", "jpeg", "png"]
+
+    func validate() throws {
+        let ext = (outputFile as NSString).pathExtension.lowercased()
+        guard Self.extensions.contains(ext) else {
+            throw ValidationError("-o must end in .jpg, .jpeg or .png (got '\(outputFile)').")
+        }
+        guard count >= 1 && count <= 10_000 else { throw ValidationError("--count must be 1 to 10000 (got \(count)).") }
+        guard interval >= 0 else { throw ValidationError("--interval must be 0 or more seconds (got \(interval)).") }
+        if let timeout, !(timeout > 0) { throw ValidationError("--timeout must be above 0 seconds (got \(timeout)).") }
+        guard (1...100).contains(quality) else { throw ValidationError("--quality must be 1 to 100 (got \(quality)).") }
+    }
+
+    /// The files the photos go to: FILE, or FILE-1, FILE-2, … before the extension.
+    static func fileURLs(for path: String, count: Int) -> [URL] {
+        let url = URL(fileURLWithPath: path)
+        guard count > 1 else { return [url] }
+        let base = url.deletingPathExtension()
+        return (1...count).map { i in
+            base.deletingLastPathComponent().appendingPathComponent("\(base.lastPathComponent)-\(i)")
+                .appendingPathExtension(url.pathExtension)
+        }
+    }
+
+    func run() throws {
+        // A single image ends after one frame, before a shutter could be pressed: repeat it.
+        var device: CaptureDevice?
+        if input.inputKind == "image", let path = input.input {
+            device = try CaptureDevice(imagesAtPath: path, frameRate: input.fps ?? 10, loops: true, pacing: input.framePacing)
+        }
+        let job = try CaptureJob(input: input, output: output, device: device)
+        let photos = CapturePhotoOutput()
+        try job.add(photos)
+        let codec: PhotoCodec = (outputFile as NSString).pathExtension.lowercased() == "png" ? .png : .jpeg(quality: quality)
+        let shutter = Shutter(
+            photoOutput: photos, urls: Self.fileURLs(for: outputFile, count: count), codec: codec, interval: interval,
+            waitForFace: waitForFace, printer: job.printer
+        ) { [job] in
+            DispatchQueue.global().async { try? job.session.stopRunning() }
+        }
+        // Frame times drive the shutter; a file waits for it (one queued frame) so it cannot run ahead.
+        let clock = CaptureVideoDataOutput(maximumQueuedFrames: 1)
+        clock.videoPixelFormat = nil
+        clock.alwaysDiscardsLateVideoFrames = !input.isFinite
+        clock.setSampleBufferDelegate(shutter, queue: DispatchQueue(label: "cvcam.snap.clock"))
+        try job.add(clock)
+        var metadata: CaptureMetadataOutput?
+        if waitForFace {
+            let faces = CaptureMetadataOutput()
+            guard faces.availableMetadataObjectTypes.contains(.face) else {
+                throw CLIError.message(
+                    "No face model could be loaded: check Models/face_detection_yunet_2022mar.onnx (or set CVCAM_MODELS to its folder).")
+            }
+            try faces.setMetadataObjectTypes([.face])
+            faces.rectOfInterest = input.regionOfInterest
+            faces.setMetadataObjectsDelegate(shutter, queue: DispatchQueue(label: "cvcam.snap.faces"))
+            try job.add(faces)
+            metadata = faces
+            if input.isFinite && input.framePacing == .asFastAsPossible {
+                shutter.detectionCaughtUp = { [job] seen in
+                    faces.processedFrameCount + faces.skippedFrameCount >= seen || !job.session.isRunning
+                }
+            }
+        }
+        if let timeout {
+            DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { [job] in
+                shutter.timeOut()
+                try? job.session.stopRunning()
+            }
+        }
+        try job.run { [job] in
+            String(format: "%.0f s  photos %d of %d", job.elapsed, shutter.written, shutter.urls.count)
+                + (shutter.armed ? "" : "  waiting for a face")
+        }
+        metadata?.waitUntilIdle()
+        shutter.waitUntilFinished()
+        job.reportRuntimeError()
+        let outcome = shutter.outcome
+        if !output.quiet || output.json {
+            var fields = job.summaryFields(processed: clock.deliveredFrameCount, skipped: clock.droppedFrameCount)
+            fields["photos"] = outcome.written
+            job.printer.emit(
+                "summary", fields,
+                text: "summary: \(job.session.capturedFrameCount) frames, \(outcome.written) of \(count) photos written")
+        }
+        if job.runtimeError != nil || outcome.failed > 0 { throw ExitCode(ExitStatus.runtimeError) }
+        if waitForFace && !outcome.faceSeen {
+            if !output.quiet { FileHandle.standardError.write(Data("cvcam: no face was seen; no photo taken.\n".utf8)) }
+            throw ExitCode(ExitStatus.nothingFound)
+        }
+        if outcome.written < count && !job.interrupted {
+            FileHandle.standardError.write(
+                Data("cvcam: only \(outcome.written) of \(count) photos were taken before the input ended or --timeout passed.\n".utf8))
+            throw ExitCode(ExitStatus.runtimeError)
+        }
+    }
+}
+
+/// Presses `CapturePhotoOutput`'s shutter at the right frames and reports each photo.
+///
+/// Frames (from a video data output, for their times) and faces (from a metadata output) arrive
+/// on their own serial queues; photo callbacks on the photo output's queue. All state is behind
+/// `lock`. A new capture is requested only after the previous one took its frame (reported by
+/// the photo output, or three frames later on the clock), so every photo is a different frame.
+final class Shutter: CaptureVideoDataOutputSampleBufferDelegate, CaptureMetadataOutputObjectsDelegate,
+    CapturePhotoCaptureDelegate, @unchecked Sendable
+{
+    // @unchecked: the mutable state is only touched with `lock` held; the rest is immutable.
+    let photoOutput: CapturePhotoOutput
+    let urls: [URL]
+    let codec: PhotoCodec
+    let interval: Double
+    let waitForFace: Bool
+    let printer: EventPrinter
+    let stop: @Sendable () -> Void
+
+    private let lock = NSLock()
+    private let inFlight = DispatchGroup()
+    private var requested = 0
+    private var writtenCount = 0
+    private var failedCount = 0
+    private var faceArmed: Bool
+    /// The capture that has not yet taken its frame.
+    private var awaitingFrame: Int64?
+    private var lastShutterTime: Double?
+    private var closed = false
+    private var facesByCapture: [Int64: [Int]] = [:]
+
+    init(
+        photoOutput: CapturePhotoOutput, urls: [URL], codec: PhotoCodec, interval: Double, waitForFace: Bool,
+        printer: EventPrinter, stop: @escaping @Sendable () -> Void
+    ) {
+        self.photoOutput = photoOutput
+        self.urls = urls
+        self.codec = codec
+        self.interval = interval
+        self.waitForFace = waitForFace
+        self.printer = printer
+        self.stop = stop
+        faceArmed = !waitForFace
+    }
+
+    var written: Int { lock.withLock { writtenCount } }
+    var armed: Bool { lock.withLock { faceArmed } }
+
+    /// What happened, once the session stopped and `waitUntilFinished` returned.
+    var outcome: (written: Int, failed: Int, faceSeen: Bool) {
+        lock.withLock { (writtenCount, failedCount, !waitForFace || faceArmed) }
+    }
+
+    /// No more shutter presses (the timeout passed).
+    func timeOut() { lock.withLock { closed = true } }
+
+    /// Blocks until every requested capture has finished (photo written or failed).
+    func waitUntilFinished() {
+        lock.withLock { closed = true }
+        inFlight.wait()
+    }
+
+    // MARK: Frames and faces
+
+    func captureOutput(_ output: CaptureVideoDataOutput, didOutput sampleBuffer: SampleBuffer, from connection: CaptureConnection) {
+        let t = sampleBuffer.presentationTimeStamp.seconds
+        // The photo output hears of each frame before this clock does, and the clock runs at most
+        // two frames behind the capture thread, so three frames after a request its frame was taken
+        // (its delegate, busy encoding, may report that much later for a fast file).
+        lock.withLock {
+            if awaitingFrame != nil, let last = lastShutterTime, t >= last + 3 * sampleBuffer.duration.seconds - 1e-9 {
+                awaitingFrame = nil
+            }
+        }
+        press(at: t, faces: nil)
+        holdUntilDetectionCaughtUp()
+    }
+
+    /// Set for a file read as fast as possible with --wait-for-face: given the number of frames
+    /// the clock has seen, whether face detection has dealt with that many (analysed or skipped),
+    /// or the session stopped.
+    var detectionCaughtUp: (@Sendable (Int) -> Bool)?
+    private var framesSeen = 0
+
+    /// While waiting for a face in a fast file, holds the clock (and so, through its one-frame
+    /// queue, the capture thread) until detection has seen this frame: the shutter is then
+    /// pressed at most a few frames after the face's frame, not after the whole queue.
+    private func holdUntilDetectionCaughtUp() {
+        guard let caughtUp = detectionCaughtUp else { return }
+        let seen: Int? = lock.withLock {
+            framesSeen += 1
+            return faceArmed ? nil : framesSeen
+        }
+        guard let seen else { return }
+        while !caughtUp(seen) { usleep(1000) }
+    }
+
+    func metadataOutput(
+        _ output: CaptureMetadataOutput, didOutput metadataObjects: [any MetadataObject], from connection: CaptureConnection
+    ) {
+        let faces = metadataObjects.compactMap { $0 as? MetadataFaceObject }
+        guard let first = faces.first else { return }
+        press(at: first.time.seconds, faces: faces)
+    }
+
+    /// Requests the next photo when it is due: the first at the first frame (or the first face),
+    /// the others `interval` seconds of frame time apart.
+    private func press(at time: Double, faces: [MetadataFaceObject]?) {
+        let settings: CapturePhotoSettings? = lock.withLock {
+            var shot = faces ?? []
+            if let faces, !faceArmed {
+                faceArmed = true
+                shot = faces
+            } else {
+                guard faceArmed else { return nil }
+                if let last = lastShutterTime, time - last < interval { return nil }
+            }
+            guard !closed, awaitingFrame == nil, requested < urls.count else { return nil }
+            let settings = CapturePhotoSettings(
+                codec: codec, fileURL: urls[requested],
+                annotation: PhotoAnnotation(reason: waitForFace ? "face" : "snap", frameTime: time, faces: shot))
+            requested += 1
+            awaitingFrame = settings.uniqueID
+            lastShutterTime = time
+            facesByCapture[settings.uniqueID] = shot.map(\.faceID)
+            inFlight.enter()
+            return settings
+        }
+        guard let settings else { return }
+        do {
+            try photoOutput.capturePhoto(with: settings, delegate: self)
+        } catch {
+            lock.withLock {
+                failedCount += 1
+                awaitingFrame = nil
+            }
+            printer.emit("error", ["code": error.code.rawValue, "message": error.message], text: "error: \(error.message)")
+            inFlight.leave()
+            stop()
+        }
+    }
+
+    // MARK: Photo lifecycle (photo output's delegate queue)
+
+    func photoOutput(_ output: CapturePhotoOutput, didCapturePhotoFor resolvedSettings: CaptureResolvedPhotoSettings) {
+        lock.withLock { if awaitingFrame == resolvedSettings.uniqueID { awaitingFrame = nil } }
+    }
+
+    func photoOutput(_ output: CapturePhotoOutput, didFinishProcessingPhoto photo: CapturePhoto, error: CaptureError?) {
+        let faceIDs = lock.withLock { facesByCapture[photo.resolvedSettings.uniqueID] ?? [] }
+        if let error {
+            lock.withLock { failedCount += 1 }
+            printer.emit("error", ["code": error.code.rawValue, "message": error.message], text: "error: \(error.message)")
+            return
+        }
+        guard let url = photo.fileURL else { return }
+        let size = photo.resolvedSettings.photoDimensions
+        let t = photo.timestamp.seconds
+        printer.emit(
+            "snapshot",
+            [
+                "path": url.path, "time": EventPrinter.round(t), "width": size.width, "height": size.height,
+                "faceIDs": faceIDs, "reason": waitForFace ? "face" : "snap",
+            ],
+            text: "\(EventPrinter.clock(t))  snapshot \(url.path)  \(size)"
+                + (faceIDs.isEmpty ? "" : "  faces \(faceIDs.map(String.init).joined(separator: ","))"))
+        lock.withLock { writtenCount += 1 }
+    }
+
+    func photoOutput(
+        _ output: CapturePhotoOutput, didFinishCaptureFor resolvedSettings: CaptureResolvedPhotoSettings, error: CaptureError?
+    ) {
+        let done = lock.withLock {
+            if awaitingFrame == resolvedSettings.uniqueID { awaitingFrame = nil }
+            return writtenCount + failedCount >= urls.count
+        }
+        inFlight.leave()
+        if done { stop() }
+    }
+}

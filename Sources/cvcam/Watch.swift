@@ -1,0 +1,253 @@
+import ArgumentParser
+import CaptureKit
+import Foundation
+import Logging
+
+/// `cvcam watch`: face-triggered automatic snapshots (`SnapshotTrigger` + `SnapshotStore`).
+struct Watch: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Take snapshots automatically when faces appear (or every --every seconds while they stay).",
+        discussion: """
+            A face counts when it passes every gate (--min-face-size, --min-score, --max-roll, \
+            --max-yaw, --min-sharpness). A new face opens a best-frame window of --best-of \
+            frames; the sharpest, most frontal frame of it is written to --dir as \
+            snapshot-<ms>-f<faceIDs>.jpg, full resolution, with the record (time, faceIDs, \
+            boxes, scores, reason) as JSON in EXIF UserComment and --pre-frames earlier frames \
+            as <name>-pre-NN.jpg. Each snapshot prints a `snapshot` event (path, reason, \
+            faceIDs). Files are written atomically. SIGINT or SIGTERM writes the snapshots still \
+            being chosen, then exits 0. Times are frame times, so a file gives the same \
+            snapshots on every run.
+
+            Exit codes: 0 ok; 1 runtime error (input failed, a snapshot could not be written); \
+            64 usage error.
+            """)
+
+    @OptionGroup var input: InputOptions
+    @OptionGroup var output: OutputOptions
+
+    @Option(help: "Folder for the snapshots (created if missing).", completion: .directory)
+    var dir: String
+
+    @Option(help: "Smallest face, as a fraction of the frame height (0…1).")
+    var minFaceSize: Double = 0.05
+
+    @Option(help: "Smallest detector score (0…1).")
+    var minScore: Double = 0.6
+
+    @Option(help: "Largest head roll in degrees (0…180; 180: no limit).")
+    var maxRoll: Double = 30
+
+    @Option(help: "Largest head yaw in degrees (0…180; 180: no limit).")
+    var maxYaw: Double = 45
+
+    @Option(help: "Smallest sharpness of the face box (variance of the Laplacian, e.g. 50); default: no gate.")
+    var minSharpness: Double?
+
+    @Option(help: "Qualifying frames to choose the best from (1: take the first).")
+    var bestOf: Int = 1
+
+    @Option(help: "Seconds before a face still in view triggers again; default: once per face.")
+    var faceCooldown: Double?
+
+    @Option(help: "Seconds after any snapshot during which no other is taken.")
+    var cooldown: Double = 0
+
+    @Option(help: "Frames from before the chosen one to write too (0…30).")
+    var preFrames: Int = 0
+
+    @Option(help: "At most this many snapshots per --window seconds; default: no limit.")
+    var maxPerWindow: Int?
+
+    @Option(help: "The window, in seconds, for --max-per-window.")
+    var window: Double = 60
+
+    @Option(help: "Interval mode: a snapshot every SECONDS while faces are in view, instead of one per new face.")
+    var every: Double?
+
+    @Option(help: "JPEG quality, 1…100.")
+    var quality: Int = 92
+
+    func validate() throws {
+        guard (0...1).contains(minFaceSize) else { throw ValidationError("--min-face-size must be 0 to 1 (got \(minFaceSize)).") }
+        guard (0...1).contains(minScore) else { throw ValidationError("--min-score must be 0 to 1 (got \(minScore)).") }
+        guard (0...180).contains(maxRoll) else { throw ValidationError("--max-roll must be 0 to 180 degrees (got \(maxRoll)).") }
+        guard (0...180).contains(maxYaw) else { throw ValidationError("--max-yaw must be 0 to 180 degrees (got \(maxYaw)).") }
+        if let minSharpness, minSharpness < 0 { throw ValidationError("--min-sharpness must be 0 or more (got \(minSharpness)).") }
+        guard (1...300).contains(bestOf) else { throw ValidationError("--best-of must be 1 to 300 frames (got \(bestOf)).") }
+        if let faceCooldown, faceCooldown < 0 { throw ValidationError("--face-cooldown must be 0 or more seconds (got \(faceCooldown)).") }
+        guard cooldown >= 0 else { throw ValidationError("--cooldown must be 0 or more seconds (got \(cooldown)).") }
+        guard (0...30).contains(preFrames) else { throw ValidationError("--pre-frames must be 0 to 30 (got \(preFrames)).") }
+        if let maxPerWindow, maxPerWindow < 1 { throw ValidationError("--max-per-window must be 1 or more (got \(maxPerWindow)).") }
+        guard window > 0 else { throw ValidationError("--window must be above 0 seconds (got \(window)).") }
+        if let every, !(every > 0) { throw ValidationError("--every must be above 0 seconds (got \(every)).") }
+        guard (1...100).contains(quality) else { throw ValidationError("--quality must be 1 to 100 (got \(quality)).") }
+    }
+
+    /// The trigger configuration the flags describe.
+    var triggerConfiguration: SnapshotTrigger.Configuration {
+        SnapshotTrigger.Configuration(
+            mode: every.map { .interval(seconds: $0) } ?? .newFace, minimumFaceSize: minFaceSize, minimumConfidence: minScore,
+            maximumRollAngle: maxRoll >= 180 ? nil : maxRoll, maximumYawAngle: maxYaw >= 180 ? nil : maxYaw,
+            minimumSharpness: minSharpness, bestFrameWindow: bestOf, faceCooldown: faceCooldown, globalCooldown: cooldown,
+            preTriggerFrameCount: preFrames, maximumSnapshotsPerWindow: maxPerWindow, snapshotWindow: window)
+    }
+
+    func run() throws {
+        let folder = URL(fileURLWithPath: dir, isDirectory: true)
+        do {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        } catch {
+            throw CLIError.message("Cannot create the snapshot folder \(dir): \(error.localizedDescription)")
+        }
+        let job = try CaptureJob(input: input, output: output)
+        let detector: FaceDetector
+        do {
+            detector = try FaceDetector()
+        } catch {
+            throw CLIError.message(
+                "No face model could be loaded: check Models/face_detection_yunet_2022mar.onnx (or set CVCAM_MODELS to its folder).")
+        }
+        let store = SnapshotStore(
+            folder: folder, quality: quality, device: job.device, rotation: Int32(input.rotate), mirrored: input.mirror)
+        let watcher = SnapshotWatcher(
+            trigger: SnapshotTrigger(configuration: triggerConfiguration), store: store, printer: job.printer)
+        let stage = WatchingFaceStage(wrapping: DefaultFaceStage(detector: detector), watcher: watcher)
+        let metadata = CaptureMetadataOutput(faceStage: stage, codeStage: nil)
+        try metadata.setMetadataObjectTypes([.face])
+        metadata.rectOfInterest = input.regionOfInterest
+        try job.add(metadata)
+        let total = job.expectedFrameCount
+        try job.run { [job] in
+            let done = metadata.processedFrameCount
+            let seconds = max(job.elapsed, 0.001)
+            var text = String(
+                format: "%.1f fps  skipped %d  snapshots %d", Double(done) / seconds, metadata.skippedFrameCount,
+                watcher.writtenCount)
+            if let total { text += "  " + StatusLine.progress(done: done, total: total, perSecond: Double(done) / seconds) }
+            return text
+        }
+        metadata.waitUntilIdle()
+        // The input ended or a signal stopped it: the windows still open decide now.
+        watcher.finish()
+        job.reportRuntimeError()
+        if !output.quiet || output.json {
+            var fields = job.summaryFields(processed: metadata.processedFrameCount, skipped: metadata.skippedFrameCount)
+            fields["snapshots"] = watcher.writtenCount
+            fields["dir"] = folder.path
+            job.printer.emit(
+                "summary", fields,
+                text: String(
+                    format: "summary: %d frames, %d analysed at %.1f fps, %d skipped, %d snapshots in %@",
+                    job.session.capturedFrameCount, metadata.processedFrameCount, fields["fps"] as? Double ?? 0,
+                    metadata.skippedFrameCount, watcher.writtenCount, folder.path))
+        }
+        if job.runtimeError != nil || watcher.failedCount > 0 { throw ExitCode(ExitStatus.runtimeError) }
+    }
+}
+
+/// A face stage that passes every analysed frame, with the faces found in it, to a
+/// `SnapshotWatcher`: the trigger needs each frame and exactly that frame's faces, including
+/// frames without faces (they close best-frame windows).
+///
+/// Why a stage rather than pairing a video data output with the metadata output: the metadata
+/// delegate is only called for frames with faces, so face-free frames could not be told apart
+/// from frames the detector skipped. Here the pairing is exact by construction, for files and
+/// live cameras alike: the image and its faces come from the same `process` call. Frames the
+/// metadata output skips (live input, detector busy) are never seen by the trigger.
+///
+/// Threading: `process` runs on the metadata output's face queue, one frame at a time; the
+/// watcher does its work on its own queue so detection is not held up by JPEG encoding.
+final class WatchingFaceStage: FaceMetadataStage, @unchecked Sendable {
+    // @unchecked: `sequence` is only touched in `process`, which the metadata output calls one
+    // frame at a time; `inner` and `watcher` are Sendable.
+    let inner: any FaceMetadataStage
+    let watcher: SnapshotWatcher
+    private var sequence: UInt64 = 0
+
+    init(wrapping inner: any FaceMetadataStage, watcher: SnapshotWatcher) {
+        self.inner = inner
+        self.watcher = watcher
+    }
+
+    var isAvailable: Bool { inner.isAvailable }
+
+    func process(
+        _ image: PixelBuffer, regionOfInterest: CGRect, time: MediaTime, inputID: CaptureInput.ID, updateInterval: Double
+    ) throws(CaptureError) -> (faces: [MetadataFaceObject], events: [MetadataEvent]) {
+        let result = try inner.process(
+            image, regionOfInterest: regionOfInterest, time: time, inputID: inputID, updateInterval: updateInterval)
+        sequence += 1
+        let frame = SampleBuffer(
+            pixelBuffer: image, presentationTimeStamp: time, duration: .zero, sequenceNumber: sequence, inputID: inputID)
+        watcher.consider(frame, faces: result.faces)
+        return result
+    }
+
+    func finish() -> [MetadataEvent] { inner.finish() }
+}
+
+/// Runs the trigger over (frame, faces) pairs and writes the snapshots it decides, printing a
+/// `snapshot` event for each.
+///
+/// Threading: `consider` and `finish` may be called from any thread; the trigger and the store
+/// run on one serial queue, in frame order.
+final class SnapshotWatcher: @unchecked Sendable {
+    // @unchecked: `trigger` and the counters are only touched on `queue` (counters are read
+    // after `finish`, which waits for the queue, or for the status line, where a stale value is fine).
+    private let trigger: SnapshotTrigger
+    let store: SnapshotStore
+    let printer: EventPrinter
+    private let queue = DispatchQueue(label: "cvcam.watch.trigger")
+    private(set) var writtenCount = 0
+    private(set) var failedCount = 0
+    private var facesInView: [Int] = []
+    private let logger = Logger(label: "cvcam.watch")
+
+    init(trigger: SnapshotTrigger, store: SnapshotStore, printer: EventPrinter) {
+        self.trigger = trigger
+        self.store = store
+        self.printer = printer
+    }
+
+    func consider(_ frame: SampleBuffer, faces: [MetadataFaceObject]) {
+        queue.async { [self] in
+            write(trigger.process(frame, faces: faces))
+            // With --verbose: which faces the trigger has seen, each time that changes.
+            let ids = faces.map(\.faceID).sorted()
+            if ids != facesInView {
+                facesInView = ids
+                logger.debug(
+                    "faces in view: [\(ids.map(String.init).joined(separator: ","))] at \(String(format: "%.3f", frame.presentationTimeStamp.seconds)) s")
+            }
+        }
+    }
+
+    /// Decides the open windows and writes their snapshots; returns when everything is on disk.
+    func finish() {
+        queue.sync { write(trigger.finish()) }
+    }
+
+    private func write(_ snapshots: [Snapshot]) {
+        for snapshot in snapshots {
+            let t = snapshot.frame.presentationTimeStamp.seconds
+            do {
+                let url = try store.write(snapshot)
+                writtenCount += 1
+                let pre = snapshot.precedingFrames.count
+                let ids = snapshot.triggeringFaceIDs
+                printer.emit(
+                    "snapshot",
+                    [
+                        "path": url.path, "time": EventPrinter.round(t), "reason": snapshot.reason.rawValue,
+                        "faceIDs": ids, "faces": snapshot.faces.map(\.faceID), "width": snapshot.frame.width,
+                        "height": snapshot.frame.height, "preFrames": pre,
+                    ],
+                    text: "\(EventPrinter.clock(t))  snapshot \(url.path)  \(snapshot.reason.rawValue)  faces \(ids.map(String.init).joined(separator: ","))"
+                        + (pre == 0 ? "" : "  +\(pre) earlier frames"))
+            } catch {
+                failedCount += 1
+                printer.emit("error", ["code": error.code.rawValue, "message": error.message], text: "error: \(error.message)")
+            }
+        }
+    }
+}
