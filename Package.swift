@@ -67,6 +67,16 @@ let package = Package(
             path: "Tools/MakeDemo"
         ),
 
+        // Measures the pipeline for Tools/bench: throughput, live latency, scaling, soak.
+        .executableTarget(
+            name: "bench-pipeline",
+            dependencies: [
+                "CaptureKit",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Tools/Bench/Pipeline"
+        ),
+
         .testTarget(
             name: "CaptureKitTests",
             dependencies: ["CaptureKit", "CVBridge"]
