@@ -121,11 +121,12 @@ struct Live: ParsableCommand {
 
     @Option(help: "The clip.") var input: String
     @Option(help: "Metadata types, comma-separated.") var types = "face,qr"
+    @Option(help: "Detectors: real, or none (a no-work stage: the framework's own latency).")
+    var stages: StageChoice = .real
 
     func run() throws {
         let device = try CaptureDevice(videoFileAtPath: input, pacing: .realTime)
-        let metadata = CaptureMetadataOutput()
-        try metadata.setMetadataObjectTypes(parseTypes(types))
+        let metadata = try makeMetadataOutput(stages, types: parseTypes(types))
         metadata.codeRepeatInterval = 0
         let recorder = MetadataRecorder(keepsArrivals: true)
         metadata.setMetadataObjectsDelegate(recorder, queue: DispatchQueue(label: "bench.delegate"))
@@ -145,7 +146,8 @@ struct Live: ParsableCommand {
         let latencies = arrivals.map { ($0.value - (t0 + $0.key)) * 1000 }
         let frames = video.deliveredFrameCount + video.droppedFrameCount
         emitJSON([
-            "kind": "live", "peer": "cvcam-lib", "input": input, "types": types, "frames": frames,
+            "kind": "live", "peer": "cvcam-lib", "input": input, "types": types, "stages": stages.rawValue,
+            "frames": frames,
             "analysed": metadata.processedFrameCount, "skipped": metadata.skippedFrameCount,
             "video_output_dropped": video.droppedFrameCount, "latency_samples": latencies.count,
             "p50_ms": r(Stats.percentile(latencies, 50), 2), "p95_ms": r(Stats.percentile(latencies, 95), 2),

@@ -60,6 +60,8 @@ struct Soak: ParsableCommand {
     @OptionGroup var fixtures: FixtureOptions
     @Option(help: "Seconds to run (rounded up to whole 12 s cycles).") var seconds = 60.0
     @Option(help: "Seconds between samples (default: 2 for runs up to 5 min, else 5).") var sampleInterval: Double?
+    @Option(help: "Detectors: real, or none (a no-work stage; no events, for checking the harness).")
+    var stages: StageChoice = .real
 
     func run() throws {
         let folder = try fixtures.folder()
@@ -68,8 +70,7 @@ struct Soak: ParsableCommand {
         let source = try LoopingSceneSource(scene: cycle, cycles: cycles)
         let device = try CaptureDevice(
             uniqueID: "soak", localizedName: "Soak scene", deviceType: .synthetic, source: source)
-        let metadata = CaptureMetadataOutput()
-        try metadata.setMetadataObjectTypes([.face, .qr])
+        let metadata = try makeMetadataOutput(stages, types: [.face, .qr])
         let recorder = MetadataRecorder(keepsEvents: true)
         metadata.setMetadataObjectsDelegate(recorder, queue: DispatchQueue(label: "bench.delegate"))
 
@@ -97,8 +98,9 @@ struct Soak: ParsableCommand {
         let events = recorder.state.withLock { $0.events }
         let check = SoakCheck.match(events: events, cycles: cycles)
         let all = samples.withLock { $0 }
-        // Start-up (model load, first allocations, thread pools) is excluded from the trend.
-        let warmUp = max(10, wall * 0.1)
+        // Start-up (model load, first allocations, thread pools, the first restart of the
+        // scene's cycle at 12 s) is excluded from the trend.
+        let warmUp = max(15, wall * 0.1)
         let steady = all.filter { $0.time >= warmUp }
         let perTenMinutes = 600.0
         let x = steady.map(\.time)

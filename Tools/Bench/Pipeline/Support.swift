@@ -1,3 +1,4 @@
+import ArgumentParser
 import CaptureKit
 import Dispatch
 import Foundation
@@ -170,4 +171,26 @@ func parseTypes(_ text: String) -> [MetadataObjectType] {
 struct BenchError: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
+}
+
+/// Which detectors a measurement runs.
+enum StageChoice: String, ExpressibleByArgument, Sendable {
+    /// The library's default detectors (YuNet faces, ZBar codes).
+    case real
+    /// A face stage that does no work (`PassThroughFaceStage`): the framework's own cost.
+    case none
+}
+
+/// A metadata output looking for `types` with the chosen stages (`none`: faces only, no work).
+func makeMetadataOutput(_ stages: StageChoice, types: [MetadataObjectType]) throws -> CaptureMetadataOutput {
+    switch stages {
+    case .real:
+        let output = CaptureMetadataOutput()
+        try output.setMetadataObjectTypes(types)
+        return output
+    case .none:
+        let output = CaptureMetadataOutput(faceStage: PassThroughFaceStage(), codeStage: nil)
+        try output.setMetadataObjectTypes([.face])
+        return output
+    }
 }
