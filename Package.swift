@@ -67,6 +67,13 @@ let package = Package(
             path: "Tools/MakeDemo"
         ),
 
+        // Reading speed of a video file through a session (frames per second).
+        .executableTarget(
+            name: "bench-frames",
+            dependencies: ["CaptureKit"],
+            path: "Tools/Bench/Frames"
+        ),
+
         // Measures the pipeline for Tools/bench: throughput, live latency, scaling, soak.
         .executableTarget(
             name: "bench-pipeline",

@@ -47,6 +47,19 @@ import Testing
         #expect(px.allSatisfy { abs(Int($0) - 192) < 12 }, "got \(px)")
     }
 
+    @Test(arguments: [("clip.mp4", "mp4v"), ("clip.mkv", "MJPG"), ("clip.avi", "MJPG"), ("clip.avi", "XVID")])
+    func containersThroughFFmpeg(name: String, codec: String) throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.path(name)
+        #expect(try movingScene(fps: 25, frames: 20).writeClip(to: path, fourCC: codec) == 20)
+        let device = try CaptureDevice(videoFileAtPath: path, pacing: .asFastAsPossible)
+        let result = try run(device)
+        #expect(result.frames.count == 20, "\(name) \(codec)")
+        #expect(result.frames.allSatisfy { $0.width == 320 && $0.height == 240 })
+        let times = result.frames.map(\.presentationTimeStamp.seconds)
+        #expect(zip(times, times.dropFirst()).allSatisfy { abs($1 - $0 - 0.04) < 0.002 }, "\(times)")
+    }
+
     @Test func grayOutputAndRotation() throws {
         let dir = try TemporaryDirectory()
         let path = try clip(dir, frames: 5)

@@ -1,0 +1,97 @@
+import ArgumentParser
+import Foundation
+import Testing
+
+@testable import cvcam
+
+/// Parsing and validation in-process, and the error text users see.
+@Suite struct ParsingTests {
+    @Test func sharedOptionsParse() throws {
+        let faces = try Faces.parse([
+            "--input", "clip.mp4", "--rotate", "90", "--mirror", "--view", "1080x1920", "--gravity", "fill",
+            "--rect-of-interest", "0.25,0.25,0.5,0.5", "--realtime", "--json", "--update-interval", "0.5",
+        ])
+        #expect(faces.input.input == "clip.mp4")
+        #expect(faces.input.rotate == 90)
+        #expect(faces.input.mirror)
+        #expect(faces.input.framePacing == .realTime)
+        #expect(faces.input.regionOfInterest == CGRect(x: 0.25, y: 0.25, width: 0.5, height: 0.5))
+        #expect(faces.output.json)
+        #expect(faces.updateInterval == 0.5)
+        let scan = try Scan.parse(["--input", "a.avi", "--types", "qr,ean13", "--once", "--repeat-interval", "5"])
+        #expect(scan.once)
+        #expect(scan.repeatInterval == 5)
+        #expect(scan.input.framePacing == .asFastAsPossible)
+    }
+
+    func message(_ arguments: [String]) -> String {
+        do {
+            _ = try Faces.parseAsRoot(arguments)
+            return ""
+        } catch {
+            return Faces.message(for: error)
+        }
+    }
+
+    @Test func validationErrorsNameTheProblemAndTheAllowedValues() {
+        #expect(message(["--rotate", "45"]) == "--rotate must be 0, 90, 180 or 270 (got 45).")
+        #expect(message(["--gravity", "wide"]) == "--gravity must be fit, fill or stretch (got 'wide').")
+        #expect(message(["--preset", "huge"]).contains("Allowed: high, medium, low, photo, 640x480"))
+        #expect(message(["--size", "big"]) == "--size must look like 1280x720 (got 'big').")
+        #expect(message(["--view", "0x10"]) == "--view must look like 1080x1920 (got '0x10').")
+        #expect(message(["--rect-of-interest", "0.5,0.5,0.6,0.2"]).contains("x,y,w,h with numbers in 0…1"))
+        #expect(message(["--device", "0", "--input", "a.mp4"]) == "Use either --device or --input, not both.")
+        #expect(message(["--update-interval=-1"]) == "--update-interval must be 0 or more.")
+    }
+
+    @Test func usageErrorsExitWith64() {
+        do {
+            _ = try Faces.parseAsRoot(["--rotate", "45"])
+            Issue.record("expected a validation error")
+        } catch {
+            #expect(Faces.exitCode(for: error).rawValue == 64)
+        }
+    }
+
+    @Test func syntheticSpecs() throws {
+        let scene = try SyntheticSpec.parse("size=320x240,fps=15,frames=30,qr=HELLO,qr=WORLD,background=black")
+        #expect(scene.size.width == 320 && scene.size.height == 240)
+        #expect(scene.frameRate == 15)
+        #expect(scene.frameCount == 30)
+        #expect(scene.sprites.count == 2)
+        #expect(scene.background == .color(red: 0, green: 0, blue: 0))
+        #expect(throws: CLIError.self) { try SyntheticSpec.parse("size=big") }
+        #expect(throws: CLIError.self) { try SyntheticSpec.parse("colour=red") }
+        let defaults = try SyntheticSpec.parse("")
+        #expect(defaults.size.width == 640 && defaults.frameCount == nil)
+    }
+}
+
+/// The built binary, end to end.
+@Suite struct BinaryErrorTests {
+    @Test func missingFileIsARuntimeErrorWithOneClearSentence() throws {
+        let result = try CLI.run(["faces", "--input", "/nonexistent/clip.mp4"])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("no file at /nonexistent/clip.mp4: check the path"))
+    }
+
+    @Test func badOptionIsAUsageError() throws {
+        let result = try CLI.run(["scan", "--gravity", "wide"])
+        #expect(result.status == 64)
+        #expect(result.stderr.contains("--gravity must be fit, fill or stretch (got 'wide')."))
+    }
+
+    @Test func devicesWithoutCamerasSaysWhatToDo() throws {
+        let result = try CLI.run(["devices"])
+        #expect(result.status == 0)
+        let json = try CLI.run(["devices", "--json"])
+        #expect(json.status == 0)
+        let object = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
+        #expect(object?["schema"] as? Int == 1)
+        #expect(object?["type"] as? String == "devices")
+        let devices = object?["devices"] as? [[String: Any]] ?? []
+        if devices.isEmpty {
+            #expect(result.stdout.contains("No cameras found. Try the bundled demo (Tools/demo)"))
+        }
+    }
+}
