@@ -156,6 +156,18 @@ def live(args, bins, clips):
     return rows
 
 
+def live_bound(r):
+    """What limits a live run: analysed frames per second and the stage that takes longest."""
+    fps = r["analysed"] / r["seconds"] if r["seconds"] else 0
+    stage = "codes (ZBar)" if r["codes_ms_per_frame"] >= 0.9 * r["faces_ms_per_frame"] else "faces (YuNet)"
+    busiest = max(r["faces_ms_per_frame"], r["codes_ms_per_frame"])
+    budget = 1000 / 30
+    state = "within" if busiest < budget else "over"
+    return (f"analysed {fps:.1f} of 30 fps, {r['skipped']} skipped; detection takes {busiest:.1f} ms per frame "
+            f"({state} the {budget:.1f} ms budget), bound by {stage}; CPU {r['cpu_percent']:.0f} % of one core "
+            f"({r['cpu_ms_per_frame']:.1f} ms per frame incl. decode)")
+
+
 def fmt(v, digits=1):
     if v is None:
         return "–"
@@ -211,6 +223,10 @@ def markdown(res):
                        f"{fmt(r['cpu_ms_per_frame'])} | {fmt(r['cpu_percent'])} | {fmt(r['faces_ms_per_frame'])} | "
                        f"{fmt(r['codes_ms_per_frame'])} | {tgt} |")
         out.append("")
+        for r in res["live"]:
+            out.append(f"- {r['clip']}: {live_bound(r)}")
+        out += ["", "(faces ms in a faces + codes run is measured until both stages are done, so it is the larger of the two; "
+                "codes ms is the code stage alone.)", ""]
     if res.get("scaling"):
         out += ["## Scaling (synthetic input rendered in-process, no file decode, every frame analysed)", "",
                 "faces ms = face stage alone per frame; codes ms = code stage alone; both = wall and CPU per frame "
