@@ -40,7 +40,7 @@ def run_json(cmd, kind=None):
             except json.JSONDecodeError:
                 pass
     if kind is not None:
-        lines = [l for l in lines if l.get("kind", l.get("event")) == kind]
+        lines = [l for l in lines if l.get("kind", l.get("type")) == kind]
     if not lines:
         raise RuntimeError(f"{' '.join(cmd)} printed no result: {p.stdout[-400:]} {p.stderr[-400:]}")
     return lines
