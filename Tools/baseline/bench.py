@@ -46,6 +46,16 @@ def run_json(cmd, kind=None):
     return lines
 
 
+def try_json(cmd, kind, errors):
+    """run_json, but a failure is recorded in `errors` and gives [] (the other peers still run)."""
+    try:
+        return run_json(cmd, kind)
+    except RuntimeError as e:
+        errors.append(str(e))
+        log(str(e)[:300])
+        return []
+
+
 def machine():
     model = "unknown"
     with open("/proc/cpuinfo") as f:
@@ -63,6 +73,8 @@ def machine():
 
 def median_run(runs, key="fps"):
     """The run whose `key` is the median (so all its fields belong together)."""
+    if not runs:
+        return {key: None, "faces_per_frame": None, "codes_per_frame": None, "runs": []}
     runs = sorted(runs, key=lambda r: r[key])
     return dict(runs[len(runs) // 2], runs=[r[key] for r in runs])
 
@@ -78,17 +90,17 @@ def throughput(args, bins, clips):
         log(f"throughput {clip_name(c)}")
         lib, py = [], []
         for _ in range(args.repeat):
-            lib += run_json([bins["pipeline"], "batch", "--input", c["path"], "--types", "face,qr"], "batch")
+            lib += try_json([bins["pipeline"], "batch", "--input", c["path"], "--types", "face,qr"], "batch", args.errors)
             py += run_json([PY, "Tools/baseline/loop.py", "--input", c["path"], "--faces", "--codes"], "batch")
-        cli_faces = run_json([bins["cvcam"], "faces", "--input", c["path"], "--batch", "--json"], "summary")[-1]
+        cli_faces = (try_json([bins["cvcam"], "faces", "--input", c["path"], "--batch", "--json"], "summary", args.errors) or [{}])[-1]
         lib_m, py_m = median_run(lib), median_run(py)
-        ratio = lib_m["fps"] / py_m["fps"] if py_m["fps"] else float("nan")
+        ratio = lib_m["fps"] / py_m["fps"] if lib_m["fps"] and py_m["fps"] else None
         target = 1.5 if (c["width"], c["height"]) == (1280, 720) else 1.0
         rows.append({
             "clip": clip_name(c), "width": c["width"], "height": c["height"], "faces": c["faces"],
             "codes": c["codes"], "frames": c["frames"], "lib": lib_m, "python": py_m,
-            "cli_faces_fps": cli_faces.get("fps"), "ratio": round(ratio, 2), "target": target,
-            "pass": ratio >= target,
+            "cli_faces_fps": cli_faces.get("fps"), "ratio": None if ratio is None else round(ratio, 2),
+            "target": target, "pass": ratio is not None and ratio >= target,
         })
     return rows
 
@@ -99,15 +111,15 @@ def codes_only(args, bins, clips):
         log(f"codes only {clip_name(c)}")
         lib, py = [], []
         for _ in range(args.repeat):
-            lib += run_json([bins["pipeline"], "batch", "--input", c["path"], "--types", "qr"], "batch")
+            lib += try_json([bins["pipeline"], "batch", "--input", c["path"], "--types", "qr"], "batch", args.errors)
             py += run_json([PY, "Tools/baseline/loop.py", "--input", c["path"], "--codes"], "batch")
-        cli = run_json([bins["cvcam"], "scan", "--input", c["path"], "--batch", "--json"], "summary")[-1]
+        cli = (try_json([bins["cvcam"], "scan", "--input", c["path"], "--batch", "--json"], "summary", args.errors) or [{}])[-1]
         zbar = zbarimg_fps(c)
         lib_m, py_m = median_run(lib), median_run(py)
         rows.append({
             "clip": clip_name(c), "lib": lib_m, "python": py_m, "cli_scan_fps": cli.get("fps"), "zbarimg": zbar,
-            "ratio_python": round(lib_m["fps"] / py_m["fps"], 2) if py_m["fps"] else None,
-            "ratio_zbarimg": round(lib_m["fps"] / zbar["fps"], 2) if zbar["fps"] else None,
+            "ratio_python": round(lib_m["fps"] / py_m["fps"], 2) if lib_m["fps"] and py_m["fps"] else None,
+            "ratio_zbarimg": round(lib_m["fps"] / zbar["fps"], 2) if lib_m["fps"] and zbar["fps"] else None,
         })
     return rows
 
@@ -265,6 +277,8 @@ def markdown(res):
                 f"| code appearances reported (appear) | | {s['codes_reported']} / {s['codes_expected']} | | all | {fmt(s['codes_reported'] == s['codes_expected'])} |",
                 "", f"Face enter events in total: {s['face_enters_total']} (more than expected = a track split); "
                     f"code appear events: {s['code_appears_total']}.", ""]
+    if res.get("errors"):
+        out += ["## Errors", ""] + [f"- {e[:300]}" for e in res["errors"]] + [""]
     out += ["## Targets", ""] + [f"- {t['name']}: {t['value']} → **{fmt(t['pass'])}**" for t in res["targets"]] + [""]
     return "\n".join(out)
 
@@ -312,6 +326,7 @@ def main():
     ap.add_argument("--soak", type=float)
     ap.add_argument("--only", default="throughput,codes,live,scaling,breakdown")
     args = ap.parse_args()
+    args.errors = []
     os.makedirs(args.out, exist_ok=True)
     bins = {"pipeline": os.path.join(args.bin, "bench-pipeline"), "cvcam": os.path.join(args.bin, "cvcam")}
     res = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": machine(), "repeat": args.repeat,
@@ -347,6 +362,7 @@ def main():
             res["breakdown"] = b
         name = "results"
     res["targets"] = targets(res)
+    res["errors"] = args.errors
     with open(os.path.join(args.out, f"{name}.json"), "w") as f:
         json.dump(res, f, indent=1, sort_keys=True)
     md = markdown(res)
