@@ -15,6 +15,8 @@ let package = Package(
     products: [
         .library(name: "CaptureKit", targets: ["CaptureKit"]),
         .executable(name: "cvcam", targets: ["cvcam"]),
+        // An emulated V4L2 camera for tests, loaded with LD_PRELOAD (see Tools/test).
+        .library(name: "V4L2Emulator", type: .dynamic, targets: ["V4L2Emulator"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -44,10 +46,23 @@ let package = Package(
             dependencies: ["COpenCV", "CZBar"]
         ),
 
+        // What Swift cannot import from <linux/videodev2.h> and libv4l2: VIDIOC_* constants and
+        // fixed-arity wrappers for variadic calls. No logic.
+        .target(
+            name: "CV4L2",
+            dependencies: ["CLibV4L2"]
+        ),
+        // An emulated V4L2 camera (LD_PRELOAD interposer) so the real V4L2 path runs without hardware.
+        .target(
+            name: "V4L2Emulator",
+            linkerSettings: [.linkedLibrary("jpeg"), .linkedLibrary("dl")]
+        ),
+
         .target(
             name: "CaptureKit",
             dependencies: [
                 "CVBridge",
+                "CV4L2",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -72,6 +87,16 @@ let package = Package(
             name: "bench-frames",
             dependencies: ["CaptureKit"],
             path: "Tools/Bench/Frames"
+        ),
+
+        // Face detection benchmark: cvcam beside plain YuNet and Haar (Tools/bench-faces).
+        .executableTarget(name: "bench-faces", dependencies: ["CaptureKit"], path: "Tools/Bench/Faces"),
+
+        // Helper process for the photo/movie tests (the SIGKILL recorder) and their measurements.
+        .executableTarget(
+            name: "CaptureProbe",
+            dependencies: ["CaptureKit"],
+            path: "Tools/CaptureProbe"
         ),
 
         // Measures the pipeline for Tools/bench: throughput, live latency, scaling, soak.

@@ -11,5 +11,10 @@
 
 #include "cvb_image.h"
 #include "cvb_video.h"
+#include "cvb_faces.h"
+
+#include "cvb_decode.h"
+
+#include "cvb_photo.h"
 
 #endif

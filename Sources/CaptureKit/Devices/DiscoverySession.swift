@@ -34,8 +34,8 @@ extension CaptureDevice {
         DiscoverySession(deviceTypes: [.external], mediaType: mediaType, position: .unspecified).devices.first
     }
 
-    /// Functions that list cameras; the V4L2 backend registers itself here.
-    static let discoveryBackends = Mutex<[@Sendable () -> [CaptureDevice]]>([])
+    /// Functions that list cameras; the V4L2 backend is always the first.
+    static let discoveryBackends = Mutex<[@Sendable () -> [CaptureDevice]]>([{ V4L2Discovery.devices() }])
 
     /// Adds a discovery backend (tests use this to present emulated or fake cameras).
     public static func registerDiscoveryBackend(_ backend: @escaping @Sendable () -> [CaptureDevice]) {

@@ -91,6 +91,27 @@ public struct CaptureError: Error, Sendable, Equatable, CustomStringConvertible 
         /// A preview geometry that cannot be used: a view or frame size that is not positive, a
         /// rotation other than 0/90/180/270, an unknown gravity name, or a connection/input mismatch.
         public static let invalidPreviewGeometry = Code(rawValue: "invalidPreviewGeometry")
+
+        // Metadata detectors.
+        /// No face model could be loaded (neither YuNet nor the Haar cascade): set CVCAM_MODELS
+        /// or pass the Models folder.
+        public static let faceModelUnavailable = Code(rawValue: "faceModelUnavailable")
+        /// A detector call into OpenCV failed.
+        public static let detectionFailed = Code(rawValue: "detectionFailed")
+
+        // Photos and movies.
+        /// `capturePhoto` with settings already used once: make new settings per capture.
+        public static let photoSettingsReused = Code(rawValue: "photoSettingsReused")
+        /// `startRecording` while a recording is in progress.
+        public static let recordingInProgress = Code(rawValue: "recordingInProgress")
+        /// A recording stopped at `maxRecordedDuration`; the file is complete.
+        public static let maximumDurationReached = Code(rawValue: "maximumDurationReached")
+        /// A recording stopped at `maxRecordedFileSize`; the file is complete.
+        public static let maximumFileSizeReached = Code(rawValue: "maximumFileSizeReached")
+        /// A recording stopped because free disk space fell to `minFreeDiskSpaceLimit`; the file is complete.
+        public static let diskSpaceLimitReached = Code(rawValue: "diskSpaceLimitReached")
+        /// A recording stopped because the session stopped; the file is complete.
+        public static let sessionWasStopped = Code(rawValue: "sessionWasStopped")
     }
 
     /// What kind of failure this is.

@@ -1,0 +1,204 @@
+// cvb_faces.h: YuNet and Haar face detection, region measurements.
+#include "bridge_internal.hpp"
+
+#include <opencv2/imgproc.hpp>
+#include <opencv2/objdetect.hpp>
+
+using namespace cvb;
+
+struct cvb_yunet {
+    cv::Ptr<cv::FaceDetectorYN> detector;
+    cv::Size size;
+};
+
+struct cvb_cascade {
+    cv::CascadeClassifier classifier;
+};
+
+extern "C" {
+
+cvb_yunet *cvb_yunet_create(const char *model_path, int32_t width, int32_t height, float score_threshold,
+                            float nms_threshold, int32_t top_k, cvb_error *err) {
+    return guarded_ptr<cvb_yunet>(err, [&]() -> cvb_yunet * {
+        cv::Size size(width, height);
+        auto detector = cv::FaceDetectorYN::create(model_path, "", size, score_threshold, nms_threshold, top_k);
+        if (!detector) {
+            set_error(err, -1, "OpenCV returned no YuNet detector");
+            return nullptr;
+        }
+        auto *d = new cvb_yunet();
+        d->detector = detector;
+        d->size = size;
+        return d;
+    });
+}
+
+void cvb_yunet_release(cvb_yunet *detector) { delete detector; }
+
+void cvb_yunet_set_score_threshold(cvb_yunet *detector, float score_threshold) {
+    detector->detector->setScoreThreshold(score_threshold);
+}
+
+int cvb_yunet_detect(cvb_yunet *detector, const cvb_image *image, float *rows, int32_t capacity,
+                     int32_t *count, cvb_error *err) {
+    return guarded(err, [&] {
+        *count = 0;
+        if (image->format != CVB_FORMAT_BGR) {
+            set_error(err, -1, "YuNet needs a BGR image");
+            return -1;
+        }
+        cv::Mat m = as_mat(image);
+        if (m.size() != detector->size) {
+            detector->detector->setInputSize(m.size());
+            detector->size = m.size();
+        }
+        cv::Mat faces;
+        detector->detector->detect(m, faces);
+        if (faces.empty()) return 0;
+        cv::Mat f;
+        faces.convertTo(f, CV_32F);
+        *count = f.rows;
+        int n = std::min(f.rows, (int)capacity);
+        for (int r = 0; r < n; r++) {
+            const float *src = f.ptr<float>(r);
+            for (int c = 0; c < CVB_YUNET_ROW && c < f.cols; c++) rows[r * CVB_YUNET_ROW + c] = src[c];
+        }
+        return 0;
+    });
+}
+
+cvb_cascade *cvb_cascade_create(const char *path, cvb_error *err) {
+    return guarded_ptr<cvb_cascade>(err, [&]() -> cvb_cascade * {
+        auto *c = new cvb_cascade();
+        if (!c->classifier.load(path) || c->classifier.empty()) {
+            delete c;
+            set_error(err, -1, "OpenCV could not load the file as a cascade classifier");
+            return nullptr;
+        }
+        return c;
+    });
+}
+
+void cvb_cascade_release(cvb_cascade *cascade) { delete cascade; }
+
+static cv::Mat gray_of(const cvb_image *image) {
+    cv::Mat m = as_mat(image);
+    switch (image->format) {
+    case CVB_FORMAT_GRAY: return m;
+    case CVB_FORMAT_BGR: {
+        cv::Mat g;
+        cv::cvtColor(m, g, cv::COLOR_BGR2GRAY);
+        return g;
+    }
+    case CVB_FORMAT_BGRA: {
+        cv::Mat g;
+        cv::cvtColor(m, g, cv::COLOR_BGRA2GRAY);
+        return g;
+    }
+    default: throw std::runtime_error("this call needs a BGR, BGRA or GRAY image");
+    }
+}
+
+int cvb_cascade_detect(cvb_cascade *cascade, const cvb_image *image, double scale_factor, int32_t min_neighbours,
+                       int32_t min_width, int32_t min_height, int32_t max_width, int32_t max_height,
+                       int32_t *rects, int32_t *neighbours, int32_t capacity, int32_t *count, cvb_error *err) {
+    return guarded(err, [&] {
+        *count = 0;
+        cv::Mat g = gray_of(image);
+        std::vector<cv::Rect> found;
+        std::vector<int> hits;
+        cascade->classifier.detectMultiScale(g, found, hits, scale_factor, min_neighbours, 0,
+                                             cv::Size(min_width, min_height), cv::Size(max_width, max_height));
+        *count = (int32_t)found.size();
+        int n = std::min((int)found.size(), (int)capacity);
+        for (int i = 0; i < n; i++) {
+            rects[i * 4 + 0] = found[i].x;
+            rects[i * 4 + 1] = found[i].y;
+            rects[i * 4 + 2] = found[i].width;
+            rects[i * 4 + 3] = found[i].height;
+            neighbours[i] = i < (int)hits.size() ? hits[i] : 0;
+        }
+        return 0;
+    });
+}
+
+int cvb_image_crop_resize(const cvb_image *src, int32_t x, int32_t y, int32_t w, int32_t h, cvb_image *dst,
+                          cvb_error *err) {
+    return guarded(err, [&] {
+        cv::Mat s = as_mat(src), d = as_mat(dst);
+        cv::Rect r(x, y, w, h);
+        if (src->format != dst->format || w <= 0 || h <= 0 || (r & cv::Rect(0, 0, s.cols, s.rows)) != r) {
+            set_error(err, -1, "crop needs matching formats and a rectangle inside the source");
+            return -1;
+        }
+        cv::Mat region = s(r);
+        if (region.size() == d.size()) {
+            region.copyTo(d);
+        } else {
+            bool shrinking = d.cols < w || d.rows < h;
+            cv::resize(region, d, d.size(), 0, 0, shrinking ? cv::INTER_AREA : cv::INTER_LINEAR);
+        }
+        if (d.data != dst->data) {
+            set_error(err, -1, "destination buffer has the wrong layout");
+            return -1;
+        }
+        return 0;
+    });
+}
+
+int cvb_image_region_stats(const cvb_image *src, int32_t x, int32_t y, int32_t w, int32_t h, int32_t sample,
+                           int32_t nearest, double *mean, double *stddev, cvb_error *err) {
+    return guarded(err, [&] {
+        *mean = 0;
+        *stddev = 0;
+        cv::Mat m = as_mat(src);
+        cv::Rect r = cv::Rect(x, y, w, h) & cv::Rect(0, 0, m.cols, m.rows);
+        if (r.area() <= 0) return 0;
+        cv::Mat region = m(r);
+        if (sample > 0 && (region.cols > sample || region.rows > sample)) {
+            cv::Mat small;
+            cv::resize(region, small, cv::Size(std::min(sample, region.cols), std::min(sample, region.rows)), 0, 0,
+                       nearest ? cv::INTER_NEAREST : cv::INTER_AREA);
+            region = small;
+        }
+        cvb_image view = as_image(region, src->format);
+        cv::Mat g = gray_of(&view);
+        cv::Scalar mu, sigma;
+        cv::meanStdDev(g, mu, sigma);
+        *mean = mu[0];
+        *stddev = sigma[0];
+        return 0;
+    });
+}
+
+int cvb_image_rotate_degrees(const cvb_image *src, cvb_image *dst, double degrees, cvb_error *err) {
+    return guarded(err, [&] {
+        cv::Mat s = as_mat(src), d = as_mat(dst);
+        if (src->format != dst->format || s.size() != d.size()) {
+            set_error(err, -1, "rotation needs a destination of the same size and format");
+            return -1;
+        }
+        cv::Point2f centre(s.cols / 2.0f, s.rows / 2.0f);
+        cv::Mat rotation = cv::getRotationMatrix2D(centre, degrees, 1.0);
+        cv::warpAffine(s, d, rotation, d.size(), cv::INTER_LINEAR, cv::BORDER_REPLICATE);
+        return 0;
+    });
+}
+
+int cvb_image_warp_rotated(const cvb_image *src, double centre_x, double centre_y, double degrees, double scale,
+                           cvb_image *dst, cvb_error *err) {
+    return guarded(err, [&] {
+        if (src->format != dst->format) {
+            set_error(err, -1, "warp needs matching formats");
+            return -1;
+        }
+        cv::Mat s = as_mat(src), d = as_mat(dst);
+        cv::Mat m = cv::getRotationMatrix2D(cv::Point2f((float)centre_x, (float)centre_y), degrees, scale);
+        m.at<double>(0, 2) += d.cols / 2.0 - centre_x;
+        m.at<double>(1, 2) += d.rows / 2.0 - centre_y;
+        cv::warpAffine(s, d, m, d.size(), cv::INTER_LINEAR, cv::BORDER_REPLICATE);
+        return 0;
+    });
+}
+
+} // extern "C"

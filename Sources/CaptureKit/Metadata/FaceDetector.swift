@@ -1,0 +1,680 @@
+import CVBridge
+import Foundation
+import Logging
+import Synchronization
+
+/// One face found in one image by `FaceDetector`, in device space (normalised 0…1, origin
+/// top-left, the image as given).
+///
+/// Value type; thread-safe.
+public struct FaceDetection: Sendable, Hashable {
+    /// Bounding box in device space (YuNet's box: forehead to chin; Haar's square box).
+    public var bounds: CGRect
+    /// Five landmarks in device space, YuNet's order: right eye, left eye (the person's), nose
+    /// tip, right mouth corner, left mouth corner. Empty for Haar.
+    public var landmarks: [CGPoint]
+    /// The detector's confidence, 0…1 (YuNet's score; for Haar, neighbour votes / 10, capped at 1).
+    public var confidence: Double
+    /// Roll in degrees, positive clockwise in the image, from the eye line's angle; nil without
+    /// landmarks. See `FaceDetector` for the method.
+    public var rollAngle: Double?
+    /// Yaw in degrees, positive when the face turns towards the image's right, from the nose
+    /// tip's offset; nil without landmarks. See `FaceDetector` for the method and its range.
+    public var yawAngle: Double?
+
+    /// Creates a detection.
+    public init(bounds: CGRect, landmarks: [CGPoint], confidence: Double, rollAngle: Double?, yawAngle: Double?) {
+        self.bounds = bounds
+        self.landmarks = landmarks
+        self.confidence = confidence
+        self.rollAngle = rollAngle
+        self.yawAngle = yawAngle
+    }
+}
+
+/// Finds faces in one image, without a session (like ZBar's image scanner): OpenCV's YuNet
+/// (`cv::FaceDetectorYN`, Models/face_detection_yunet_2022mar.onnx) with the Haar cascade
+/// (`cv::CascadeClassifier`, Models/haarcascade_frontalface_alt2.xml) as the fallback when
+/// YuNet cannot be loaded.
+///
+/// What cvcam adds to plain YuNet, each measured by `Tools/bench-faces`:
+/// - **Detection resolution.** The image (or the region of interest) is scaled so its long side
+///   lies in `minimumDetectionDimension…maximumDetectionDimension` (default 640…1280): small
+///   photos are enlarged (YuNet misses faces under ~20 px; a masked child's face in a 400 px
+///   fixture photo is found only so), large frames are reduced to bound the cost. No camera
+///   preset is enlarged; an enlarged photo costs what a 640 px frame costs. With `tileSize` set, frames reduced that way are also scanned at full
+///   resolution in overlapping tiles, and all candidates are merged by non-maximum suppression.
+///
+///   Smallest face found reliably (face width in frame pixels; `Tools/bench-faces` pastes
+///   grace_hopper.jpg at decreasing sizes at four places over a face-free photo; "reliably" =
+///   at all four places and at every larger size):
+///
+///   | preset    | `standard`             | `tiled`               | plain YuNet, 0.9 |
+///   |-----------|------------------------|-----------------------|------------------|
+///   | 640x480   | 12 px (run at 640)     | 12 px (no tiles)      | 32 px            |
+///   | 1280x720  | 12 px (run at 1280)    | 12 px (no tiles)      | > 128 px (*)     |
+///   | 1920x1080 | 20 px (run at 1280)    | 14 px (1280 + tiles)  | 14 px            |
+///
+///   (*) at threshold 0.9 YuNet missed even 128 px faces at two of the four places. These are
+///   clean, sharp faces: expect roughly twice these sizes on real, blurred, badly lit ones.
+///   Cost at 1920x1080: `standard` ≈ 0.45× plain YuNet at full size, `tiled` ≈ 1.6–2.1×.
+/// - **Content gate.** A frame whose luma standard deviation is below `minimumFrameContrast`
+///   (black, near-black, a lens cap) is not searched at all: YuNet 2022mar reports large
+///   phantom faces (scores up to 0.84) on such frames. The luma is sampled (256×256 picked
+///   pixels), so the gate is nearly free; a black 720p frame costs 0.3 ms instead of ~76 ms.
+/// - **Plausibility checks per face**: the box shrunk to 16×16 must have luma deviation
+///   ≥ `minimumContrast` (phantoms on black and noise frames have ~0–2, real faces 20–60; on
+///   the bench set what it rejects the geometry check rejects too, it stays as a nearly free
+///   second line against noise phantoms); the five landmarks must lie inside the box
+///   horizontally (±5 %) and between 15 % and 95 % of its height (cat-face and phantom
+///   detections put them outside);
+///   along the axis perpendicular to the eye line the nose must be below the eyes and the mouth
+///   below the nose; the eyes may be at most `maximumEyeDistanceRatio` of the box width apart
+///   (`checksLandmarkGeometry`). YuNet's landmarks break down on faces tilted by more than
+///   ~25°, so a face failing this with a score ≥ `uprightRecheckScore` (0.9; the animal and
+///   texture false faces seen score ≤ 0.8) is looked at again turned upright, and kept when
+///   its upright landmarks pass. Measured on the bench set: without the geometry check false
+///   faces per face-free image go from 0 to 0.21 and F1 from 0.92 to 0.86.
+/// - **Score threshold** `scoreThreshold`, default 0.75 (OpenCV's sample default is 0.9): the
+///   checks above remove the false faces that a lower threshold would otherwise let in. On the
+///   fixtures plus rescaled copies (bench-faces), 0.7 let a cat face in from enlarged small
+///   images (scores 0.70–0.73) and 0.8 lost two real faces.
+///
+/// Angles come from the landmarks in pixels (before normalising, so non-square frames do not
+/// distort them):
+/// - roll = the angle of the line from the right eye (image left) to the left eye, `atan2(dy, dx)`
+///   in degrees: positive clockwise in the image. YuNet's landmarks overshoot on tilted faces
+///   (grace_hopper.jpg turned 20° reads 19–25° one way, 37–43° the other); with
+///   `maximumRollRefinements` > 0 (`accurateAngles`) tilted faces are looked at again turned
+///   upright and the residual roll is added: error ≤ 5° up to ±30°.
+/// - yaw: in the frame rotated by −roll, the nose tip's horizontal offset from the midpoint of
+///   the eye centre and the mouth centre, divided by the eye distance `d`, is r ≈ k·tan(yaw)
+///   for a nose that stands k·d in front of the face plane (k ≈ 0.5; the eye distance shrinks
+///   with cos(yaw)). So yaw = atan(r / 0.5). A rough estimate: good to about ±10° within ±45°,
+///   increasingly compressed beyond that, and YuNet's landmarks are unreliable past ~60°.
+///
+/// Threading: thread-safe; calls are serialised (one OpenCV detector per instance). Use one
+/// instance per thread for parallel detection.
+public final class FaceDetector: @unchecked Sendable {
+    // @unchecked: the native handles are used only while `lock` is held; everything else is immutable.
+
+    /// Which detector runs.
+    public enum Backend: String, Sendable, Hashable, CustomStringConvertible {
+        /// OpenCV's YuNet CNN (scores, five landmarks).
+        case yuNet
+        /// OpenCV's Haar cascade (frontal faces, no landmarks).
+        case haar
+        public var description: String { rawValue }
+    }
+
+    /// Tunable policy. Value type; thread-safe.
+    public struct Configuration: Sendable, Hashable {
+        /// Faces scoring below this are dropped (YuNet scores 0…1).
+        public var scoreThreshold: Double
+        /// Check the landmark geometry of each face (see `FaceDetector`).
+        public var checksLandmarkGeometry: Bool
+        /// Faces failing the landmark check with at least this score get a second look turned
+        /// upright (YuNet's landmarks break down on strongly tilted faces); nil: no second look.
+        public var uprightRecheckScore: Double?
+        /// Images whose long side is shorter are enlarged to this long side before detection
+        /// (nil: never enlarge).
+        public var minimumDetectionDimension: Int?
+        /// Images whose long side is longer are reduced to this long side (nil: never reduce).
+        public var maximumDetectionDimension: Int?
+        /// When set and the image was reduced, it is also scanned at full resolution in square
+        /// tiles of this side, overlapping by `tileOverlap` (a fraction of the side).
+        public var tileSize: Int?
+        /// Overlap between neighbouring tiles, 0…0.5.
+        public var tileOverlap: Double
+        /// Boxes overlapping a better one by more than this IoU are merged away (YuNet's NMS and
+        /// the merge across tiles).
+        public var nmsThreshold: Double
+        /// Frames whose luma standard deviation is below this are not searched (0: off).
+        public var minimumFrameContrast: Double
+        /// A face box shrunk to 16×16 must have at least this luma standard deviation (0: off).
+        public var minimumContrast: Double
+        /// Largest eye distance as a fraction of the box width.
+        public var maximumEyeDistanceRatio: Double
+        /// Faces whose landmark roll reaches this many degrees are re-measured upright, within
+        /// the `maximumRollRefinements` budget (see `FaceDetector`).
+        public var rollRefinementThreshold: Double
+        /// At most this many faces per image (the largest) get their roll refined by one upright
+        /// look; the rest report the landmark roll as is. 0 by default: a look costs a 160×160
+        /// YuNet run (~3–7 ms here), a third of a 640×480 frame, and the per-frame cost target
+        /// is 1.2× plain YuNet. `accurateAngles` sets 2.
+        public var maximumRollRefinements: Int
+        /// Haar only: `detectMultiScale`'s scale step between pyramid levels.
+        public var haarScaleFactor: Double
+        /// Haar only: `detectMultiScale`'s neighbour votes a face needs.
+        public var haarMinimumNeighbours: Int
+
+        /// Creates a configuration; the defaults are `standard`.
+        public init(
+            scoreThreshold: Double = 0.75, checksLandmarkGeometry: Bool = true, uprightRecheckScore: Double? = 0.9,
+            minimumDetectionDimension: Int? = 640,
+            maximumDetectionDimension: Int? = 1280, tileSize: Int? = nil, tileOverlap: Double = 0.25,
+            nmsThreshold: Double = 0.3, minimumFrameContrast: Double = 2, minimumContrast: Double = 10,
+            maximumEyeDistanceRatio: Double = 0.65, rollRefinementThreshold: Double = 8, maximumRollRefinements: Int = 0, haarScaleFactor: Double = 1.1, haarMinimumNeighbours: Int = 4
+        ) {
+            self.scoreThreshold = scoreThreshold
+            self.checksLandmarkGeometry = checksLandmarkGeometry
+            self.uprightRecheckScore = uprightRecheckScore
+            self.minimumDetectionDimension = minimumDetectionDimension
+            self.maximumDetectionDimension = maximumDetectionDimension
+            self.tileSize = tileSize
+            self.tileOverlap = tileOverlap
+            self.nmsThreshold = nmsThreshold
+            self.minimumFrameContrast = minimumFrameContrast
+            self.minimumContrast = minimumContrast
+            self.maximumEyeDistanceRatio = maximumEyeDistanceRatio
+            self.rollRefinementThreshold = rollRefinementThreshold
+            self.maximumRollRefinements = maximumRollRefinements
+            self.haarScaleFactor = haarScaleFactor
+            self.haarMinimumNeighbours = haarMinimumNeighbours
+        }
+
+        /// cvcam's default: detection at 640…1280 px long side, checks on, threshold 0.75.
+        public static let standard = Configuration()
+        /// The default plus full-resolution 640 px tiles for frames over 1280 px (distant faces
+        /// in 1080p), at roughly 3–4× the cost of `standard` on such frames.
+        public static let tiled = Configuration(tileSize: 640)
+        /// `standard` plus roll refined for up to two tilted faces per image (error ≤ 5° up to
+        /// ±30° instead of up to 25° too much), at one 160×160 YuNet run per refined face.
+        public static let accurateAngles = Configuration(maximumRollRefinements: 2)
+        /// YuNet as OpenCV runs it: the image at its own size, no checks, one threshold (0.9 is
+        /// OpenCV's sample default). For comparisons.
+        public static func plain(scoreThreshold: Double = 0.9) -> Configuration {
+            Configuration(
+                scoreThreshold: scoreThreshold, checksLandmarkGeometry: false, uprightRecheckScore: nil,
+                minimumDetectionDimension: nil, maximumDetectionDimension: nil, minimumFrameContrast: 0,
+                minimumContrast: 0, rollRefinementThreshold: .infinity)
+        }
+    }
+
+    /// File names looked up in the Models folder.
+    public static let yuNetModelName = "face_detection_yunet_2022mar.onnx"
+    /// File name of the Haar fallback.
+    public static let haarCascadeName = "haarcascade_frontalface_alt2.xml"
+
+    /// The detector that runs (YuNet unless it could not be loaded or Haar was asked for).
+    public let backend: Backend
+    /// The policy in force.
+    public let configuration: Configuration
+
+    private let lock = NSLock()
+    private let yuNet: OpaquePointer?
+    /// A second YuNet fixed at 160×160 for upright looks, so the main one keeps its input size
+    /// (changing it rebuilds YuNet's priors, which costs more than the small look itself).
+    private let uprightYuNet: OpaquePointer?
+    private let cascade: OpaquePointer?
+
+    private static let logger = Logger(label: "cvcam.faces")
+    private static let fallbackAnnounced = Atomic<Bool>(false)
+
+    /// Loads the models from the package's Models folder, found in this order: `modelsDirectory`,
+    /// the `CVCAM_MODELS` environment variable, `Models/` beside the executable or up to three
+    /// folders above it, then the source tree this file was built from. YuNet is used unless it
+    /// cannot be loaded (or `backend` is `.haar`); then the Haar cascade is used and a warning
+    /// is logged once per process on `cvcam.faces`.
+    /// Throws `faceModelUnavailable` when neither loads.
+    public convenience init(
+        configuration: Configuration = .standard, modelsDirectory: URL? = nil, backend: Backend = .yuNet
+    ) throws(CaptureError) {
+        let folder = Self.locateModels(explicit: modelsDirectory)
+        try self.init(
+            configuration: configuration,
+            yuNetModel: backend == .yuNet ? folder?.appendingPathComponent(Self.yuNetModelName) : nil,
+            haarCascade: folder?.appendingPathComponent(Self.haarCascadeName))
+    }
+
+    /// Loads the given model files: YuNet when `yuNetModel` loads, else the Haar cascade
+    /// (`cvb_yunet_create`, `cvb_cascade_create`). Throws `faceModelUnavailable` when neither loads.
+    public init(configuration: Configuration = .standard, yuNetModel: URL?, haarCascade: URL?) throws(CaptureError) {
+        self.configuration = configuration
+        var err = cvb_error()
+        var yuNetProblem = "no YuNet model given"
+        if let yuNetModel {
+            if FileManager.default.fileExists(atPath: yuNetModel.path),
+                let handle = cvb_yunet_create(
+                    yuNetModel.path, 320, 320, Float(configuration.scoreThreshold), Float(configuration.nmsThreshold),
+                    5000, &err)
+            {
+                yuNet = handle
+                // Scored at 0.5: the face is already known to be there.
+                uprightYuNet = cvb_yunet_create(yuNetModel.path, 160, 160, 0.5, 0.3, 16, &err)
+                cascade = nil
+                backend = .yuNet
+                return
+            }
+            yuNetProblem =
+                FileManager.default.fileExists(atPath: yuNetModel.path)
+                ? "OpenCV could not load \(yuNetModel.path): \(err.text)" : "no YuNet model at \(yuNetModel.path)"
+        }
+        yuNet = nil
+        uprightYuNet = nil
+        var haarProblem = "no Haar cascade given"
+        if let haarCascade {
+            if FileManager.default.fileExists(atPath: haarCascade.path),
+                let handle = cvb_cascade_create(haarCascade.path, &err)
+            {
+                cascade = handle
+                backend = .haar
+                if yuNetModel != nil, !Self.fallbackAnnounced.exchange(true, ordering: .relaxed) {
+                    Self.logger.warning(
+                        "YuNet unavailable (\(yuNetProblem)); using the Haar cascade \(haarCascade.path): no landmarks, roll or yaw, lower recall. Set CVCAM_MODELS to the folder holding \(Self.yuNetModelName)."
+                    )
+                }
+                return
+            }
+            haarProblem =
+                FileManager.default.fileExists(atPath: haarCascade.path)
+                ? "OpenCV could not load \(haarCascade.path): \(err.text)" : "no Haar cascade at \(haarCascade.path)"
+        }
+        throw CaptureError(
+            .faceModelUnavailable,
+            "no face model could be loaded (\(yuNetProblem); \(haarProblem)); set CVCAM_MODELS to cvcam's Models folder",
+            path: yuNetModel?.path ?? haarCascade?.path)
+    }
+
+    deinit {
+        if let yuNet { cvb_yunet_release(yuNet) }
+        if let uprightYuNet { cvb_yunet_release(uprightYuNet) }
+        if let cascade { cvb_cascade_release(cascade) }
+    }
+
+    /// The Models folder: the first candidate holding either model file (see `init`).
+    public static func locateModels(explicit: URL? = nil) -> URL? {
+        var candidates: [URL] = []
+        if let explicit { candidates.append(explicit) }
+        if let env = ProcessInfo.processInfo.environment["CVCAM_MODELS"], !env.isEmpty {
+            candidates.append(URL(fileURLWithPath: env))
+        }
+        var dir = URL(fileURLWithPath: CommandLine.arguments.first ?? ".").resolvingSymlinksInPath()
+            .deletingLastPathComponent()
+        for _ in 0..<4 {
+            candidates.append(dir.appendingPathComponent("Models"))
+            dir = dir.deletingLastPathComponent()
+        }
+        // Sources/CaptureKit/Metadata/FaceDetector.swift → package root.
+        var source = URL(fileURLWithPath: #filePath)
+        for _ in 0..<4 { source = source.deletingLastPathComponent() }
+        candidates.append(source.appendingPathComponent("Models"))
+        let fm = FileManager.default
+        return candidates.first { folder in
+            fm.fileExists(atPath: folder.appendingPathComponent(yuNetModelName).path)
+                || fm.fileExists(atPath: folder.appendingPathComponent(haarCascadeName).path)
+        }
+    }
+
+    /// Finds faces in `image` (BGR, gray, BGRA, YUYV or NV12), looking only inside
+    /// `regionOfInterest` (device space) and reporting only faces whose centre lies in it.
+    /// Results are in device space of the whole image, best first.
+    public func detect(in image: PixelBuffer, regionOfInterest: CGRect = CGRect(x: 0, y: 0, width: 1, height: 1))
+        throws(CaptureError) -> [FaceDetection]
+    {
+        let frame = CGSize(width: image.width, height: image.height)
+        let roi = DeviceSpace.pixelRect(regionOfInterest, in: frame)
+        guard roi.width >= 8, roi.height >= 8 else { return [] }
+        var source = image
+        if image.pixelFormat != .bgr {
+            source = try PixelBuffer(width: image.width, height: image.height, pixelFormat: .bgr)
+            var src = image.bridgeImage
+            var dst = source.bridgeImage
+            var err = cvb_error()
+            guard cvb_image_convert(&src, &dst, &err) == 0 else {
+                throw CaptureError(.conversionFailed, "face detection cannot read \(image.pixelFormat) frames: \(err.text)")
+            }
+        }
+        lock.lock()
+        defer { lock.unlock() }
+        if configuration.minimumFrameContrast > 0 {
+            // Sampled, not averaged: a 256×256 pick of pixels keeps noise's deviation and costs
+            // next to nothing beside the detector.
+            let stats = try regionStats(source, roi, sample: 256, nearest: true)
+            if stats.stddev < configuration.minimumFrameContrast { return [] }
+        }
+        var candidates = try scan(source, roi)
+        candidates = Self.suppressOverlaps(candidates, threshold: configuration.nmsThreshold)
+        var faces: [FaceDetection] = []
+        var refinementsLeft = configuration.maximumRollRefinements
+        // Largest faces first, so the roll refinement budget goes to them; reported best first.
+        for c in candidates.sorted(by: { $0.box.width * $0.box.height > $1.box.width * $1.box.height }) {
+            // Haar's votes are already thresholded by `haarMinimumNeighbours`.
+            guard backend == .haar || c.score >= configuration.scoreThreshold,
+                roi.contains(CGPoint(x: c.box.midX, y: c.box.midY))
+            else {
+                continue
+            }
+            if configuration.minimumContrast > 0 {
+                let contrast = try regionStats(source, c.box.roundedOutwards, sample: 16, nearest: false).stddev
+                if contrast < configuration.minimumContrast { continue }
+            }
+            var marks = c.landmarks ?? []
+            var roll = c.landmarks.map(FaceGeometry.roll)
+            var yaw = c.landmarks.map(FaceGeometry.yaw)
+            if let m = c.landmarks, let r = roll {
+                let plausible =
+                    !configuration.checksLandmarkGeometry
+                    || FaceGeometry.isPlausible(
+                        box: c.box, landmarks: m, maximumEyeDistanceRatio: configuration.maximumEyeDistanceRatio)
+                if !plausible {
+                    guard let recheck = configuration.uprightRecheckScore, c.score >= recheck,
+                        let upright = try uprightLook(source, c, roll: r, passes: 2), upright.plausible
+                    else { continue }
+                    (marks, roll, yaw) = (upright.landmarks, upright.roll, upright.yaw)
+                } else if abs(r) >= configuration.rollRefinementThreshold, refinementsLeft > 0 {
+                    refinementsLeft -= 1
+                    if let upright = try uprightLook(source, c, roll: r, passes: 1) {
+                        (marks, roll, yaw) = (upright.landmarks, upright.roll, upright.yaw)
+                    }
+                }
+            }
+            faces.append(
+                FaceDetection(
+                    bounds: DeviceSpace.normalize(c.box, in: frame),
+                    landmarks: marks.map { DeviceSpace.normalize($0, in: frame) },
+                    confidence: min(1, max(0, c.score)),
+                    rollAngle: roll, yawAngle: yaw))
+        }
+        return faces.sorted { $0.confidence > $1.confidence }
+    }
+
+    // MARK: - Scanning
+
+    /// A face in pixels of the full image.
+    struct Candidate {
+        var box: CGRect
+        var landmarks: [CGPoint]?
+        var score: Double
+    }
+
+    private func scan(_ image: PixelBuffer, _ roi: CGRect) throws(CaptureError) -> [Candidate] {
+        let long = max(roi.width, roi.height)
+        var scale = 1.0
+        if let minimum = configuration.minimumDetectionDimension, long < CGFloat(minimum) {
+            scale = Double(minimum) / long
+        }
+        if let maximum = configuration.maximumDetectionDimension, long > CGFloat(maximum) {
+            scale = Double(maximum) / long
+        }
+        var found = try detectScaled(image, region: roi, scale: scale)
+        if let tile = configuration.tileSize, scale < 1, tile >= 64 {
+            let step = max(32, Int(Double(tile) * (1 - min(0.5, max(0, configuration.tileOverlap)))))
+            for y in Self.tileStarts(length: Int(roi.height), tile: tile, step: step) {
+                for x in Self.tileStarts(length: Int(roi.width), tile: tile, step: step) {
+                    let region = CGRect(
+                        x: roi.minX + CGFloat(x), y: roi.minY + CGFloat(y), width: CGFloat(min(tile, Int(roi.width) - x)),
+                        height: CGFloat(min(tile, Int(roi.height) - y)))
+                    found += try detectScaled(image, region: region, scale: 1)
+                }
+            }
+        }
+        return found
+    }
+
+    /// Tile origins covering `length` with tiles of `tile` every `step`, the last one flush with the end.
+    static func tileStarts(length: Int, tile: Int, step: Int) -> [Int] {
+        guard length > tile else { return [0] }
+        var starts = Array(stride(from: 0, to: length - tile, by: step))
+        starts.append(length - tile)
+        return starts
+    }
+
+    /// Crops `region` (pixels), scales it by `scale`, runs the backend, maps results back to image pixels.
+    private func detectScaled(_ image: PixelBuffer, region: CGRect, scale: Double) throws(CaptureError) -> [Candidate] {
+        let w = max(1, Int((Double(region.width) * scale).rounded()))
+        let h = max(1, Int((Double(region.height) * scale).rounded()))
+        let scaled: PixelBuffer
+        var err = cvb_error()
+        if scale == 1, region.width == CGFloat(image.width), region.height == CGFloat(image.height) {
+            scaled = image
+        } else {
+            scaled = try PixelBuffer(width: w, height: h, pixelFormat: .bgr)
+            var src = image.bridgeImage
+            var dst = scaled.bridgeImage
+            guard
+                cvb_image_crop_resize(
+                    &src, Int32(region.minX), Int32(region.minY), Int32(region.width), Int32(region.height), &dst, &err)
+                    == 0
+            else {
+                throw CaptureError(.detectionFailed, "cannot prepare the image for face detection: \(err.text)")
+            }
+        }
+        let sx = Double(region.width) / Double(w)
+        let sy = Double(region.height) / Double(h)
+        func back(_ x: Double, _ y: Double) -> CGPoint {
+            CGPoint(x: Double(region.minX) + x * sx, y: Double(region.minY) + y * sy)
+        }
+        var img = scaled.bridgeImage
+        var count: Int32 = 0
+        if let yuNet {
+            let capacity = 1024
+            var rows = [Float](repeating: 0, count: capacity * Int(CVB_YUNET_ROW))
+            let status = rows.withUnsafeMutableBufferPointer {
+                cvb_yunet_detect(yuNet, &img, $0.baseAddress, Int32(capacity), &count, &err)
+            }
+            guard status == 0 else { throw CaptureError(.detectionFailed, "YuNet failed: \(err.text)") }
+            return (0..<min(Int(count), capacity)).map { i in
+                let r = Array(rows[(i * Int(CVB_YUNET_ROW))..<((i + 1) * Int(CVB_YUNET_ROW))]).map(Double.init)
+                let origin = back(r[0], r[1])
+                let corner = back(r[0] + r[2], r[1] + r[3])
+                let marks = (0..<5).map { back(r[4 + 2 * $0], r[5 + 2 * $0]) }
+                return Candidate(
+                    box: CGRect(x: origin.x, y: origin.y, width: corner.x - origin.x, height: corner.y - origin.y),
+                    landmarks: marks, score: r[14])
+            }
+        }
+        guard let cascade else { return [] }
+        let capacity = 1024
+        var rects = [Int32](repeating: 0, count: capacity * 4)
+        var votes = [Int32](repeating: 0, count: capacity)
+        let status = rects.withUnsafeMutableBufferPointer { r in
+            votes.withUnsafeMutableBufferPointer { v in
+                cvb_cascade_detect(
+                    cascade, &img, configuration.haarScaleFactor, Int32(configuration.haarMinimumNeighbours), 20, 20, 0,
+                    0, r.baseAddress, v.baseAddress, Int32(capacity), &count, &err)
+            }
+        }
+        guard status == 0 else { throw CaptureError(.detectionFailed, "the Haar cascade failed: \(err.text)") }
+        return (0..<min(Int(count), capacity)).map { i in
+            let origin = back(Double(rects[i * 4]), Double(rects[i * 4 + 1]))
+            let corner = back(Double(rects[i * 4] + rects[i * 4 + 2]), Double(rects[i * 4 + 1] + rects[i * 4 + 3]))
+            return Candidate(
+                box: CGRect(x: origin.x, y: origin.y, width: corner.x - origin.x, height: corner.y - origin.y),
+                landmarks: nil, score: min(1, Double(votes[i]) / 10))
+        }
+    }
+
+    /// What a face looks like turned upright.
+    struct UprightLook {
+        var roll: Double
+        var yaw: Double
+        /// Upright landmarks mapped back to image pixels.
+        var landmarks: [CGPoint]
+        /// Whether the upright landmarks pass the geometry check against the upright box.
+        var plausible: Bool
+    }
+
+    /// YuNet's landmarks overshoot on tilted faces (a face rolled 20° reads as 25–45°; past
+    /// ~25° they can be wrong altogether). So the face is looked at again upright: a square of
+    /// twice its box, turned by the roll estimate and scaled to 160 px (`cvb_image_warp_rotated`),
+    /// is searched again and the residual roll of the face nearest the centre is added (one
+    /// pass for roll refinement, up to two for a second look). On grace_hopper.jpg rotated by
+    /// ±20…30° one pass brings the roll error from up to 23° down to 5°. Cost: one 160×160 YuNet
+    /// run per pass.
+    /// Nil when nothing is found upright.
+    private func uprightLook(_ image: PixelBuffer, _ c: Candidate, roll: Double, passes: Int) throws(CaptureError)
+        -> UprightLook?
+    {
+        guard let uprightYuNet else { return nil }
+        let side = 160
+        let crop = try PixelBuffer(width: side, height: side, pixelFormat: .bgr)
+        let scale = Double(side) / (2 * Double(max(c.box.width, c.box.height)))
+        let centre = Double(side) / 2
+        var estimate = roll
+        var look: UprightLook?
+        var err = cvb_error()
+        for _ in 0..<passes {
+            var src = image.bridgeImage
+            var dst = crop.bridgeImage
+            guard
+                cvb_image_warp_rotated(&src, Double(c.box.midX), Double(c.box.midY), estimate, scale, &dst, &err) == 0
+            else {
+                throw CaptureError(.detectionFailed, "cannot turn the face upright: \(err.text)")
+            }
+            var count: Int32 = 0
+            var rows = [Float](repeating: 0, count: 16 * Int(CVB_YUNET_ROW))
+            let status = rows.withUnsafeMutableBufferPointer {
+                cvb_yunet_detect(uprightYuNet, &dst, $0.baseAddress, 16, &count, &err)
+            }
+            guard status == 0 else { throw CaptureError(.detectionFailed, "YuNet failed: \(err.text)") }
+            let faces = (0..<min(Int(count), 16)).map { i in
+                Array(rows[(i * Int(CVB_YUNET_ROW))..<((i + 1) * Int(CVB_YUNET_ROW))]).map(Double.init)
+            }
+            func distance(_ r: [Double]) -> Double { hypot(r[0] + r[2] / 2 - centre, r[1] + r[3] / 2 - centre) }
+            guard let r = faces.min(by: { distance($0) < distance($1) }), distance(r) < Double(side) / 4 else { break }
+            let box = CGRect(x: r[0], y: r[1], width: r[2], height: r[3])
+            let marks = (0..<5).map { CGPoint(x: r[4 + 2 * $0], y: r[5 + 2 * $0]) }
+            let residual = FaceGeometry.roll(marks)
+            // Crop → image: undo the scale, then turn back by `estimate` (the inverse of the
+            // rotation OpenCV applied, in y-down pixels).
+            let a = estimate * .pi / 180
+            let back = marks.map { p -> CGPoint in
+                let x = (Double(p.x) - centre) / scale
+                let y = (Double(p.y) - centre) / scale
+                return CGPoint(
+                    x: Double(c.box.midX) + x * cos(a) - y * sin(a), y: Double(c.box.midY) + x * sin(a) + y * cos(a))
+            }
+            estimate += residual
+            look = UprightLook(
+                roll: estimate, yaw: FaceGeometry.yaw(marks), landmarks: back,
+                plausible: FaceGeometry.isPlausible(
+                    box: box, landmarks: marks, maximumEyeDistanceRatio: configuration.maximumEyeDistanceRatio))
+            // Done when nearly upright, or (second look) as soon as the upright face is plausible.
+            if abs(residual) < 3 || (passes > 1 && look?.plausible == true) { break }
+        }
+        return look
+    }
+
+    private func regionStats(_ image: PixelBuffer, _ rect: CGRect, sample: Int32, nearest: Bool) throws(CaptureError) -> (
+        mean: Double, stddev: Double
+    ) {
+        var img = image.bridgeImage
+        var mean = 0.0
+        var sd = 0.0
+        var err = cvb_error()
+        guard
+            cvb_image_region_stats(
+                &img, Int32(rect.minX), Int32(rect.minY), Int32(rect.width), Int32(rect.height), sample, nearest ? 1 : 0,
+                &mean, &sd,
+                &err) == 0
+        else {
+            throw CaptureError(.detectionFailed, "cannot measure the image: \(err.text)")
+        }
+        return (mean, sd)
+    }
+
+    /// Greedy non-maximum suppression: best score first; a box is dropped when its IoU with a
+    /// kept box exceeds `threshold`, or when most (60 %) of it lies inside a kept box (a
+    /// partial face cut by a tile edge).
+    static func suppressOverlaps(_ candidates: [Candidate], threshold: Double) -> [Candidate] {
+        var kept: [Candidate] = []
+        for c in candidates.sorted(by: { $0.score > $1.score }) {
+            let overlaps = kept.contains { k in
+                let inter = k.box.intersection(c.box)
+                let shared = inter.isNull ? 0 : Double(inter.width * inter.height)
+                let smaller = Double(min(k.box.width * k.box.height, c.box.width * c.box.height))
+                return k.box.intersectionOverUnion(c.box) > threshold || (smaller > 0 && shared / smaller > 0.6)
+            }
+            if !overlaps { kept.append(c) }
+        }
+        return kept
+    }
+}
+
+/// The one place where face pixels become device space (and device rects become pixels).
+enum DeviceSpace {
+    /// A pixel rectangle divided by the frame size.
+    static func normalize(_ r: CGRect, in frame: CGSize) -> CGRect {
+        CGRect(x: r.minX / frame.width, y: r.minY / frame.height, width: r.width / frame.width, height: r.height / frame.height)
+    }
+    /// A pixel point divided by the frame size.
+    static func normalize(_ p: CGPoint, in frame: CGSize) -> CGPoint {
+        CGPoint(x: p.x / frame.width, y: p.y / frame.height)
+    }
+    /// A device-space rectangle as whole pixels, clipped to the frame.
+    static func pixelRect(_ r: CGRect, in frame: CGSize) -> CGRect {
+        let clipped = r.standardized.intersection(CGRect(x: 0, y: 0, width: 1, height: 1))
+        guard !clipped.isNull else { return .zero }
+        let x0 = (clipped.minX * frame.width).rounded(.down)
+        let y0 = (clipped.minY * frame.height).rounded(.down)
+        let x1 = (clipped.maxX * frame.width).rounded(.up)
+        let y1 = (clipped.maxY * frame.height).rounded(.up)
+        return CGRect(x: x0, y: y0, width: x1 - x0, height: y1 - y0)
+    }
+}
+
+/// Landmark geometry in pixels (YuNet order: right eye, left eye, nose, right and left mouth corner).
+enum FaceGeometry {
+    /// Degrees, positive clockwise in the image: the eye line's angle.
+    static func roll(_ m: [CGPoint]) -> Double {
+        atan2(Double(m[1].y - m[0].y), Double(m[1].x - m[0].x)) * 180 / .pi
+    }
+
+    /// Degrees, positive towards the image's right: atan(r / 0.5), r = the nose tip's offset
+    /// from the eye/mouth midline along the eye line, over the eye distance.
+    static func yaw(_ m: [CGPoint]) -> Double {
+        let (u, d) = eyeAxis(m)
+        guard d > 0 else { return 0 }
+        let eyes = mid(m[0], m[1])
+        let mouth = mid(m[3], m[4])
+        let centre = mid(eyes, mouth)
+        let r = Double((m[2].x - centre.x) * u.x + (m[2].y - centre.y) * u.y) / d
+        return atan(r / 0.5) * 180 / .pi
+    }
+
+    /// The checks described on `FaceDetector` (landmarks inside the box, vertical order, eye distance).
+    static func isPlausible(box: CGRect, landmarks m: [CGPoint], maximumEyeDistanceRatio: Double) -> Bool {
+        guard box.width > 0, box.height > 0, m.count == 5 else { return false }
+        for p in m {
+            let rx = Double((p.x - box.minX) / box.width)
+            let ry = Double((p.y - box.minY) / box.height)
+            if rx < -0.05 || rx > 1.05 || ry < 0.15 || ry > 0.95 { return false }
+        }
+        let (u, d) = eyeAxis(m)
+        guard d > 0, d / Double(box.width) <= maximumEyeDistanceRatio else { return false }
+        let down = CGPoint(x: -u.y, y: u.x)  // perpendicular to the eye line, pointing to the chin
+        let eyes = mid(m[0], m[1])
+        func depth(_ p: CGPoint) -> Double { Double((p.x - eyes.x) * down.x + (p.y - eyes.y) * down.y) / d }
+        let nose = depth(m[2])
+        let mouth = depth(mid(m[3], m[4]))
+        return nose > 0.15 && mouth > nose
+    }
+
+    private static func eyeAxis(_ m: [CGPoint]) -> (CGPoint, Double) {
+        let dx = Double(m[1].x - m[0].x)
+        let dy = Double(m[1].y - m[0].y)
+        let d = (dx * dx + dy * dy).squareRoot()
+        return d > 0 ? (CGPoint(x: dx / d, y: dy / d), d) : (CGPoint(x: 1, y: 0), 0)
+    }
+
+    private static func mid(_ a: CGPoint, _ b: CGPoint) -> CGPoint { CGPoint(x: (a.x + b.x) / 2, y: (a.y + b.y) / 2) }
+}
+
+extension CGRect {
+    /// Intersection over union of two rectangles (0 when either is empty).
+    public func intersectionOverUnion(_ other: CGRect) -> Double {
+        let inter = intersection(other)
+        guard !inter.isNull else { return 0 }
+        let i = Double(inter.width * inter.height)
+        let u = Double(width * height + other.width * other.height) - i
+        return u > 0 ? i / u : 0
+    }
+
+    /// The rectangle rounded outwards to whole numbers.
+    var roundedOutwards: CGRect {
+        let x0 = minX.rounded(.down)
+        let y0 = minY.rounded(.down)
+        return CGRect(x: x0, y: y0, width: maxX.rounded(.up) - x0, height: maxY.rounded(.up) - y0)
+    }
+}

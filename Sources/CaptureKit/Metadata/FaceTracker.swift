@@ -1,0 +1,178 @@
+import Foundation
+import Synchronization
+
+/// Gives faces identities across frames: each face that enters gets a new `faceID` (from a
+/// process-wide counter, never reused), keeps it while it stays, including through brief
+/// misses, and loses it when it leaves. Reports `entered`, rate-limited `updated` and `left`
+/// events with `MetadataFaceObject`s.
+///
+/// Matching, per frame: each track's box is predicted at the frame's time from its last box
+/// and velocity (constant velocity between its last two sightings). Every (track, detection)
+/// pair gets an affinity: its IoU when that is at least `minimumIoU`; otherwise, when the
+/// centres are closer than `maximumCentreDistance` × the predicted box's larger side, a
+/// smaller affinity that falls with the distance (fast motion, jumpy boxes). Pairs are then
+/// assigned greedily, highest affinity first, each track and detection at most once (greedy
+/// is optimal whenever faces do not overlap, which is the common case, and avoids Hungarian's
+/// cost). Unmatched detections start tracks; a track unmatched for more than
+/// `maximumMissedFrames` frames or `maximumMissedDuration` seconds leaves.
+///
+/// Pure logic over detections and timestamps: no session, no images.
+/// Threading: a value type; mutate it from one thread at a time (e.g. a metadata output's
+/// detection queue). The ID counter is shared and thread-safe.
+public struct FaceTracker: Sendable {
+    /// Policy knobs. Value type; thread-safe.
+    public struct Configuration: Sendable, Hashable {
+        /// Frames a face may go undetected before it leaves.
+        public var maximumMissedFrames: Int
+        /// Seconds a face may go undetected before it leaves.
+        public var maximumMissedDuration: Double
+        /// Least time between two `updated` events of one face, in seconds (0: every frame).
+        public var updateInterval: Double
+        /// Least IoU between predicted and detected box to match by overlap.
+        public var minimumIoU: Double
+        /// Largest centre distance, in predicted-box sides, to match without overlap.
+        public var maximumCentreDistance: Double
+
+        /// Creates a configuration.
+        public init(
+            maximumMissedFrames: Int = 5, maximumMissedDuration: Double = 0.5, updateInterval: Double = 0.25,
+            minimumIoU: Double = 0.2, maximumCentreDistance: Double = 0.75
+        ) {
+            self.maximumMissedFrames = maximumMissedFrames
+            self.maximumMissedDuration = maximumMissedDuration
+            self.updateInterval = updateInterval
+            self.minimumIoU = minimumIoU
+            self.maximumCentreDistance = maximumCentreDistance
+        }
+    }
+
+    /// What happened to a face in one frame.
+    public enum Event: Sendable, Hashable {
+        /// A face appeared, with its new `faceID`.
+        case entered(MetadataFaceObject)
+        /// A tracked face was seen again (at most once per `updateInterval`).
+        case updated(MetadataFaceObject)
+        /// A face has not been seen for too long; the object is its last sighting.
+        case left(MetadataFaceObject)
+
+        /// The face the event is about.
+        public var face: MetadataFaceObject {
+            switch self {
+            case .entered(let f), .updated(let f), .left(let f): f
+            }
+        }
+    }
+
+    private struct Track: Sendable {
+        var face: MetadataFaceObject
+        var velocity: CGSize  // device units per second (width: x, height: y)
+        var lastSeen: Double
+        var missedFrames: Int
+        var lastReported: Double
+    }
+
+    /// The policy in force.
+    public let configuration: Configuration
+    private var tracks: [Track] = []
+
+    private static let nextID = Atomic<Int>(1)
+
+    /// Creates a tracker with no faces.
+    public init(configuration: Configuration = Configuration()) {
+        self.configuration = configuration
+    }
+
+    /// The faces currently tracked, as last seen (including those briefly missed).
+    public var faces: [MetadataFaceObject] { tracks.map(\.face) }
+
+    /// Feeds one frame's detections (device space) taken at `time` from `inputID`; returns the
+    /// events, in this order: `left` (faces gone), `entered` (new faces), `updated`.
+    public mutating func update(
+        with detections: [FaceDetection], at time: MediaTime, inputID: CaptureInput.ID
+    ) -> [Event] {
+        let now = time.seconds
+        let predicted = tracks.map { t -> CGRect in
+            let dt = max(0, now - t.lastSeen)
+            return t.face.bounds.offsetBy(dx: t.velocity.width * dt, dy: t.velocity.height * dt)
+        }
+        var pairs: [(affinity: Double, track: Int, detection: Int)] = []
+        for (ti, box) in predicted.enumerated() {
+            for (di, d) in detections.enumerated() {
+                let a = affinity(box, d.bounds)
+                if a > 0 { pairs.append((a, ti, di)) }
+            }
+        }
+        pairs.sort { $0.affinity > $1.affinity }
+        var trackTaken = Set<Int>()
+        var detectionTaken = Set<Int>()
+        var updated: [Event] = []
+        for p in pairs where !trackTaken.contains(p.track) && !detectionTaken.contains(p.detection) {
+            trackTaken.insert(p.track)
+            detectionTaken.insert(p.detection)
+            var t = tracks[p.track]
+            let d = detections[p.detection]
+            let dt = now - t.lastSeen
+            if dt > 0 {
+                t.velocity = CGSize(
+                    width: (d.bounds.midX - t.face.bounds.midX) / dt, height: (d.bounds.midY - t.face.bounds.midY) / dt)
+            }
+            t.face = Self.object(d, faceID: t.face.faceID, time: time, inputID: inputID)
+            t.lastSeen = now
+            t.missedFrames = 0
+            if now - t.lastReported >= configuration.updateInterval {
+                t.lastReported = now
+                updated.append(.updated(t.face))
+            }
+            tracks[p.track] = t
+        }
+        var left: [Event] = []
+        var kept: [Track] = []
+        for (i, var t) in tracks.enumerated() {
+            if !trackTaken.contains(i) {
+                t.missedFrames += 1
+                if t.missedFrames > configuration.maximumMissedFrames
+                    || now - t.lastSeen > configuration.maximumMissedDuration
+                {
+                    left.append(.left(t.face))
+                    continue
+                }
+            }
+            kept.append(t)
+        }
+        tracks = kept
+        var entered: [Event] = []
+        for (di, d) in detections.enumerated() where !detectionTaken.contains(di) {
+            let id = Self.nextID.add(1, ordering: .relaxed).oldValue
+            let face = Self.object(d, faceID: id, time: time, inputID: inputID)
+            tracks.append(Track(face: face, velocity: CGSize.zero, lastSeen: now, missedFrames: 0, lastReported: now))
+            entered.append(.entered(face))
+        }
+        return left + entered + updated
+    }
+
+    /// Ends every track (e.g. when the session stops): `left` events for all current faces.
+    public mutating func reset() -> [Event] {
+        defer { tracks = [] }
+        return tracks.map { .left($0.face) }
+    }
+
+    private func affinity(_ predicted: CGRect, _ detected: CGRect) -> Double {
+        let iou = predicted.intersectionOverUnion(detected)
+        if iou >= configuration.minimumIoU { return iou }
+        let side = max(predicted.width, predicted.height)
+        guard side > 0 else { return 0 }
+        let distance = hypot(predicted.midX - detected.midX, predicted.midY - detected.midY) / side
+        guard distance < configuration.maximumCentreDistance else { return 0 }
+        // Below any overlap match, falling with distance.
+        return configuration.minimumIoU * (1 - distance / configuration.maximumCentreDistance) * 0.99
+    }
+
+    private static func object(_ d: FaceDetection, faceID: Int, time: MediaTime, inputID: CaptureInput.ID)
+        -> MetadataFaceObject
+    {
+        MetadataFaceObject(
+            bounds: d.bounds, faceID: faceID, hasRollAngle: d.rollAngle != nil, rollAngle: d.rollAngle ?? 0,
+            hasYawAngle: d.yawAngle != nil, yawAngle: d.yawAngle ?? 0, landmarks: d.landmarks,
+            confidence: d.confidence, time: time, inputID: inputID)
+    }
+}

@@ -1,0 +1,261 @@
+import CVBridge
+import CaptureKit
+import Foundation
+import Testing
+
+/// Fixture access shared by the face tests.
+enum FaceFixtures {
+    static let root: URL = {
+        var url = URL(fileURLWithPath: #filePath)
+        while url.path != "/" {
+            url = url.deletingLastPathComponent()
+            if FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) { return url }
+        }
+        return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+    }()
+    static let faces = root.appendingPathComponent("Tests/Fixtures/faces")
+    static let models = root.appendingPathComponent("Models")
+
+    struct Entry: Decodable {
+        struct Face: Decodable { let box: [Double] }
+        let image: String
+        let negative: Bool
+        let faces: [Face]
+        var boxes: [CGRect] { faces.map { CGRect(x: $0.box[0], y: $0.box[1], width: $0.box[2], height: $0.box[3]) } }
+        /// The Kaggle face-mask images keep PASCAL-VOC boxes (eyebrows to chin, see LICENSES.md).
+        var vocBoxes: Bool { image.contains("maksssksksss") }
+    }
+    struct Manifest: Decodable { let images: [Entry] }
+
+    static let manifest: Manifest = {
+        let data = try! Data(contentsOf: faces.appendingPathComponent("manifest.json"))
+        return try! JSONDecoder().decode(Manifest.self, from: data)
+    }()
+
+    static func image(_ name: String, as format: PixelFormat = .bgr) throws -> PixelBuffer {
+        try ImageFolderSource.decode(faces.appendingPathComponent(name).path, as: format)
+    }
+
+    static func pixels(_ r: CGRect, _ image: PixelBuffer) -> CGRect {
+        CGRect(
+            x: r.minX * CGFloat(image.width), y: r.minY * CGFloat(image.height), width: r.width * CGFloat(image.width),
+            height: r.height * CGFloat(image.height))
+    }
+
+    /// Whether a detection (pixels) matches a ground-truth box. YuNet boxes run forehead to chin;
+    /// for VOC boxes the detection is first moved to that convention (top down 20 % of its
+    /// height, height × 0.87: the mean offsets measured between the two on the fixtures), then
+    /// IoU ≥ 0.5. For VOC boxes LICENSES.md also allows "centre inside the GT box"; we require it
+    /// both ways (each box's centre inside the other) for the one heavily occluded face
+    /// (maksssksksss593, a head seen from behind with a mask) where no convention reaches 0.5.
+    static func matches(_ d: CGRect, _ truth: CGRect, voc: Bool) -> (iou: Bool, centres: Bool) {
+        let adjusted = voc ? CGRect(x: d.minX, y: d.minY + 0.2 * d.height, width: d.width, height: 0.87 * d.height) : d
+        let iou = adjusted.intersectionOverUnion(truth) >= 0.5
+        let centres = voc && truth.contains(CGPoint(x: d.midX, y: d.midY)) && d.contains(CGPoint(x: truth.midX, y: truth.midY))
+        return (iou, centres)
+    }
+
+    /// A CVBridge view of a buffer's pixels (for shim calls the tests make directly).
+    static func bridge(_ b: PixelBuffer) -> cvb_image {
+        cvb_image(
+            data: b.baseAddress.assumingMemoryBound(to: UInt8.self), width: Int32(b.width), height: Int32(b.height),
+            stride: Int32(b.bytesPerRow), format: b.pixelFormat.rawValue)
+    }
+
+    static func render(_ scene: SyntheticScene) throws -> PixelBuffer {
+        let source = try SyntheticCameraSource(scene: scene, pacing: .asFastAsPossible)
+        try source.open(format: source.formats[0], frameDuration: MediaTime.frameDuration(framesPerSecond: 30))
+        defer { source.close() }
+        return try #require(try source.nextFrame(isCancelled: { false })).pixelBuffer
+    }
+}
+
+@Suite("FaceDetector")
+struct FaceDetectorTests {
+    let detector: FaceDetector
+
+    init() throws {
+        detector = try FaceDetector(modelsDirectory: FaceFixtures.models)
+    }
+
+    @Test func findsModelsWithoutHelpAndUsesYuNet() throws {
+        #expect(FaceDetector.locateModels() != nil)
+        #expect(try FaceDetector().backend == .yuNet)
+        // A wrong explicit folder falls through to the other places.
+        #expect(try FaceDetector(modelsDirectory: URL(fileURLWithPath: "/nonexistent")).backend == .yuNet)
+    }
+
+    @Test func findsEveryAnnotatedFixtureFace() throws {
+        var found = 0
+        var byCentreOnly: [String] = []
+        var total = 0
+        for entry in FaceFixtures.manifest.images where !entry.negative {
+            let image = try FaceFixtures.image(entry.image)
+            let boxes = try detector.detect(in: image).map { FaceFixtures.pixels($0.bounds, image) }
+            for truth in entry.boxes {
+                total += 1
+                let results = boxes.map { FaceFixtures.matches($0, truth, voc: entry.vocBoxes) }
+                if results.contains(where: \.iou) {
+                    found += 1
+                } else if results.contains(where: \.centres) {
+                    found += 1
+                    byCentreOnly.append(entry.image)
+                } else {
+                    Issue.record("missed the face at \(truth) in \(entry.image); got \(boxes)")
+                }
+            }
+        }
+        #expect(total == 15)
+        #expect(found == total)
+        // Only the documented occluded face may rely on the centre rule.
+        #expect(byCentreOnly.allSatisfy { $0 == "images/maksssksksss593.jpg" } && byCentreOnly.count <= 1)
+    }
+
+    @Test func reportsNoFaceOnFaceFreeFixtures() throws {
+        for entry in FaceFixtures.manifest.images where entry.negative {
+            let faces = try detector.detect(in: try FaceFixtures.image(entry.image))
+            #expect(faces.isEmpty, "false faces on \(entry.image): \(faces.map(\.bounds))")
+        }
+    }
+
+    @Test(arguments: [(640, 480), (1280, 720)])
+    func reportsNoFaceOnBlackNearBlackAndNoise(width: Int, height: Int) throws {
+        let backgrounds: [SyntheticScene.Background] = [
+            .color(red: 0, green: 0, blue: 0), .color(red: 8, green: 8, blue: 8),
+            .noise(seed: 42, mean: 128, standardDeviation: 40), .noise(seed: 3, mean: 16, standardDeviation: 5),
+        ]
+        let plain = try FaceDetector(configuration: .plain(scoreThreshold: 0.5), modelsDirectory: FaceFixtures.models)
+        var plainFalse = 0
+        for background in backgrounds {
+            let frame = try FaceFixtures.render(SyntheticScene(size: .init(width: width, height: height), background: background))
+            let faces = try detector.detect(in: frame)
+            #expect(faces.isEmpty, "\(faces.count) false faces on \(background) at \(width)x\(height)")
+            plainFalse += try plain.detect(in: frame).count
+        }
+        // The frames really provoke YuNet: plain YuNet reports phantoms on them.
+        #expect(plainFalse > 0)
+    }
+
+    @Test func acceptsGrayImages() throws {
+        let gray = try FaceFixtures.image("images/grace_hopper.jpg", as: .gray)
+        let faces = try detector.detect(in: gray)
+        #expect(faces.count == 1)
+        let box = FaceFixtures.pixels(try #require(faces.first).bounds, gray)
+        #expect(box.intersectionOverUnion(CGRect(x: 176, y: 121, width: 181, height: 211)) >= 0.5)
+    }
+
+    @Test func fallsBackToHaarWhenYuNetCannotLoad() throws {
+        let haarURL = FaceFixtures.models.appendingPathComponent(FaceDetector.haarCascadeName)
+        for badYuNet in [
+            URL(fileURLWithPath: "/nonexistent/face_detection_yunet_2022mar.onnx"),
+            haarURL,  // exists but is not an ONNX model
+        ] {
+            let haar = try FaceDetector(yuNetModel: badYuNet, haarCascade: haarURL)
+            #expect(haar.backend == .haar)
+            let image = try FaceFixtures.image("images/grace_hopper.jpg")
+            let faces = try haar.detect(in: image)
+            let truth = CGRect(x: 176, y: 121, width: 181, height: 211)
+            #expect(faces.contains { truth.contains(CGPoint(x: FaceFixtures.pixels($0.bounds, image).midX, y: FaceFixtures.pixels($0.bounds, image).midY)) })
+            #expect(faces.allSatisfy { $0.landmarks.isEmpty && $0.rollAngle == nil })
+        }
+    }
+
+    @Test func throwsWhenNoModelLoads() throws {
+        let missing = URL(fileURLWithPath: "/nonexistent/model.onnx")
+        let notACascade = FaceFixtures.faces.appendingPathComponent("manifest.json")
+        #expect {
+            _ = try FaceDetector(yuNetModel: missing, haarCascade: notACascade)
+        } throws: { error in
+            (error as? CaptureError)?.code == .faceModelUnavailable
+        }
+    }
+
+    /// Rotates grace_hopper.jpg with OpenCV (`cvb_image_rotate_degrees`: positive = anticlockwise).
+    func rotated(_ degrees: Double) throws -> PixelBuffer {
+        let image = try FaceFixtures.image("images/grace_hopper.jpg")
+        let out = try PixelBuffer(width: image.width, height: image.height, pixelFormat: .bgr)
+        var src = FaceFixtures.bridge(image)
+        var dst = FaceFixtures.bridge(out)
+        var err = cvb_error()
+        #expect(cvb_image_rotate_degrees(&src, &dst, degrees, &err) == 0)
+        return out
+    }
+
+    @Test(arguments: [20.0, -20.0])
+    func rollFollowsTheEyeLine(anticlockwise degrees: Double) throws {
+        let upright = try #require(try detector.detect(in: try rotated(0)).first?.rollAngle)
+        #expect(abs(upright) < 5)  // YuNet landmark noise on the untilted portrait
+        // Anticlockwise image rotation is negative roll (roll is positive clockwise).
+        // Landmark roll alone: right sign, magnitude overshooting (YuNet's landmarks lag on
+        // tilted faces).
+        let faces = try detector.detect(in: try rotated(degrees))
+        #expect(faces.count == 1)
+        let roll = try #require(faces.first?.rollAngle)
+        #expect(roll.sign == (-degrees).sign && abs(roll) >= 15 && abs(roll) <= 50, "landmark roll \(roll) after \(degrees)°")
+        // Refined upright: within 6°.
+        let accurate = try FaceDetector(configuration: .accurateAngles, modelsDirectory: FaceFixtures.models)
+        let refined = try #require(try accurate.detect(in: try rotated(degrees)).first?.rollAngle)
+        #expect(abs(refined - (-degrees)) < 6, "refined roll \(refined) after rotating \(degrees)°")
+    }
+
+    @Test func yawSignFlipsWithMirroring() throws {
+        let image = try FaceFixtures.image("images/camera.png")
+        let mirrored = try PixelBuffer(width: image.width, height: image.height, pixelFormat: .bgr)
+        var src = FaceFixtures.bridge(image)
+        var dst = FaceFixtures.bridge(mirrored)
+        var err = cvb_error()
+        #expect(cvb_image_rotate_mirror(&src, &dst, 0, 1, &err) == 0)
+        let yaw = try #require(try detector.detect(in: image).first?.yawAngle)
+        let yawMirrored = try #require(try detector.detect(in: mirrored).first?.yawAngle)
+        // The cameraman looks towards the image's right (nose tip right of the eye/mouth midline).
+        #expect(yaw > 20)
+        #expect(yawMirrored < -20)
+        let frontal = try #require(try detector.detect(in: try FaceFixtures.image("images/grace_hopper.jpg")).first?.yawAngle)
+        #expect(abs(frontal) < 15)
+    }
+
+    @Test func keepsATiltedFaceWhoseLandmarksYuNetGetsWrong() throws {
+        // maksssksksss523.jpg mirrored: the left face, tilted ~27°, gets landmarks outside its
+        // box (a mouth corner at −18 % of the width), failing the geometry check; the upright
+        // second look recovers it.
+        let image = try FaceFixtures.image("images/maksssksksss523.jpg")
+        let mirrored = try PixelBuffer(width: image.width, height: image.height, pixelFormat: .bgr)
+        var src = FaceFixtures.bridge(image)
+        var dst = FaceFixtures.bridge(mirrored)
+        var err = cvb_error()
+        #expect(cvb_image_rotate_mirror(&src, &dst, 0, 1, &err) == 0)
+        var noSecondLook = FaceDetector.Configuration.standard
+        noSecondLook.uprightRecheckScore = nil
+        let without = try FaceDetector(configuration: noSecondLook, modelsDirectory: FaceFixtures.models)
+        #expect(try without.detect(in: mirrored).count == 1)
+        let faces = try detector.detect(in: mirrored)
+        #expect(faces.count == 2)
+        for face in faces {
+            // Reported landmarks (from the upright look when it ran) lie in the face box.
+            let box = face.bounds.insetBy(dx: -0.1 * face.bounds.width, dy: -0.1 * face.bounds.height)
+            #expect(face.landmarks.allSatisfy { box.contains($0) })
+        }
+        // The tilted face (mirrored: clockwise in the image) has a clear positive roll.
+        #expect(faces.contains { ($0.rollAngle ?? 0) > 15 })
+    }
+
+    @Test func regionOfInterestLimitsWhereFacesAreReported() throws {
+        // Two faces: left at x 81…167, right at x 192…268 (pixels of a 400-wide image).
+        let image = try FaceFixtures.image("images/maksssksksss523.jpg")
+        let all = try detector.detect(in: image)
+        #expect(all.count == 2)
+        let left = CGRect(x: 0, y: 0, width: 0.45, height: 1)
+        let right = CGRect(x: 0.46, y: 0, width: 0.54, height: 1)
+        let inLeft = try detector.detect(in: image, regionOfInterest: left)
+        let inRight = try detector.detect(in: image, regionOfInterest: right)
+        #expect(inLeft.count == 1 && inRight.count == 1)
+        #expect(inLeft.allSatisfy { left.contains(CGPoint(x: $0.bounds.midX, y: $0.bounds.midY)) })
+        #expect(inRight.allSatisfy { right.contains(CGPoint(x: $0.bounds.midX, y: $0.bounds.midY)) })
+        // Same place as the full-frame detection: ROI results are in whole-frame device space.
+        for face in inLeft + inRight {
+            #expect(all.contains { $0.bounds.intersectionOverUnion(face.bounds) > 0.7 })
+        }
+        #expect(try detector.detect(in: image, regionOfInterest: CGRect(x: 0.8, y: 0.8, width: 0.2, height: 0.2)).isEmpty)
+    }
+}

@@ -1,0 +1,328 @@
+// bench-faces: cvcam's FaceDetector beside plain YuNet (OpenCV's default threshold 0.9 and the
+// best threshold on this set) and the plain Haar cascade, measured in the same run on the same
+// images: accuracy on Tests/Fixtures/faces plus generated face-free frames, per-frame cost at
+// 640x480 and 1280x720, and the smallest face found reliably at each preset size.
+//
+// Run it with Tools/bench-faces (release build). Prints Markdown.
+import CaptureKit
+import Foundation
+
+let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent().deletingLastPathComponent()
+let fixtures = root.appendingPathComponent("Tests/Fixtures/faces")
+let models = root.appendingPathComponent("Models")
+
+struct Manifest: Decodable {
+    struct Entry: Decodable {
+        struct Face: Decodable { let box: [Double] }
+        let image: String
+        let negative: Bool
+        let faces: [Face]
+    }
+    let images: [Entry]
+}
+
+/// One evaluation image with its ground truth in pixels.
+struct Sample {
+    let name: String
+    let image: PixelBuffer
+    let faces: [CGRect]
+    /// The Kaggle face-mask boxes follow PASCAL-VOC "eyebrows to chin" (see LICENSES.md).
+    let vocBoxes: Bool
+}
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("bench-faces: \(message)\n".utf8))
+    exit(1)
+}
+
+func render(_ scene: SyntheticScene) throws -> PixelBuffer {
+    let source = try SyntheticCameraSource(scene: scene, pacing: .asFastAsPossible)
+    try source.open(format: source.formats[0], frameDuration: MediaTime.frameDuration(framesPerSecond: scene.frameRate))
+    defer { source.close() }
+    guard let frame = try source.nextFrame(isCancelled: { false }) else { fail("synthetic scene gave no frame") }
+    return frame.pixelBuffer
+}
+
+/// A detection box compared with a ground-truth box. For VOC-convention boxes the detection
+/// (YuNet: forehead to chin) is first moved to that convention: top down by 20 % of its height,
+/// height × 0.87 (the mean offsets between YuNet's and the annotators' boxes on the fixtures).
+func overlap(_ detection: CGRect, _ truth: CGRect, voc: Bool) -> Double {
+    let d = voc
+        ? CGRect(x: detection.minX, y: detection.minY + 0.2 * detection.height, width: detection.width,
+                 height: 0.87 * detection.height) : detection
+    return d.intersectionOverUnion(truth)
+}
+
+struct Counts {
+    var truePositives = 0, falsePositives = 0, missed = 0, falseOnFaceFree = 0, faceFreeImages = 0
+    var recall: Double { Double(truePositives) / Double(max(1, truePositives + missed)) }
+    var precision: Double { Double(truePositives) / Double(max(1, truePositives + falsePositives)) }
+    var f1: Double { recall + precision > 0 ? 2 * recall * precision / (recall + precision) : 0 }
+    var falsePerFaceFree: Double { Double(falseOnFaceFree) / Double(max(1, faceFreeImages)) }
+}
+
+/// Greedy matching, most confident first, at IoU ≥ 0.5.
+func score(_ results: [(Sample, [FaceDetection])], threshold: Double = 0) -> Counts {
+    var c = Counts()
+    for (sample, detections) in results {
+        let size = CGSize(width: sample.image.width, height: sample.image.height)
+        var free = Set(sample.faces.indices)
+        if sample.faces.isEmpty { c.faceFreeImages += 1 }
+        for d in detections.sorted(by: { $0.confidence > $1.confidence }) where d.confidence >= threshold {
+            let box = CGRect(x: d.bounds.minX * size.width, y: d.bounds.minY * size.height,
+                             width: d.bounds.width * size.width, height: d.bounds.height * size.height)
+            let best = free.map { ($0, overlap(box, sample.faces[$0], voc: sample.vocBoxes)) }.max { $0.1 < $1.1 }
+            if let best, best.1 >= 0.5 {
+                free.remove(best.0)
+                c.truePositives += 1
+            } else {
+                c.falsePositives += 1
+                if sample.faces.isEmpty { c.falseOnFaceFree += 1 }
+            }
+        }
+        c.missed += free.count
+    }
+    return c
+}
+
+// MARK: - Data
+
+guard let manifestData = try? Data(contentsOf: fixtures.appendingPathComponent("manifest.json")),
+    let manifest = try? JSONDecoder().decode(Manifest.self, from: manifestData)
+else { fail("cannot read \(fixtures.path)/manifest.json") }
+
+var samples: [Sample] = []
+for entry in manifest.images {
+    let path = fixtures.appendingPathComponent(entry.image).path
+    let image = try ImageFolderSource.decode(path)
+    samples.append(Sample(
+        name: entry.image, image: image,
+        faces: entry.faces.map { CGRect(x: $0.box[0], y: $0.box[1], width: $0.box[2], height: $0.box[3]) },
+        vocBoxes: entry.image.contains("maksssksksss")))
+}
+for (w, h) in [(640, 480), (1280, 720)] {
+    let size = CaptureDevice.Dimensions(width: w, height: h)
+    let frames: [(String, SyntheticScene.Background)] = [
+        ("black", .color(red: 0, green: 0, blue: 0)),
+        ("near-black 8", .color(red: 8, green: 8, blue: 8)),
+        ("noise 128±40", .noise(seed: 7, mean: 128, standardDeviation: 40)),
+        ("dark noise 20±6", .noise(seed: 9, mean: 20, standardDeviation: 6)),
+    ]
+    for (name, background) in frames {
+        samples.append(Sample(
+            name: "\(name) \(w)x\(h)", image: try render(SyntheticScene(size: size, background: background)), faces: [],
+            vocBoxes: false))
+    }
+}
+
+// MARK: - Detectors
+
+let cvcam = try FaceDetector(configuration: .standard, modelsDirectory: models)
+let yuNetDefault = try FaceDetector(configuration: .plain(scoreThreshold: 0.9), modelsDirectory: models)
+let yuNetLow = try FaceDetector(configuration: .plain(scoreThreshold: 0.3), modelsDirectory: models)
+let haar = try FaceDetector(
+    configuration: .plain(), yuNetModel: nil, haarCascade: models.appendingPathComponent(FaceDetector.haarCascadeName))
+guard cvcam.backend == .yuNet else { fail("YuNet did not load from \(models.path)") }
+
+let allSamples = samples
+func run(_ detector: FaceDetector) throws -> [(Sample, [FaceDetection])] {
+    try allSamples.map { ($0, try detector.detect(in: $0.image)) }
+}
+
+let cvcamCounts = score(try run(cvcam))
+let yuNetDefaultCounts = score(try run(yuNetDefault))
+let lowResults = try run(yuNetLow)
+var best = (threshold: 0.3, counts: score(lowResults, threshold: 0.3))
+for t in stride(from: 0.35, through: 0.951, by: 0.05) {
+    let c = score(lowResults, threshold: t)
+    if c.f1 > best.counts.f1 + 1e-9 || (abs(c.f1 - best.counts.f1) < 1e-9 && c.falseOnFaceFree < best.counts.falseOnFaceFree) {
+        best = (t, c)
+    }
+}
+let yuNetBest = try FaceDetector(configuration: .plain(scoreThreshold: best.threshold), modelsDirectory: models)
+let haarCounts = score(try run(haar))
+
+// MARK: - Cost
+
+func timingFrame(_ w: Int, _ h: Int) throws -> PixelBuffer {
+    try render(SyntheticScene(
+        size: .init(width: w, height: h),
+        background: .image(path: fixtures.appendingPathComponent("images/maksssksksss523.jpg").path)))
+}
+
+/// Median milliseconds per frame, the detectors interleaved so load changes hit all alike.
+func cost(_ detectors: [FaceDetector], frame: PixelBuffer, rounds: Int) throws -> [Double] {
+    for d in detectors { _ = try d.detect(in: frame) }  // warm up (OpenCV allocations, DNN setup)
+    var times = Array(repeating: [Double](), count: detectors.count)
+    for _ in 0..<rounds {
+        for (i, d) in detectors.enumerated() {
+            let start = DispatchTime.now().uptimeNanoseconds
+            _ = try d.detect(in: frame)
+            times[i].append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6)
+        }
+    }
+    return times.map { $0.sorted()[$0.count / 2] }
+}
+
+let timed = [cvcam, yuNetDefault, yuNetBest, haar]
+let ms480 = try cost(timed, frame: try timingFrame(640, 480), rounds: 15)
+let ms720 = try cost(timed, frame: try timingFrame(1280, 720), rounds: 9)
+
+func pct(_ x: Double) -> String { String(format: "%.3f", x) }
+func ms(_ x: Double) -> String { String(format: "%.1f", x) }
+
+print("## Faces: cvcam vs plain YuNet 2022mar and Haar alt2 (same run)\n")
+print("Set: \(samples.filter { !$0.faces.isEmpty }.count) photos with \(samples.reduce(0) { $0 + $1.faces.count }) faces (Tests/Fixtures/faces), "
+    + "\(samples.filter { $0.faces.isEmpty }.count) face-free images (4 fixture negatives + black, near-black, noise and dark noise at 640x480 and 1280x720). "
+    + "Match: IoU ≥ 0.5, face-mask VOC boxes compared after the convention shift (see source).\n")
+print("| detector | recall | precision | F1 | false faces / face-free image | ms 640x480 | ms 1280x720 | cost / YuNet 0.9 (480p, 720p) |")
+print("|---|---|---|---|---|---|---|---|")
+let rows: [(String, Counts, Int)] = [
+    ("cvcam FaceDetector (.standard)", cvcamCounts, 0),
+    ("YuNet plain, threshold 0.9", yuNetDefaultCounts, 1),
+    ("YuNet plain, best threshold \(String(format: "%.2f", best.threshold))", best.counts, 2),
+    ("Haar alt2 plain (1.1, 4 neighbours)", haarCounts, 3),
+]
+for (name, c, i) in rows {
+    print("| \(name) | \(pct(c.recall)) | \(pct(c.precision)) | \(pct(c.f1)) | \(pct(c.falsePerFaceFree)) | \(ms(ms480[i])) | \(ms(ms720[i])) | \(String(format: "%.2f×, %.2f×", ms480[i] / ms480[1], ms720[i] / ms720[1])) |")
+}
+
+let blackFrame = try render(SyntheticScene(size: .init(width: 1280, height: 720), background: .color(red: 0, green: 0, blue: 0)))
+let msBlack = try cost([cvcam, yuNetDefault], frame: blackFrame, rounds: 5)
+print("\nOn a black 1280x720 frame the content gate skips the detector: cvcam \(ms(msBlack[0])) ms, plain YuNet \(ms(msBlack[1])) ms.")
+
+// MARK: - What each part contributes (ablation)
+
+/// The fixtures again at 0.5× and 0.75× (smaller faces, as in crowded photos), the face-free
+/// fixtures also at 1.5× and 2×, plus the generated frames: every check measured on more than
+/// the 23 images above.
+var extended = allSamples
+for entry in manifest.images {
+    let path = fixtures.appendingPathComponent(entry.image).path
+    let original = try ImageFolderSource.decode(path)
+    for factor in entry.negative ? [0.5, 0.75, 1.5, 2.0] : [0.5, 0.75] {
+        let size = CaptureDevice.Dimensions(
+            width: Int((Double(original.width) * factor).rounded()), height: Int((Double(original.height) * factor).rounded()))
+        let fx = Double(size.width) / Double(original.width)
+        let fy = Double(size.height) / Double(original.height)
+        extended.append(Sample(
+            name: "\(entry.image)@\(factor)", image: try render(SyntheticScene(size: size, background: .image(path: path))),
+            faces: entry.faces.map { CGRect(x: $0.box[0] * fx, y: $0.box[1] * fy, width: $0.box[2] * fx, height: $0.box[3] * fy) },
+            vocBoxes: entry.image.contains("maksssksksss")))
+    }
+}
+let extendedSamples = extended
+
+/// `bench-faces --details`: list cvcam's misses and false faces on the extended set, then stop.
+if CommandLine.arguments.contains("--details") {
+    for sample in extendedSamples {
+        let found = try cvcam.detect(in: sample.image)
+        let size = CGSize(width: sample.image.width, height: sample.image.height)
+        let boxes = found.map {
+            CGRect(x: $0.bounds.minX * size.width, y: $0.bounds.minY * size.height, width: $0.bounds.width * size.width,
+                   height: $0.bounds.height * size.height)
+        }
+        for (box, d) in zip(boxes, found) where !sample.faces.contains(where: { overlap(box, $0, voc: sample.vocBoxes) >= 0.5 }) {
+            print("false face \(sample.name) \(box.integral) score \(String(format: "%.2f", d.confidence))")
+        }
+        for truth in sample.faces where !boxes.contains(where: { overlap($0, truth, voc: sample.vocBoxes) >= 0.5 }) {
+            print("missed \(sample.name) \(truth.integral)")
+        }
+    }
+    exit(0)
+}
+
+func variant(_ change: (inout FaceDetector.Configuration) -> Void) -> FaceDetector.Configuration {
+    var c = FaceDetector.Configuration.standard
+    change(&c)
+    return c
+}
+let variants: [(String, FaceDetector.Configuration)] = [
+    ("cvcam .standard", .standard),
+    ("− frame content gate", variant { $0.minimumFrameContrast = 0 }),
+    ("− box contrast check", variant { $0.minimumContrast = 0 }),
+    ("− landmark geometry check", variant { $0.checksLandmarkGeometry = false }),
+    ("− upright second look", variant { $0.uprightRecheckScore = nil }),
+    ("frame content gate alone", variant {
+        $0.minimumContrast = 0; $0.checksLandmarkGeometry = false; $0.uprightRecheckScore = nil
+    }),
+    ("contrast check without geometry check", variant { $0.checksLandmarkGeometry = false; $0.uprightRecheckScore = nil }),
+    ("− all checks (gate, contrast, geometry)", variant {
+        $0.minimumFrameContrast = 0; $0.minimumContrast = 0; $0.checksLandmarkGeometry = false; $0.uprightRecheckScore = nil
+    }),
+    ("− detection scaling (image at its own size)", variant { $0.minimumDetectionDimension = nil; $0.maximumDetectionDimension = nil }),
+    ("enlarging small images only to 480 px", variant { $0.minimumDetectionDimension = 480 }),
+    ("threshold 0.6", variant { $0.scoreThreshold = 0.6 }),
+    ("threshold 0.75", variant { $0.scoreThreshold = 0.75 }),
+    ("threshold 0.8", variant { $0.scoreThreshold = 0.8 }),
+    ("threshold 0.9", variant { $0.scoreThreshold = 0.9 }),
+]
+print("\n## What each part does (\(extendedSamples.filter { !$0.faces.isEmpty }.count) photos with \(extendedSamples.reduce(0) { $0 + $1.faces.count }) faces, \(extendedSamples.filter { $0.faces.isEmpty }.count) face-free: the set above plus rescaled copies)\n")
+print("| variant | recall | precision | F1 | false faces / face-free image |")
+print("|---|---|---|---|---|")
+for (name, configuration) in variants {
+    let d = try FaceDetector(configuration: configuration, modelsDirectory: models)
+    let c = score(try extendedSamples.map { ($0, try d.detect(in: $0.image)) })
+    print("| \(name) | \(pct(c.recall)) | \(pct(c.precision)) | \(pct(c.f1)) | \(pct(c.falsePerFaceFree)) |")
+}
+let extendedLow = try extendedSamples.map { ($0, try yuNetLow.detect(in: $0.image)) }
+for t in [0.6, 0.7, 0.8, 0.9] {
+    let c = score(extendedLow, threshold: t)
+    print("| YuNet plain, threshold \(t) | \(pct(c.recall)) | \(pct(c.precision)) | \(pct(c.f1)) | \(pct(c.falsePerFaceFree)) |")
+}
+
+// MARK: - Smallest face per preset
+
+/// Pastes grace_hopper.jpg (face box 176,121 181×211) scaled so the face is `side` px wide,
+/// at four places over a face-free background (rocket.jpg), and counts the places found.
+func foundCount(_ detector: FaceDetector, preset: CaptureDevice.Dimensions, side: Double) throws -> Int {
+    let k = side / 181
+    let faceH = 211 * k
+    var found = 0
+    let places = [(0.3, 0.35), (0.7, 0.35), (0.3, 0.7), (0.7, 0.7)]
+    for (fx, fy) in places {
+        let face = CGRect(x: Double(preset.width) * fx - side / 2, y: Double(preset.height) * fy - faceH / 2,
+                          width: side, height: faceH)
+        let sprite = SyntheticScene.Sprite(
+            content: .image(path: fixtures.appendingPathComponent("images/grace_hopper.jpg").path),
+            size: .init(width: Int((512 * k).rounded()), height: Int((600 * k).rounded())),
+            origin: CGPoint(x: face.minX - 176 * k, y: face.minY - 121 * k))
+        let frame = try render(SyntheticScene(
+            size: preset, background: .image(path: fixtures.appendingPathComponent("negatives/rocket.jpg").path),
+            sprites: [sprite]))
+        let size = CGSize(width: preset.width, height: preset.height)
+        let hit = try detector.detect(in: frame).contains { d in
+            let box = CGRect(x: d.bounds.minX * size.width, y: d.bounds.minY * size.height,
+                             width: d.bounds.width * size.width, height: d.bounds.height * size.height)
+            return box.intersectionOverUnion(face) >= 0.5
+        }
+        if hit { found += 1 }
+    }
+    return found
+}
+
+let cvcamTiled = try FaceDetector(configuration: .tiled, modelsDirectory: models)
+let ms1080 = try cost([cvcam, cvcamTiled, yuNetDefault], frame: try timingFrame(1920, 1080), rounds: 5)
+print("\n## Cost at 1920x1080 (ms per frame, median of 5)\n")
+print("| cvcam .standard (reduced to 1280) | cvcam .tiled (1280 + 640 px tiles at full size) | YuNet plain at 1920x1080 |")
+print("|---|---|---|")
+print("| \(ms(ms1080[0])) (\(String(format: "%.2f×", ms1080[0] / ms1080[2]))) | \(ms(ms1080[1])) (\(String(format: "%.2f×", ms1080[1] / ms1080[2]))) | \(ms(ms1080[2])) |")
+let sides: [Double] = [128, 96, 80, 64, 56, 48, 40, 32, 28, 24, 20, 16, 14, 12, 10]
+print("\n## Smallest face found reliably (face width in frame pixels, found at all 4 places and at every larger size)\n")
+print("| preset | cvcam .standard | cvcam .tiled | YuNet plain 0.9 |")
+print("|---|---|---|---|")
+for preset in [CaptureDevice.Dimensions(width: 640, height: 480), .init(width: 1280, height: 720), .init(width: 1920, height: 1080)] {
+    var cells: [String] = []
+    for detector in [cvcam, cvcamTiled, yuNetDefault] {
+        var smallest: Double?
+        var detail: [String] = []
+        for side in sides {
+            let n = try foundCount(detector, preset: preset, side: side)
+            detail.append("\(Int(side)):\(n)")
+            if n == 4 { smallest = side } else { break }
+        }
+        cells.append("\(smallest.map { "\(Int($0)) px" } ?? "> 128 px") (\(detail.suffix(2).joined(separator: ", ")))")
+    }
+    print("| \(preset.width)x\(preset.height) | \(cells.joined(separator: " | ")) |")
+}
