@@ -99,6 +99,9 @@ let package = Package(
             path: "Tools/CaptureProbe"
         ),
 
+        // Code-reading benchmark: plain ZBar versus CodeDetector on the generated corpus (Tools/bench-codes).
+        .executableTarget(name: "bench-codes", dependencies: ["CaptureKit"], path: "Tools/Bench/Codes"),
+
         // Measures the pipeline for Tools/bench: throughput, live latency, scaling, soak.
         .executableTarget(
             name: "bench-pipeline",

@@ -17,4 +17,6 @@
 
 #include "cvb_photo.h"
 
+#include "cvb_codes.h"
+
 #endif

@@ -1,0 +1,279 @@
+// cvb_codes.h: ZBar's image scanner, OpenCV's QR localiser and image operations. No policy.
+#include "bridge_internal.hpp"
+#include "include/cvb_codes.h"
+
+#include <opencv2/imgproc.hpp>
+#include <opencv2/objdetect.hpp>
+#include <zbar.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+using namespace cvb;
+using namespace zbar;
+
+struct cvb_code_scanner {
+    zbar_image_scanner_t *scanner = nullptr;
+    zbar_image_t *image = nullptr;  // the last scanned image; owns the symbol set
+    std::vector<uint8_t> packed;    // Y800 pixels handed to ZBar (kept alive with `image`)
+    std::vector<const zbar_symbol_t *> symbols;
+
+    void drop_image() {
+        if (image) zbar_image_destroy(image);
+        image = nullptr;
+        symbols.clear();
+    }
+    ~cvb_code_scanner() {
+        drop_image();
+        if (scanner) zbar_image_scanner_destroy(scanner);
+    }
+};
+
+static bool is_gray(const cvb_image *img) { return img && img->data && img->format == CVB_FORMAT_GRAY; }
+
+extern "C" {
+
+cvb_code_scanner *cvb_code_scanner_create(cvb_error *err) {
+    return guarded_ptr<cvb_code_scanner>(err, [&]() -> cvb_code_scanner * {
+        auto *s = new cvb_code_scanner();
+        s->scanner = zbar_image_scanner_create();
+        if (!s->scanner) {
+            delete s;
+            set_error(err, -1, "ZBar could not create an image scanner (out of memory?)");
+            return nullptr;
+        }
+        return s;
+    });
+}
+
+void cvb_code_scanner_destroy(cvb_code_scanner *scanner) { delete scanner; }
+
+int32_t cvb_code_scanner_set_config(cvb_code_scanner *scanner, int32_t symbology, int32_t config, int32_t value) {
+    return zbar_image_scanner_set_config(scanner->scanner, (zbar_symbol_type_t)symbology, (zbar_config_t)config,
+                                         value);
+}
+
+int32_t cvb_code_scanner_get_config(cvb_code_scanner *scanner, int32_t symbology, int32_t config, int32_t *value) {
+    int v = 0;
+    int status = zbar_image_scanner_get_config(scanner->scanner, (zbar_symbol_type_t)symbology,
+                                               (zbar_config_t)config, &v);
+    if (value) *value = v;
+    return status;
+}
+
+int32_t cvb_code_scanner_scan(cvb_code_scanner *scanner, const cvb_image *gray, cvb_error *err) {
+    return guarded(err, [&]() -> int {
+        scanner->drop_image();
+        if (!is_gray(gray) || gray->width <= 0 || gray->height <= 0) {
+            set_error(err, -1, "ZBar scans 8-bit gray images only");
+            return -1;
+        }
+        const size_t w = (size_t)gray->width, h = (size_t)gray->height;
+        const uint8_t *pixels = gray->data;
+        if ((size_t)gray->stride != w) {
+            scanner->packed.resize(w * h);
+            for (size_t y = 0; y < h; y++)
+                std::memcpy(scanner->packed.data() + y * w, gray->data + y * (size_t)gray->stride, w);
+            pixels = scanner->packed.data();
+        }
+        zbar_image_t *image = zbar_image_create();
+        if (!image) {
+            set_error(err, -1, "ZBar could not create an image (out of memory?)");
+            return -1;
+        }
+        zbar_image_set_format(image, zbar_fourcc('Y', '8', '0', '0'));
+        zbar_image_set_size(image, (unsigned)w, (unsigned)h);
+        zbar_image_set_data(image, pixels, w * h, nullptr);
+        scanner->image = image;
+        int n = zbar_scan_image(scanner->scanner, image);
+        if (n < 0) {
+            scanner->drop_image();
+            set_error(err, n, "ZBar could not scan the image");
+            return -1;
+        }
+        for (const zbar_symbol_t *s = zbar_image_first_symbol(image); s; s = zbar_symbol_next(s))
+            scanner->symbols.push_back(s);
+        return (int)scanner->symbols.size();
+    });
+}
+
+int32_t cvb_code_scanner_symbol(const cvb_code_scanner *scanner, int32_t index, cvb_code_symbol *info,
+                                uint8_t *data, int32_t data_capacity, int32_t *xs, int32_t *ys,
+                                int32_t point_capacity) {
+    if (index < 0 || (size_t)index >= scanner->symbols.size()) return -1;
+    const zbar_symbol_t *s = scanner->symbols[(size_t)index];
+    cvb_code_symbol out;
+    out.type = (int32_t)zbar_symbol_get_type(s);
+    out.quality = zbar_symbol_get_quality(s);
+    out.orientation = (int32_t)zbar_symbol_get_orientation(s);
+    out.modifiers = (int32_t)zbar_symbol_get_modifiers(s);
+    out.data_length = (int32_t)zbar_symbol_get_data_length(s);
+    out.point_count = (int32_t)zbar_symbol_get_loc_size(s);
+    if (info) *info = out;
+    if (data && data_capacity > 0)
+        std::memcpy(data, zbar_symbol_get_data(s), (size_t)std::min(data_capacity, out.data_length));
+    if (xs && ys) {
+        int32_t n = std::min(point_capacity, out.point_count);
+        for (int32_t i = 0; i < n; i++) {
+            xs[i] = zbar_symbol_get_loc_x(s, (unsigned)i);
+            ys[i] = zbar_symbol_get_loc_y(s, (unsigned)i);
+        }
+    }
+    return 0;
+}
+
+const char *cvb_code_symbology_name(int32_t symbology) {
+    return zbar_get_symbol_name((zbar_symbol_type_t)symbology);
+}
+
+int32_t cvb_qr_locate(const cvb_image *src, int32_t multi, float *quads, int32_t capacity, cvb_error *err) {
+    return guarded(err, [&]() -> int {
+        cv::QRCodeDetector detector;
+        std::vector<cv::Point2f> points;
+        bool found = multi ? detector.detectMulti(as_mat(src), points) : detector.detect(as_mat(src), points);
+        if (!found) return 0;
+        int n = (int)(points.size() / 4);
+        for (int i = 0; i < std::min(n, (int)capacity); i++)
+            for (int k = 0; k < 4; k++) {
+                quads[i * 8 + k * 2] = points[(size_t)(i * 4 + k)].x;
+                quads[i * 8 + k * 2 + 1] = points[(size_t)(i * 4 + k)].y;
+            }
+        return n;
+    });
+}
+
+int32_t cvb_perspective_transform(const float from[8], const float to[8], double matrix[9], cvb_error *err) {
+    return guarded(err, [&] {
+        cv::Point2f a[4], b[4];
+        for (int i = 0; i < 4; i++) {
+            a[i] = cv::Point2f(from[i * 2], from[i * 2 + 1]);
+            b[i] = cv::Point2f(to[i * 2], to[i * 2 + 1]);
+        }
+        cv::Mat m = cv::getPerspectiveTransform(a, b);
+        for (int r = 0; r < 3; r++)
+            for (int c = 0; c < 3; c++) matrix[r * 3 + c] = m.at<double>(r, c);
+        return 0;
+    });
+}
+
+int32_t cvb_image_warp_perspective(const cvb_image *src, cvb_image *dst, const double matrix[9],
+                                   int32_t interpolation, int32_t border, uint8_t border_value,
+                                   cvb_error *err) {
+    return guarded(err, [&] {
+        if (src->format != dst->format || cv_type(src->format) < 0 || src->format == CVB_FORMAT_YUYV ||
+            src->format == CVB_FORMAT_NV12) {
+            set_error(err, -1, "perspective warps need matching GRAY, BGR or BGRA images");
+            return -1;
+        }
+        cv::Mat m(3, 3, CV_64F, (void *)matrix);
+        cv::Mat d = as_mat(dst);
+        int mode = border == CVB_BORDER_TRANSPARENT ? cv::BORDER_TRANSPARENT
+                   : border == CVB_BORDER_REPLICATE ? cv::BORDER_REPLICATE
+                                                    : cv::BORDER_CONSTANT;
+        cv::warpPerspective(as_mat(src), d, m, d.size(), interpolation, mode, cv::Scalar::all(border_value));
+        return 0;
+    });
+}
+
+int32_t cvb_image_resize_with(const cvb_image *src, cvb_image *dst, int32_t interpolation, cvb_error *err) {
+    return guarded(err, [&] {
+        cv::Mat d = as_mat(dst);
+        cv::resize(as_mat(src), d, d.size(), 0, 0, interpolation);
+        return 0;
+    });
+}
+
+int32_t cvb_image_gaussian_blur(const cvb_image *src, cvb_image *dst, double sigma, cvb_error *err) {
+    return guarded(err, [&] {
+        cv::Mat d = as_mat(dst);
+        cv::GaussianBlur(as_mat(src), d, cv::Size(0, 0), sigma);
+        return 0;
+    });
+}
+
+int32_t cvb_image_scale(const cvb_image *src, cvb_image *dst, double alpha, double beta, cvb_error *err) {
+    return guarded(err, [&] {
+        cv::Mat d = as_mat(dst);
+        as_mat(src).convertTo(d, -1, alpha, beta);
+        return 0;
+    });
+}
+
+int32_t cvb_image_add_noise(cvb_image *dst, uint64_t seed, double stddev, cvb_error *err) {
+    return guarded(err, [&] {
+        cv::Mat d = as_mat(dst);
+        cv::Mat noise(d.size(), CV_MAKETYPE(CV_16S, d.channels()));
+        cv::RNG rng(seed);
+        rng.fill(noise, cv::RNG::NORMAL, cv::Scalar::all(0), cv::Scalar::all(stddev));
+        cv::Mat wide;
+        d.convertTo(wide, noise.type());
+        wide += noise;
+        wide.convertTo(d, d.type());
+        return 0;
+    });
+}
+
+int32_t cvb_image_unsharp(const cvb_image *src, cvb_image *dst, double sigma, double amount, cvb_error *err) {
+    return guarded(err, [&] {
+        if (!is_gray(src) || !is_gray(dst)) {
+            set_error(err, -1, "unsharp masking takes GRAY images");
+            return -1;
+        }
+        cv::Mat s = as_mat(src), d = as_mat(dst), blurred;
+        cv::GaussianBlur(s, blurred, cv::Size(0, 0), sigma);
+        cv::addWeighted(s, 1.0 + amount, blurred, -amount, 0, d);
+        return 0;
+    });
+}
+
+int32_t cvb_image_threshold(const cvb_image *src, cvb_image *dst, int32_t kind, double value, int32_t block,
+                            cvb_error *err) {
+    return guarded(err, [&] {
+        if (!is_gray(src) || !is_gray(dst)) {
+            set_error(err, -1, "thresholds take GRAY images");
+            return -1;
+        }
+        cv::Mat s = as_mat(src), d = as_mat(dst);
+        switch (kind) {
+        case CVB_THRESHOLD_FIXED: cv::threshold(s, d, value, 255, cv::THRESH_BINARY); break;
+        case CVB_THRESHOLD_OTSU: cv::threshold(s, d, 0, 255, cv::THRESH_BINARY | cv::THRESH_OTSU); break;
+        case CVB_THRESHOLD_ADAPTIVE:
+            cv::adaptiveThreshold(s, d, 255, cv::ADAPTIVE_THRESH_MEAN_C, cv::THRESH_BINARY, block, value);
+            break;
+        default: set_error(err, -1, "unknown threshold kind"); return -1;
+        }
+        return 0;
+    });
+}
+
+int32_t cvb_image_mean_stddev(const cvb_image *src, double *mean, double *stddev, cvb_error *err) {
+    return guarded(err, [&] {
+        cv::Scalar m, s;
+        cv::meanStdDev(as_mat(src), m, s);
+        *mean = m[0];
+        *stddev = s[0];
+        return 0;
+    });
+}
+
+int32_t cvb_image_detail_grid(const cvb_image *src, int32_t cols, int32_t rows, float *cells, cvb_error *err) {
+    return guarded(err, [&] {
+        if (!is_gray(src) || cols <= 0 || rows <= 0) {
+            set_error(err, -1, "the detail grid takes a GRAY image and a positive grid size");
+            return -1;
+        }
+        cv::Mat s = as_mat(src), gx, gy, mag;
+        cv::Sobel(s, gx, CV_16S, 1, 0);
+        cv::Sobel(s, gy, CV_16S, 0, 1);
+        gx = cv::abs(gx);
+        gy = cv::abs(gy);
+        cv::Mat sum;
+        cv::add(gx, gy, sum, cv::noArray(), CV_32F);
+        cv::Mat grid(rows, cols, CV_32F, cells);
+        cv::resize(sum, grid, grid.size(), 0, 0, cv::INTER_AREA);
+        return 0;
+    });
+}
+
+} // extern "C"

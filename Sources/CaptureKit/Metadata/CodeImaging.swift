@@ -1,0 +1,167 @@
+import CVBridge
+import Foundation
+
+/// The image operations the code detector and the code test corpus share, over CVBridge's
+/// OpenCV calls. Every result is a new tightly packed `PixelBuffer`.
+///
+/// Threading: stateless; call from any thread (each input buffer must not be written meanwhile).
+enum CodeImaging {
+    /// An 8-bit gray copy of `buffer`, or `buffer` itself when it is already gray (`cvb_image_convert`).
+    static func gray(_ buffer: PixelBuffer) throws(CaptureError) -> PixelBuffer {
+        if buffer.pixelFormat == .gray { return buffer }
+        let out = try PixelBuffer(width: buffer.width, height: buffer.height, pixelFormat: .gray)
+        var src = buffer.bridgeImage
+        var dst = out.bridgeImage
+        var err = cvb_error()
+        try check(cvb_image_convert(&src, &dst, &err), err, "converting a \(buffer.pixelFormat) frame to gray")
+        return out
+    }
+
+    /// A copy of the pixel rectangle `rect` (clipped to the buffer). GRAY, BGR and BGRA only.
+    static func crop(_ buffer: PixelBuffer, _ rect: PixelRect) throws(CaptureError) -> PixelBuffer {
+        let out = try PixelBuffer(width: rect.width, height: rect.height, pixelFormat: buffer.pixelFormat)
+        var src = buffer.bridgeImage
+        src.data = src.data! + (rect.y * buffer.bytesPerRow + rect.x * buffer.pixelFormat.packedBytesPerRow(width: 1))
+        src.width = Int32(rect.width)
+        src.height = Int32(rect.height)
+        var dst = out.bridgeImage
+        var err = cvb_error()
+        try check(cvb_image_convert(&src, &dst, &err), err, "cropping a frame")
+        return out
+    }
+
+    /// `buffer` resized to width×height (`cvb_image_resize_with`).
+    static func resized(
+        _ buffer: PixelBuffer, width: Int, height: Int, interpolation: Int32 = Int32(CVB_INTER_AREA)
+    ) throws(CaptureError) -> PixelBuffer {
+        let out = try PixelBuffer(width: width, height: height, pixelFormat: buffer.pixelFormat)
+        var src = buffer.bridgeImage
+        var dst = out.bridgeImage
+        var err = cvb_error()
+        try check(cvb_image_resize_with(&src, &dst, interpolation, &err), err, "resizing a frame")
+        return out
+    }
+
+    /// `saturate(pixel * alpha + beta)` (`cvb_image_scale`); alpha -1, beta 255 inverts.
+    static func scaled(_ buffer: PixelBuffer, alpha: Double, beta: Double) throws(CaptureError) -> PixelBuffer {
+        let out = try PixelBuffer(width: buffer.width, height: buffer.height, pixelFormat: buffer.pixelFormat)
+        var src = buffer.bridgeImage
+        var dst = out.bridgeImage
+        var err = cvb_error()
+        try check(cvb_image_scale(&src, &dst, alpha, beta, &err), err, "scaling pixel values")
+        return out
+    }
+
+    /// The negative image (light-on-dark codes become dark-on-light).
+    static func inverted(_ buffer: PixelBuffer) throws(CaptureError) -> PixelBuffer {
+        try scaled(buffer, alpha: -1, beta: 255)
+    }
+
+    /// A 0/255 image (`cvb_image_threshold`).
+    static func thresholded(
+        _ buffer: PixelBuffer, kind: Int32, value: Double = 0, block: Int32 = 0
+    ) throws(CaptureError) -> PixelBuffer {
+        let out = try PixelBuffer(width: buffer.width, height: buffer.height, pixelFormat: .gray)
+        var src = buffer.bridgeImage
+        var dst = out.bridgeImage
+        var err = cvb_error()
+        try check(cvb_image_threshold(&src, &dst, kind, value, block, &err), err, "binarising an image")
+        return out
+    }
+
+    /// Unsharp-masked copy (`cvb_image_unsharp`).
+    static func sharpened(_ buffer: PixelBuffer, sigma: Double, amount: Double) throws(CaptureError) -> PixelBuffer {
+        let out = try PixelBuffer(width: buffer.width, height: buffer.height, pixelFormat: .gray)
+        var src = buffer.bridgeImage
+        var dst = out.bridgeImage
+        var err = cvb_error()
+        try check(cvb_image_unsharp(&src, &dst, sigma, amount, &err), err, "sharpening an image")
+        return out
+    }
+
+    /// Gaussian-blurred copy (`cvb_image_gaussian_blur`).
+    static func blurred(_ buffer: PixelBuffer, sigma: Double) throws(CaptureError) -> PixelBuffer {
+        let out = try PixelBuffer(width: buffer.width, height: buffer.height, pixelFormat: buffer.pixelFormat)
+        var src = buffer.bridgeImage
+        var dst = out.bridgeImage
+        var err = cvb_error()
+        try check(cvb_image_gaussian_blur(&src, &dst, sigma, &err), err, "blurring an image")
+        return out
+    }
+
+    /// Adds seeded zero-mean Gaussian noise in place (`cvb_image_add_noise`).
+    static func addNoise(_ buffer: PixelBuffer, seed: UInt64, standardDeviation: Double) throws(CaptureError) {
+        var dst = buffer.bridgeImage
+        var err = cvb_error()
+        try check(cvb_image_add_noise(&dst, seed, standardDeviation, &err), err, "adding noise")
+    }
+
+    /// The homography taking the four `from` points onto the four `to` points
+    /// (`cvb_perspective_transform`).
+    static func homography(from: [CGPoint], to: [CGPoint]) throws(CaptureError) -> Homography {
+        precondition(from.count == 4 && to.count == 4, "a homography needs four point pairs")
+        let a = from.flatMap { [Float($0.x), Float($0.y)] }
+        let b = to.flatMap { [Float($0.x), Float($0.y)] }
+        var m = [Double](repeating: 0, count: 9)
+        var err = cvb_error()
+        try check(cvb_perspective_transform(a, b, &m, &err), err, "computing a perspective transform")
+        return Homography(m: m)
+    }
+
+    /// Warps `source` through `homography` into `destination` in place (`cvb_image_warp_perspective`).
+    static func warp(
+        _ source: PixelBuffer, into destination: PixelBuffer, homography: Homography,
+        interpolation: Int32 = Int32(CVB_INTER_LINEAR), border: Int32 = Int32(CVB_BORDER_TRANSPARENT),
+        borderValue: UInt8 = 255
+    ) throws(CaptureError) {
+        var src = source.bridgeImage
+        var dst = destination.bridgeImage
+        var err = cvb_error()
+        try check(
+            cvb_image_warp_perspective(&src, &dst, homography.m, interpolation, border, borderValue, &err), err,
+            "warping an image")
+    }
+
+    /// QR-like quadrilaterals OpenCV's localiser finds (`cvb_qr_locate`), in `buffer`'s pixels,
+    /// each as four points in OpenCV's order.
+    static func locateQRCodes(_ buffer: PixelBuffer, multiple: Bool) throws(CaptureError) -> [[CGPoint]] {
+        let capacity = 16
+        var quads = [Float](repeating: 0, count: capacity * 8)
+        var src = buffer.bridgeImage
+        var err = cvb_error()
+        let n = cvb_qr_locate(&src, multiple ? 1 : 0, &quads, Int32(capacity), &err)
+        try check(n < 0 ? -1 : 0, err, "locating QR codes")
+        return (0..<min(Int(n), capacity)).map { i in
+            (0..<4).map { k in CGPoint(x: Double(quads[i * 8 + k * 2]), y: Double(quads[i * 8 + k * 2 + 1])) }
+        }
+    }
+
+    static func check(_ status: Int32, _ err: cvb_error, _ what: String) throws(CaptureError) {
+        if status != 0 { throw CaptureError(.conversionFailed, "\(what) failed: \(err.text)") }
+    }
+}
+
+/// A pixel rectangle inside an image.
+struct PixelRect: Hashable, Sendable {
+    var x: Int
+    var y: Int
+    var width: Int
+    var height: Int
+}
+
+/// A 3×3 projective transform, row-major, as OpenCV's `getPerspectiveTransform` returns it.
+struct Homography: Hashable, Sendable {
+    var m: [Double]
+
+    /// The identity followed by a scale and an offset: `p * scale + offset`.
+    static func scaling(_ sx: Double, _ sy: Double, offsetX: Double = 0, offsetY: Double = 0) -> Homography {
+        Homography(m: [sx, 0, offsetX, 0, sy, offsetY, 0, 0, 1])
+    }
+
+    /// Where `p` lands.
+    func apply(_ p: CGPoint) -> CGPoint {
+        let x = Double(p.x), y = Double(p.y)
+        let w = m[6] * x + m[7] * y + m[8]
+        return CGPoint(x: (m[0] * x + m[1] * y + m[2]) / w, y: (m[3] * x + m[4] * y + m[5]) / w)
+    }
+}

@@ -1,0 +1,102 @@
+import CVBridge
+import Foundation
+
+/// ZBar's symbology numbers (`zbar_symbol_type_t` in zbar.h) for the code types CaptureKit names.
+enum CodeSymbology {
+    static let table: [(MetadataObjectType, Int32)] = [
+        (.qr, 64), (.ean13, 13), (.ean8, 8), (.upca, 12), (.upce, 9), (.isbn10, 10), (.isbn13, 14),
+        (.code128, 128), (.code93, 93), (.code39, 39), (.codabar, 38), (.interleaved2of5, 25),
+        (.dataBar, 34), (.dataBarExpanded, 35), (.pdf417, 57),
+    ]
+    static func zbar(_ type: MetadataObjectType) -> Int32? { table.first { $0.0 == type }?.1 }
+    static func type(zbar: Int32) -> MetadataObjectType? { table.first { $0.1 == zbar }?.0 }
+
+    // zbar_config_t values (zbar.h).
+    static let configEnable: Int32 = 0
+    static let configBinary: Int32 = 4
+    static let configTestInverted: Int32 = 0x81
+    static let configXDensity: Int32 = 0x100
+    static let configYDensity: Int32 = 0x101
+}
+
+/// One symbol as ZBar reported it, in the pixels of the image it scanned.
+struct ScannedSymbol: Sendable {
+    var zbarType: Int32
+    var bytes: [UInt8]
+    /// ZBar's polygon (for QR: the four corners, from the symbol's top-left, as ZBar orders them).
+    var points: [CGPoint]
+    var quality: Int
+    var orientation: Int
+}
+
+/// A ZBar image scanner (`cvb_code_scanner`: `zbar_image_scanner_t`) configured for a set of
+/// symbologies.
+///
+/// Threading: not thread-safe; one thread at a time (ZBar's rule for a scanner).
+final class ZBarScanner {
+    private let handle: OpaquePointer
+
+    /// Creates a scanner with ZBar's defaults (`cvb_code_scanner_create`).
+    init() throws(CaptureError) {
+        var err = cvb_error()
+        guard let h = cvb_code_scanner_create(&err) else {
+            throw CaptureError(.outOfMemory, "cannot create a ZBar image scanner: \(err.text)")
+        }
+        handle = h
+    }
+
+    deinit { cvb_code_scanner_destroy(handle) }
+
+    /// Sets a ZBar configuration value (`zbar_image_scanner_set_config`); true when ZBar accepted it.
+    @discardableResult
+    func setConfig(symbology: Int32, config: Int32, value: Int32) -> Bool {
+        cvb_code_scanner_set_config(handle, symbology, config, value) == 0
+    }
+
+    /// Reads a ZBar configuration value (`zbar_image_scanner_get_config`).
+    func config(symbology: Int32, config: Int32) -> Int32? {
+        var v: Int32 = 0
+        return cvb_code_scanner_get_config(handle, symbology, config, &v) == 0 ? v : nil
+    }
+
+    /// Enables exactly `types` (every other symbology off) and asks for raw bytes from QR
+    /// (ZBAR_CFG_BINARY: no character-set guessing inside ZBar; `CodeText` decides).
+    func enable(_ types: Set<MetadataObjectType>, binary: Bool = true) {
+        setConfig(symbology: 0, config: CodeSymbology.configEnable, value: 0)
+        for t in types {
+            if let z = CodeSymbology.zbar(t) { setConfig(symbology: z, config: CodeSymbology.configEnable, value: 1) }
+        }
+        setConfig(symbology: 64, config: CodeSymbology.configBinary, value: binary ? 1 : 0)
+    }
+
+    /// Scans a gray image (`cvb_code_scanner_scan` → `zbar_scan_image`) and copies every symbol out.
+    func scan(_ gray: PixelBuffer) throws(CaptureError) -> [ScannedSymbol] {
+        var image = gray.bridgeImage
+        var err = cvb_error()
+        let n = cvb_code_scanner_scan(handle, &image, &err)
+        guard n >= 0 else { throw CaptureError(.decodeFailed, "ZBar could not scan the image: \(err.text)") }
+        var out: [ScannedSymbol] = []
+        for i in 0..<n {
+            var info = cvb_code_symbol()
+            guard cvb_code_scanner_symbol(handle, i, &info, nil, 0, nil, nil, 0) == 0 else { continue }
+            var bytes = [UInt8](repeating: 0, count: Int(info.data_length))
+            var xs = [Int32](repeating: 0, count: Int(info.point_count))
+            var ys = xs
+            _ = bytes.withUnsafeMutableBufferPointer { b in
+                xs.withUnsafeMutableBufferPointer { x in
+                    ys.withUnsafeMutableBufferPointer { y in
+                        cvb_code_scanner_symbol(
+                            handle, i, &info, b.baseAddress, info.data_length, x.baseAddress, y.baseAddress,
+                            info.point_count)
+                    }
+                }
+            }
+            out.append(
+                ScannedSymbol(
+                    zbarType: info.type, bytes: bytes,
+                    points: zip(xs, ys).map { CGPoint(x: Double($0), y: Double($1)) }, quality: Int(info.quality),
+                    orientation: Int(info.orientation)))
+        }
+        return out
+    }
+}

@@ -1,0 +1,326 @@
+import CVBridge
+import Foundation
+
+/// A deterministic, seeded set of synthetic frames with QR codes, each knowing the payloads it
+/// holds, for the code detector's tests and for `bench-codes`. Codes are drawn by OpenCV's
+/// `cv::QRCodeEncoder` (`QRCodeImage`), placed with a perspective warp
+/// (`cvb_image_warp_perspective`) on a cluttered background, then degraded per category
+/// (`cvb_image_gaussian_blur`, `cvb_image_add_noise`, `cvb_image_scale`).
+///
+/// Threading: value types; generation is pure and may run on any thread.
+public enum QRTestCorpus {
+    /// What makes a sample hard.
+    public enum Category: String, CaseIterable, Sendable, CustomStringConvertible {
+        /// Upright, sharp, module size 3–8 px, versions 1–20, all correction levels, 640×480.
+        case plain
+        /// Module size 2 px in 1920×1080 frames.
+        case small
+        /// Rotated by any angle.
+        case rotated
+        /// Seen at an angle: a random perspective quadrilateral.
+        case perspective
+        /// Gaussian blur of 0.35–0.7 modules.
+        case blurred
+        /// Gaussian sensor noise, standard deviation 25–45 levels.
+        case noisy
+        /// 25–50 grey levels between dark and light modules.
+        case lowContrast
+        /// Light modules on a dark ground.
+        case inverted
+        /// Two to four codes in one frame.
+        case multiple
+        /// Payloads that are not UTF-8: ISO-8859-1 text, Shift-JIS text, raw bytes.
+        case nonUTF8
+        /// Mixed conditions in 1920×1080 frames.
+        case large
+
+        public var description: String { rawValue }
+    }
+
+    /// One generated frame.
+    public struct Sample: Sendable {
+        /// A stable name, e.g. "rotated-3".
+        public var name: String
+        public var category: Category
+        /// The BGR frame.
+        public var image: PixelBuffer
+        /// Every code in the frame, in drawing order.
+        public var codes: [Code]
+
+        /// The payloads the frame holds.
+        public var expectedPayloads: [[UInt8]] { codes.map(\.payload) }
+    }
+
+    /// One code drawn into a sample.
+    public struct Code: Sendable {
+        /// The exact bytes encoded.
+        public var payload: [UInt8]
+        /// QR version (1–40) and correction level (0=L … 3=H).
+        public var version: Int
+        public var correction: Int
+        /// Module size in frame pixels (before any perspective).
+        public var moduleSize: Double
+        /// The symbol's corners in frame pixels (quiet zone excluded), clockwise from the
+        /// upright symbol's top-left finder pattern.
+        public var corners: [CGPoint]
+    }
+
+    /// Byte-mode capacity of QR versions 1–20 for correction L, M, Q, H (ISO/IEC 18004 table 7).
+    static let byteCapacity: [[Int]] = [
+        [17, 32, 53, 78, 106, 134, 154, 192, 230, 271, 321, 367, 425, 458, 520, 586, 644, 718, 792, 858],
+        [14, 26, 42, 62, 84, 106, 122, 152, 180, 213, 251, 287, 331, 362, 412, 450, 504, 560, 624, 666],
+        [11, 20, 32, 46, 60, 74, 86, 108, 130, 151, 177, 203, 241, 258, 292, 322, 364, 394, 442, 482],
+        [7, 14, 24, 34, 44, 58, 64, 84, 98, 119, 137, 155, 177, 194, 220, 250, 280, 310, 338, 382],
+    ]
+
+    /// `count` samples of `category`, the same for the same `seed`.
+    public static func samples(_ category: Category, count: Int, seed: UInt64 = 1) throws(CaptureError) -> [Sample] {
+        var out: [Sample] = []
+        for i in 0..<count {
+            var rng = SplitMix64(seed: seed &* 0x9E37_79B9 &+ UInt64(i) &* 7919 &+ UInt64(category.hashSeed))
+            out.append(try makeSample(category, index: i, rng: &rng))
+        }
+        return out
+    }
+
+    /// A cluttered code-free frame (blurred noise, blocks, gradients), for false-decode checks.
+    public static func background(width: Int, height: Int, seed: UInt64) throws(CaptureError) -> PixelBuffer {
+        var rng = SplitMix64(seed: seed)
+        return try makeBackground(width: width, height: height, rng: &rng)
+    }
+
+    /// An image file as a BGR frame, resized when a size is given (`cvb_image_read`,
+    /// `cvb_image_resize`): code-free photos for false-decode checks and timing.
+    public static func photo(at path: String, width: Int? = nil, height: Int? = nil) throws(CaptureError)
+        -> PixelBuffer
+    {
+        let image = try ImageFolderSource.decode(path)
+        guard let width, let height else { return image }
+        return try CodeImaging.resized(image, width: width, height: height, interpolation: Int32(CVB_INTER_LINEAR))
+    }
+
+    /// `frame` resized to width×height (`cvb_image_resize_with`, bilinear or area).
+    public static func resized(_ frame: PixelBuffer, width: Int, height: Int) throws(CaptureError) -> PixelBuffer {
+        let shrinking = width < frame.width || height < frame.height
+        return try CodeImaging.resized(
+            frame, width: width, height: height, interpolation: Int32(shrinking ? CVB_INTER_AREA : CVB_INTER_LINEAR))
+    }
+
+    // MARK: - Generation
+
+    private static func makeSample(_ category: Category, index: Int, rng: inout SplitMix64) throws(CaptureError)
+        -> Sample
+    {
+        let large = category == .small || category == .large
+        let (w, h) = large ? (1920, 1080) : (640, 480)
+        let frame = try makeBackground(width: w, height: h, rng: &rng)
+        let count = category == .multiple ? 2 + rng.int(3) : 1
+        var codes: [Code] = []
+        var occupied: [CGRect] = []
+        for k in 0..<count {
+            let payload = makePayload(category, index: index * 8 + k, rng: &rng)
+            var placed: Code?
+            for _ in 0..<200 where placed == nil {
+                placed = try place(
+                    payload: payload, category: category, in: frame, avoiding: occupied, codesInFrame: count, rng: &rng)
+            }
+            guard let code = placed else { continue }
+            codes.append(code)
+            occupied.append(boundingBox(code.corners).insetBy(dx: -code.moduleSize * 6, dy: -code.moduleSize * 6))
+        }
+        switch category {
+        case .blurred:
+            let m = codes.first?.moduleSize ?? 4
+            let blurred = try CodeImaging.blurred(frame, sigma: m * rng.double(0.35, 0.7))
+            try copy(blurred, into: frame)
+        case .noisy:
+            try CodeImaging.addNoise(frame, seed: rng.next(), standardDeviation: rng.double(25, 45))
+        case .large:
+            if rng.int(2) == 0 { try CodeImaging.addNoise(frame, seed: rng.next(), standardDeviation: rng.double(5, 20)) }
+        default:
+            // Every frame gets a little sensor noise, like a camera.
+            try CodeImaging.addNoise(frame, seed: rng.next(), standardDeviation: 3)
+        }
+        return Sample(name: "\(category)-\(index)", category: category, image: frame, codes: codes)
+    }
+
+    /// Draws one code with the category's geometry; nil when it would overlap another code.
+    private static func place(
+        payload: [UInt8], category: Category, in frame: PixelBuffer, avoiding occupied: [CGRect], codesInFrame: Int,
+        rng: inout SplitMix64
+    ) throws(CaptureError) -> Code? {
+        let correction = rng.int(4)
+        let minimumVersion = (byteCapacity[correction].firstIndex { $0 >= payload.count } ?? 19) + 1
+        let maxVersion = category == .small ? 6 : (codesInFrame > 1 ? 8 : 20)
+        var version = max(minimumVersion, min(maxVersion, minimumVersion + rng.int(3)))
+        // OpenCV's encoder counts capacity a little differently from the table: step up until it fits.
+        var encoded: PixelBuffer?
+        while encoded == nil && version <= 40 {
+            encoded = try? QRCodeImage.make(payload: payload, correction: Int32(correction), version: Int32(version))
+            if encoded == nil { version += 1 }
+        }
+        guard let symbol = encoded else {
+            throw CaptureError(.invalidConfiguration, "OpenCV cannot encode a \(payload.count)-byte QR code")
+        }
+        let modules = 17 + 4 * version
+        let quiet = Double(symbol.width - modules) / 2
+        let fw = Double(frame.width), fh = Double(frame.height)
+        var module: Double
+        switch category {
+        case .small: module = 2
+        case .plain, .inverted, .nonUTF8: module = Double(3 + rng.int(6))
+        case .multiple: module = rng.double(2.5, 4.5)  // small enough for up to four per frame
+        default: module = rng.double(3, 7)
+        }
+        // Shrink until the code and its quiet zone fit in the frame with room to spare.
+        let limit = min(fw, fh) * (codesInFrame > 1 ? 0.45 : 0.85)
+        module = min(module, limit / Double(modules + 8))
+        if module < 2 { module = 2 }
+        let side = Double(modules) * module
+        let angle: Double
+        switch category {
+        case .rotated: angle = rng.double(0, 2 * .pi)
+        case .large, .multiple: angle = rng.double(-0.3, 0.3)
+        default: angle = 0
+        }
+        let reach = side * 0.75 + module * 4
+        guard fw > 2 * reach, fh > 2 * reach else { return nil }
+        let center = CGPoint(x: rng.double(reach, fw - reach), y: rng.double(reach, fh - reach))
+        // Corners of the symbol (quiet zone excluded), clockwise from the top-left.
+        var corners = [CGPoint(x: -0.5, y: -0.5), CGPoint(x: 0.5, y: -0.5), CGPoint(x: 0.5, y: 0.5), CGPoint(x: -0.5, y: 0.5)]
+            .map { p -> CGPoint in
+                let x = Double(p.x) * side, y = Double(p.y) * side
+                return CGPoint(
+                    x: Double(center.x) + x * cos(angle) - y * sin(angle),
+                    y: Double(center.y) + x * sin(angle) + y * cos(angle))
+            }
+        if category == .perspective || category == .large {
+            // Pull two neighbouring corners in: the code is seen from an angle (up to ~45°).
+            let edge = rng.int(4)
+            let squeeze = category == .perspective ? rng.double(0.15, 0.35) : rng.double(0, 0.15)
+            let a = edge, b = (edge + 1) % 4, c = (edge + 2) % 4, d = (edge + 3) % 4
+            corners[a] = lerp(corners[a], corners[d], squeeze / 2)
+            corners[b] = lerp(corners[b], corners[c], squeeze / 2)
+            let shorten = rng.double(0, squeeze)
+            corners[a] = lerp(corners[a], corners[b], shorten / 2)
+            corners[b] = lerp(corners[b], corners[a], shorten / 2)
+        }
+        let box = boundingBox(corners).insetBy(dx: -module * 5, dy: -module * 5)
+        guard !occupied.contains(where: { $0.intersects(box) }) else { return nil }
+
+        var gray = try CodeImaging.gray(symbol)
+        switch category {
+        case .inverted: gray = try CodeImaging.inverted(gray)
+        case .lowContrast:
+            let dark = rng.double(70, 140), spread = rng.double(25, 50)
+            gray = try CodeImaging.scaled(gray, alpha: spread / 255, beta: dark)
+        default: break
+        }
+        let src = try convert(gray, to: .bgr)
+        let sw = Double(symbol.width)
+        let symbolCorners = [
+            CGPoint(x: quiet, y: quiet), CGPoint(x: sw - quiet, y: quiet), CGPoint(x: sw - quiet, y: sw - quiet),
+            CGPoint(x: quiet, y: sw - quiet),
+        ]
+        let h = try CodeImaging.homography(from: symbolCorners, to: corners)
+        let interpolation = angle == 0 && category != .perspective ? CVB_INTER_NEAREST : CVB_INTER_LINEAR
+        try CodeImaging.warp(src, into: frame, homography: h, interpolation: Int32(interpolation))
+        return Code(payload: payload, version: version, correction: correction, moduleSize: module, corners: corners)
+    }
+
+    private static func makePayload(_ category: Category, index: Int, rng: inout SplitMix64) -> [UInt8] {
+        if category == .nonUTF8 {
+            switch index % 3 {
+            case 0:
+                // ISO-8859-1 text.
+                let words = ["Café", "Grüße aus Köln", "Señor Núñez", "Ærø Å", "crème brûlée", "Zürich Straße"]
+                return words[rng.int(words.count)].unicodeScalars.map { UInt8($0.value) } + Array(" #\(index)".utf8)
+            case 1:
+                // Shift-JIS text: 日本語テキスト / こんにちは, then ASCII.
+                let texts: [[UInt8]] = [
+                    [0x93, 0xFA, 0x96, 0x7B, 0x8C, 0xEA, 0x83, 0x65, 0x83, 0x4C, 0x83, 0x58, 0x83, 0x67],
+                    [0x82, 0xB1, 0x82, 0xF1, 0x82, 0xC9, 0x82, 0xBF, 0x82, 0xCD],
+                ]
+                return texts[rng.int(texts.count)] + Array(" \(index)".utf8)
+            default:
+                // Raw bytes with controls and invalid UTF-8.
+                var bytes: [UInt8] = [0x00, 0xFF, 0x80, 0x01]
+                for _ in 0..<(8 + rng.int(40)) { bytes.append(UInt8(truncatingIfNeeded: rng.next())) }
+                return bytes
+            }
+        }
+        let maxLength = category == .small ? 40 : (category == .multiple ? 60 : 200)
+        let length = 4 + rng.int(maxLength)
+        let alphabet = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./?=&".utf8)
+        var text = Array("https://cvcam.example/\(category)/\(index)?".utf8)
+        while text.count < length { text.append(alphabet[rng.int(alphabet.count)]) }
+        if index % 5 == 4 { text += Array(" – ünïcödé ✓".utf8) }
+        return text
+    }
+
+    private static func makeBackground(width: Int, height: Int, rng: inout SplitMix64) throws(CaptureError)
+        -> PixelBuffer
+    {
+        let frame = try PixelBuffer(width: width, height: height, pixelFormat: .bgr)
+        var dst = frame.bridgeImage
+        var err = cvb_error()
+        try CodeImaging.check(
+            cvb_image_fill_noise(&dst, rng.next(), rng.double(90, 170), 50, &err), err, "drawing a background")
+        try copy(try CodeImaging.blurred(frame, sigma: rng.double(4, 12)), into: frame)
+        for _ in 0..<(6 + rng.int(10)) {
+            let w = 20 + rng.int(width / 4), h = 20 + rng.int(height / 4)
+            let v = UInt8(rng.int(256)), g = UInt8(rng.int(256)), b = UInt8(rng.int(256))
+            try CodeImaging.check(
+                cvb_image_fill_rect(&dst, Int32(rng.int(width)), Int32(rng.int(height)), Int32(w), Int32(h), b, g, v, &err),
+                err, "drawing a background")
+        }
+        try copy(try CodeImaging.blurred(frame, sigma: 1.5), into: frame)
+        return frame
+    }
+
+    private static func copy(_ source: PixelBuffer, into destination: PixelBuffer) throws(CaptureError) {
+        var src = source.bridgeImage
+        var dst = destination.bridgeImage
+        var err = cvb_error()
+        try CodeImaging.check(cvb_image_convert(&src, &dst, &err), err, "copying a frame")
+    }
+
+    private static func convert(_ source: PixelBuffer, to format: PixelFormat) throws(CaptureError) -> PixelBuffer {
+        let out = try PixelBuffer(width: source.width, height: source.height, pixelFormat: format)
+        try copy(source, into: out)
+        return out
+    }
+
+    private static func lerp(_ a: CGPoint, _ b: CGPoint, _ t: Double) -> CGPoint {
+        CGPoint(x: Double(a.x) + (Double(b.x) - Double(a.x)) * t, y: Double(a.y) + (Double(b.y) - Double(a.y)) * t)
+    }
+
+    static func boundingBox(_ points: [CGPoint]) -> CGRect {
+        let xs = points.map(\.x), ys = points.map(\.y)
+        guard let x0 = xs.min(), let x1 = xs.max(), let y0 = ys.min(), let y1 = ys.max() else { return .null }
+        return CGRect(x: x0, y: y0, width: x1 - x0, height: y1 - y0)
+    }
+}
+
+extension QRTestCorpus.Category {
+    fileprivate var hashSeed: Int { Self.allCases.firstIndex(of: self)! &* 104_729 }
+}
+
+/// A small, fast, seedable generator (SplitMix64), so corpora are identical on every machine.
+struct SplitMix64: RandomNumberGenerator, Sendable {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    /// 0 ..< n.
+    mutating func int(_ n: Int) -> Int { Int(next() % UInt64(max(n, 1))) }
+    /// lo ..< hi.
+    mutating func double(_ lo: Double, _ hi: Double) -> Double {
+        lo + (hi - lo) * Double(next() >> 11) / Double(1 << 53)
+    }
+}

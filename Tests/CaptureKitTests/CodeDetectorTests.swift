@@ -1,0 +1,177 @@
+import CVBridge
+import Foundation
+import Testing
+
+@_spi(Benchmark) @testable import CaptureKit
+
+/// The package root, found from this file.
+private let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent()
+
+/// Exact payloads found among `expected` (each matched at most once).
+private func hits(_ expected: [[UInt8]], _ found: [[UInt8]]) -> Int {
+    var pool = found
+    return expected.reduce(0) { n, e in
+        guard let i = pool.firstIndex(of: e) else { return n }
+        pool.remove(at: i)
+        return n + 1
+    }
+}
+
+/// A light-grey BGR frame with `symbol` drawn at (x, y).
+private func frame(width: Int, height: Int, codes: [(PixelBuffer, Int, Int)]) throws -> PixelBuffer {
+    let f = try PixelBuffer(width: width, height: height, pixelFormat: .bgr)
+    var dst = f.bridgeImage
+    var err = cvb_error()
+    #expect(cvb_image_fill(&dst, 200, 200, 200, &err) == 0)
+    for (symbol, x, y) in codes {
+        var src = symbol.bridgeImage
+        #expect(cvb_image_blit(&dst, &src, Int32(x), Int32(y), Int32(symbol.width), Int32(symbol.height), &err) == 0)
+    }
+    return f
+}
+
+@Suite struct CodeDetectorTests {
+    @Test func invertedCodesAreReadWherePlainZBarReadsNone() throws {
+        let samples = try QRTestCorpus.samples(.inverted, count: 6, seed: 11)
+        let cvcam = try CodeDetector()
+        let zbar = try CodeDetector(passes: .zbarOnly)
+        var c = 0, z = 0, total = 0
+        for s in samples {
+            total += s.codes.count
+            c += hits(s.expectedPayloads, try cvcam.detect(in: s.image).map(\.payload))
+            z += hits(s.expectedPayloads, try zbar.detect(in: s.image).map(\.payload))
+        }
+        #expect(total == 6)
+        #expect(c == total)
+        #expect(z == 0)
+    }
+
+    @Test func blurredAndPerspectiveCodesBeatPlainZBar() throws {
+        let cvcam = try CodeDetector()
+        let zbar = try CodeDetector(passes: .zbarOnly)
+        var c = 0, z = 0
+        for category in [QRTestCorpus.Category.blurred, .perspective] {
+            for s in try QRTestCorpus.samples(category, count: 8, seed: 5) {
+                c += hits(s.expectedPayloads, try cvcam.detect(in: s.image).map(\.payload))
+                z += hits(s.expectedPayloads, try zbar.detect(in: s.image).map(\.payload))
+            }
+        }
+        #expect(c > z, "cvcam \(c) vs ZBar \(z) of 16")
+    }
+
+    @Test func everyCodeInAFrameIsFound() throws {
+        let detector = try CodeDetector()
+        for s in try QRTestCorpus.samples(.multiple, count: 4, seed: 3) {
+            let found = try detector.detect(in: s.image)
+            #expect(s.codes.count >= 2)
+            #expect(hits(s.expectedPayloads, found.map(\.payload)) == s.codes.count, "\(s.name)")
+            #expect(found.count == s.codes.count, "\(s.name): no duplicates")
+        }
+    }
+
+    @Test func nonUTF8PayloadsKeepTheirExactBytes() throws {
+        let detector = try CodeDetector()
+        var sawBinary = false
+        for s in try QRTestCorpus.samples(.nonUTF8, count: 6, seed: 9) {
+            let found = try detector.detect(in: s.image)
+            #expect(found.count == 1, "\(s.name)")
+            guard let code = found.first else { continue }
+            #expect(code.payload == s.codes[0].payload)
+            if code.payload.contains(0x00) {
+                sawBinary = true
+                #expect(code.stringValue == nil)
+            } else {
+                #expect(code.stringValue != nil)
+            }
+        }
+        #expect(sawBinary)
+    }
+
+    @Test func charsetPolicy() {
+        #expect(CodeText.string(from: Array("Grüße ✓".utf8)) == "Grüße ✓")
+        #expect(CodeText.string(from: [0x43, 0x61, 0x66, 0xE9]) == "Café")
+        #expect(CodeText.string(from: [0x93, 0xFA, 0x96, 0x7B]) == "日本")
+        #expect(CodeText.string(from: [0x00, 0xFF, 0x80, 0x01, 0x41]) == nil)
+    }
+
+    @Test func utf8TextDecodesToTheRightString() throws {
+        let text = "Grüße aus Köln – 日本語 ✓"
+        let symbol = try QRCodeImage.make(payload: Array(text.utf8), correction: 1, moduleSize: 4)
+        let image = try frame(width: 640, height: 480, codes: [(symbol, 100, 60)])
+        let found = try CodeDetector().detect(in: image)
+        #expect(found.count == 1)
+        #expect(found.first?.stringValue == text)
+        #expect(found.first?.payload == Array(text.utf8))
+    }
+
+    @Test func noFalseDecodesOnFixturePhotos() throws {
+        let detector = try CodeDetector()
+        var checked = 0
+        for dir in ["Tests/Fixtures/faces/images", "Tests/Fixtures/faces/negatives"] {
+            let path = packageRoot.appendingPathComponent(dir).path
+            for name in try FileManager.default.contentsOfDirectory(atPath: path).sorted() {
+                let found = try detector.detect(in: try ImageFolderSource.decode(path + "/" + name))
+                #expect(found.isEmpty, "\(name): \(found.map(\.payload))")
+                checked += 1
+            }
+        }
+        #expect(checked >= 10)
+    }
+
+    /// Corners start at the symbol's own top-left finder pattern and go clockwise, whatever
+    /// the rotation.
+    @Test(arguments: [0, 90, 180, 270]) func cornersAreClockwiseFromTheCodesTopLeft(degrees: Int) throws {
+        let moduleSize = 5
+        let upright = try QRCodeImage.make(payload: Array("corner test".utf8), correction: 1, moduleSize: moduleSize)
+        let rotated = try PixelBuffer(width: upright.height, height: upright.width, pixelFormat: .bgr)
+        var src = upright.bridgeImage
+        var dst = rotated.bridgeImage
+        var err = cvb_error()
+        #expect(cvb_image_rotate_mirror(&src, &dst, Int32(degrees), 0, &err) == 0)
+        let (x0, y0) = (200, 100)
+        let image = try frame(width: 640, height: 480, codes: [(rotated, x0, y0)])
+        let found = try CodeDetector().detect(in: image)
+        try #require(found.count == 1)
+        let corners = found[0].corners
+        try #require(corners.count == 4)
+        // The symbol (quiet zone excluded) in the upright image, clockwise from top-left.
+        let side = Double(upright.width)
+        let quiet = (side - Double(21 * moduleSize)) / 2
+        let upCorners = [(quiet, quiet), (side - quiet, quiet), (side - quiet, side - quiet), (quiet, side - quiet)]
+        // Rotating the picture clockwise by `degrees` moves each point accordingly.
+        let expected = upCorners.map { (x, y) -> CGPoint in
+            let (rx, ry): (Double, Double)
+            switch degrees {
+            case 90: (rx, ry) = (side - y, x)
+            case 180: (rx, ry) = (side - x, side - y)
+            case 270: (rx, ry) = (y, side - x)
+            default: (rx, ry) = (x, y)
+            }
+            return CGPoint(x: (rx + Double(x0)) / 640, y: (ry + Double(y0)) / 480)
+        }
+        for (got, want) in zip(corners, expected) {
+            #expect(abs(Double(got.x - want.x)) < 0.02 && abs(Double(got.y - want.y)) < 0.02, "\(got) vs \(want)")
+        }
+        #expect(found[0].bounds.contains(CGPoint(x: (Double(x0) + side / 2) / 640, y: (Double(y0) + side / 2) / 480)))
+    }
+
+    @Test func rectOfInterestExcludesCodesOutsideIt() throws {
+        let left = try QRCodeImage.make(payload: Array("left".utf8), correction: 1, moduleSize: 5)
+        let right = try QRCodeImage.make(payload: Array("right".utf8), correction: 1, moduleSize: 5)
+        let image = try frame(width: 640, height: 480, codes: [(left, 40, 150), (right, 420, 150)])
+        let detector = try CodeDetector()
+        #expect(Set(try detector.detect(in: image).compactMap(\.stringValue)) == ["left", "right"])
+        detector.rectOfInterest = CGRect(x: 0, y: 0, width: 0.5, height: 1)
+        let found = try detector.detect(in: image)
+        #expect(found.compactMap(\.stringValue) == ["left"])
+        #expect(found.allSatisfy { $0.bounds.maxX <= 0.5 })
+        // Coordinates stay in the whole frame's device space.
+        #expect(found.first.map { $0.bounds.minX > 0.05 && $0.bounds.minX < 0.2 } == true)
+    }
+
+    @Test func qrIsAlwaysAvailable() {
+        #expect(CodeDetector.availableMetadataObjectTypes.contains(.qr))
+        #expect(CodeDetector.availableMetadataObjectTypes.contains(.ean13))
+    }
+}
