@@ -30,8 +30,7 @@ struct Scaling: ParsableCommand {
             let roi = CGRect(x: (1 - side) / 2, y: (1 - side) / 2, width: side, height: side)
             func measure(_ types: [MetadataObjectType]) throws -> (wall: Double, cpu: Double, faces: Double, codes: Double) {
                 let device = try CaptureDevice(syntheticScene: scene, pacing: .asFastAsPossible)
-                let metadata = CaptureMetadataOutput()
-                try metadata.setMetadataObjectTypes(types)
+                let metadata = try makeDetectingOutput(types)
                 metadata.rectOfInterest = roi
                 let cpu0 = cpuSeconds()
                 let wall = try runToEnd(device: device, outputs: [metadata])
@@ -109,8 +108,7 @@ struct Breakdown: ParsableCommand {
 
         func stageRun(_ types: [MetadataObjectType]) throws -> (faces: Double, codes: Double) {
             let device = try CaptureDevice(videoFileAtPath: input, pacing: .asFastAsPossible)
-            let metadata = CaptureMetadataOutput()
-            try metadata.setMetadataObjectTypes(types)
+            let metadata = try makeDetectingOutput(types)
             _ = try runToEnd(device: device, outputs: [metadata])
             let k = Double(max(metadata.processedFrameCount, 1))
             return (metadata.stageSeconds.faces / k * 1000, metadata.stageSeconds.codes / k * 1000)

@@ -185,12 +185,28 @@ enum StageChoice: String, ExpressibleByArgument, Sendable {
 func makeMetadataOutput(_ stages: StageChoice, types: [MetadataObjectType]) throws -> CaptureMetadataOutput {
     switch stages {
     case .real:
-        let output = CaptureMetadataOutput()
-        try output.setMetadataObjectTypes(types)
-        return output
+        return try makeDetectingOutput(types)
     case .none:
         let output = CaptureMetadataOutput(faceStage: PassThroughFaceStage(), codeStage: nil)
         try output.setMetadataObjectTypes([.face])
         return output
     }
+}
+
+/// Which stages `makeDetectingOutput` uses: "library" (CaptureMetadataOutput's defaults) or
+/// "adapter" (the library's detectors plugged in by AdapterStages.swift).
+func stagesSource(_ types: [MetadataObjectType]) -> String {
+    Set(types).isSubset(of: Set(CaptureMetadataOutput().availableMetadataObjectTypes)) ? "library" : "adapter"
+}
+
+/// A metadata output looking for `types` with the library's detectors.
+func makeDetectingOutput(_ types: [MetadataObjectType]) throws -> CaptureMetadataOutput {
+    let output: CaptureMetadataOutput
+    if stagesSource(types) == "library" {
+        output = CaptureMetadataOutput()
+    } else {
+        output = CaptureMetadataOutput(faceStage: try DetectorFaceStage(), codeStage: try DetectorCodeStage())
+    }
+    try output.setMetadataObjectTypes(types)
+    return output
 }
