@@ -324,6 +324,7 @@ def main():
     ap.add_argument("--frames", type=int, default=20)
     ap.add_argument("--live-frames", type=int, default=300)
     ap.add_argument("--soak", type=float)
+    ap.add_argument("--scaling-frames", type=int, default=12)
     ap.add_argument("--only", default="throughput,codes,live,scaling,breakdown")
     args = ap.parse_args()
     args.errors = []
@@ -352,7 +353,7 @@ def main():
             res["live"] = live(args, bins, clips)
         if "scaling" in only:
             log("scaling")
-            res["scaling"] = run_json([bins["pipeline"], "scaling"], "scaling")
+            res["scaling"] = run_json([bins["pipeline"], "scaling", "--frames", str(args.scaling_frames)], "scaling")
             res["scaling_notes"] = scaling_notes(res["scaling"])
         if "breakdown" in only:
             log("breakdown")
