@@ -102,6 +102,16 @@ let package = Package(
         // Code-reading benchmark: plain ZBar versus CodeDetector on the generated corpus (Tools/bench-codes).
         .executableTarget(name: "bench-codes", dependencies: ["CaptureKit"], path: "Tools/Bench/Codes"),
 
+        // Measures the pipeline for Tools/bench: throughput, live latency, scaling, soak.
+        .executableTarget(
+            name: "bench-pipeline",
+            dependencies: [
+                "CaptureKit",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Tools/Bench/Pipeline"
+        ),
+
         .testTarget(
             name: "CaptureKitTests",
             dependencies: ["CaptureKit", "CVBridge"]

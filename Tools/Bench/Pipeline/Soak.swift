@@ -1,0 +1,179 @@
+import ArgumentParser
+import CaptureKit
+import Foundation
+import Synchronization
+
+/// Plays a finite synthetic scene over and over as one endless camera, for the soak: frame
+/// times and sequence numbers continue across repetitions, so the session sees one stream.
+///
+/// Threading: FrameSource's rule (open/nextFrame/close on the capture thread only).
+final class LoopingSceneSource: FrameSource, @unchecked Sendable {
+    // @unchecked: `cycle`, `format` and `duration` are touched only by the capture thread.
+    let inner: SyntheticCameraSource
+    let cycles: Int
+    var formats: [CaptureDevice.Format] { inner.formats }
+    var isLive: Bool { inner.isLive }
+    var pacing: FramePacing { inner.pacing }
+    private var cycle = 0
+    private var format: CaptureDevice.Format?
+    private var duration = MediaTime(value: 1, timescale: 30)
+
+    init(scene: SyntheticScene, cycles: Int) throws(CaptureError) {
+        inner = try SyntheticCameraSource(scene: scene, pacing: .realTime)
+        self.cycles = cycles
+    }
+
+    var framesPerCycle: Int { inner.scene.frameCount ?? 0 }
+
+    func open(format: CaptureDevice.Format, frameDuration: MediaTime) throws(CaptureError) {
+        cycle = 0
+        self.format = format
+        duration = frameDuration
+        try inner.open(format: format, frameDuration: frameDuration)
+    }
+
+    func nextFrame(isCancelled: @Sendable () -> Bool) throws(CaptureError) -> SourceFrame? {
+        while cycle < cycles {
+            if var frame = try inner.nextFrame(isCancelled: isCancelled) {
+                let offset = Int64(cycle * framesPerCycle)
+                frame.presentationTimeStamp = duration.multiplied(by: offset + Int64(frame.sequenceNumber))
+                frame.sequenceNumber += UInt64(offset)
+                return frame
+            }
+            cycle += 1
+            guard cycle < cycles, let format else { return nil }
+            inner.close()
+            try inner.open(format: format, frameDuration: duration)
+        }
+        return nil
+    }
+
+    func close() { inner.close() }
+}
+
+/// Long run at 720p30 with faces and codes coming and going: memory, descriptors and threads
+/// must stay flat, and every appearance must be reported.
+struct Soak: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run 720p30 synthetic input with faces and codes appearing and leaving; sample RSS, fds, threads.")
+
+    @OptionGroup var fixtures: FixtureOptions
+    @Option(help: "Seconds to run (rounded up to whole 12 s cycles).") var seconds = 60.0
+    @Option(help: "Seconds between samples (default: 2 for runs up to 5 min, else 5).") var sampleInterval: Double?
+    @Option(help: "Detectors: real, or none (a no-work stage; no events, for checking the harness).")
+    var stages: StageChoice = .real
+
+    func run() throws {
+        let folder = try fixtures.folder()
+        let cycle = BenchScenes.soakCycle(fixtures: folder)
+        let cycles = max(1, Int((seconds / BenchScenes.soakCycleSeconds).rounded(.up)))
+        let source = try LoopingSceneSource(scene: cycle, cycles: cycles)
+        let device = try CaptureDevice(
+            uniqueID: "soak", localizedName: "Soak scene", deviceType: .synthetic, source: source)
+        let metadata = try makeMetadataOutput(stages, types: [.face, .qr])
+        let recorder = MetadataRecorder(keepsEvents: true)
+        metadata.setMetadataObjectsDelegate(recorder, queue: DispatchQueue(label: "bench.delegate"))
+
+        let session = CaptureSession()
+        try session.setSessionPreset(.inputPriority)
+        try session.addInput(try CaptureDeviceInput(device: device))
+        try session.addOutput(metadata)
+
+        let interval = sampleInterval ?? (seconds <= 300 ? 2 : 5)
+        let samples = Mutex<[ProcessSample]>([])
+        let start = now()
+        let cpu0 = cpuSeconds()
+        let sampler = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "bench.sampler"))
+        sampler.schedule(deadline: .now(), repeating: interval)
+        sampler.setEventHandler { samples.withLock { $0.append(ProcessSample.take(at: now() - start)) } }
+        sampler.resume()
+        try session.startRunning()
+        session.waitUntilStopped()
+        metadata.waitUntilIdle()
+        sampler.cancel()
+        let wall = now() - start
+        let cpu = cpuSeconds() - cpu0
+        if let error = session.lastRuntimeError { throw error }
+
+        let events = recorder.state.withLock { $0.events }
+        let check = SoakCheck.match(events: events, cycles: cycles)
+        let all = samples.withLock { $0 }
+        // Start-up (model load, first allocations, thread pools, the first restart of the
+        // scene's cycle at 12 s) is excluded from the trend.
+        let warmUp = max(15, wall * 0.1)
+        let steady = all.filter { $0.time >= warmUp }
+        let perTenMinutes = 600.0
+        let x = steady.map(\.time)
+        let rssSlope = Stats.slope(x, steady.map { Double($0.residentKB) / 1024 }) * perTenMinutes
+        let fdSlope = Stats.slope(x, steady.map { Double($0.descriptors) }) * perTenMinutes
+        let threadSlope = Stats.slope(x, steady.map { Double($0.threads) }) * perTenMinutes
+        let firstWindow = steady.prefix(3)
+        let fdsGrew = (steady.last?.descriptors ?? 0) > (firstWindow.map(\.descriptors).max() ?? 0)
+        let threadsGrew = (steady.last?.threads ?? 0) > (firstWindow.map(\.threads).max() ?? 0)
+        emitJSON([
+            "kind": "soak", "seconds": r(wall, 1), "cycles": cycles, "frames": session.capturedFrameCount,
+            "analysed": metadata.processedFrameCount, "skipped": metadata.skippedFrameCount,
+            "cpu_percent": r(cpu / wall * 100, 1), "samples": all.count, "warm_up_s": r(warmUp, 1),
+            "rss_mb_first": r(Double(steady.first?.residentKB ?? 0) / 1024, 2),
+            "rss_mb_last": r(Double(steady.last?.residentKB ?? 0) / 1024, 2),
+            "rss_mb_max": r(Double(all.map(\.residentKB).max() ?? 0) / 1024, 2),
+            "rss_slope_mb_per_10min": r(rssSlope, 3),
+            "fds_first": steady.first?.descriptors ?? 0, "fds_last": steady.last?.descriptors ?? 0,
+            "fds_slope_per_10min": r(fdSlope, 3), "fds_grew": fdsGrew,
+            "threads_first": steady.first?.threads ?? 0, "threads_last": steady.last?.threads ?? 0,
+            "threads_max": all.map(\.threads).max() ?? 0,
+            "threads_slope_per_10min": r(threadSlope, 3), "threads_grew": threadsGrew,
+            "faces_expected": check.facesExpected, "faces_reported": check.facesMatched,
+            "face_enters_total": check.faceEnters, "codes_expected": check.codesExpected,
+            "codes_reported": check.codesMatched, "code_appears_total": check.codeAppears,
+            "series": all.map { ["t": r($0.time, 1), "rss_kb": $0.residentKB, "fds": $0.descriptors, "threads": $0.threads] },
+        ])
+    }
+}
+
+/// Compares the soak's events with the scene's ground truth.
+enum SoakCheck {
+    struct Result {
+        var facesExpected = 0
+        var facesMatched = 0
+        var faceEnters = 0
+        var codesExpected = 0
+        var codesMatched = 0
+        var codeAppears = 0
+    }
+
+    /// An appearance counts as reported when an enter (faces) or appear event with its payload
+    /// (codes) has a frame time inside its window (plus 0.5 s for a late first detection).
+    static func match(events: [MetadataEvent], cycles: Int) -> Result {
+        var result = Result()
+        var enters: [Double] = []
+        var appears: [(String, Double)] = []
+        for event in events {
+            switch event {
+            case .faceEntered(let f): enters.append(f.time.seconds)
+            case .codeAppeared(let c): appears.append((c.stringValue ?? "", c.time.seconds))
+            default: break
+            }
+        }
+        result.faceEnters = enters.count
+        result.codeAppears = appears.count
+        for c in 0..<cycles {
+            let base = Double(c) * BenchScenes.soakCycleSeconds
+            for a in BenchScenes.soakAppearances {
+                let lo = base + a.appearsAt - 0.001
+                let hi = base + a.disappearsAt + 0.5
+                switch a.kind {
+                case .face:
+                    result.facesExpected += 1
+                    if enters.contains(where: { $0 >= lo && $0 < hi }) { result.facesMatched += 1 }
+                case .code:
+                    result.codesExpected += 1
+                    if appears.contains(where: { $0.0 == a.payload && $0.1 >= lo && $0.1 < hi }) {
+                        result.codesMatched += 1
+                    }
+                }
+            }
+        }
+        return result
+    }
+}
