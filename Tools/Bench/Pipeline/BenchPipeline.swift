@@ -95,7 +95,6 @@ struct Batch: ParsableCommand {
         let s = recorder.state.withLock { $0 }
         emitJSON([
             "kind": "batch", "peer": "cvcam-lib", "input": input, "types": types, "frames": n,
-            "stages_source": stagesSource(parseTypes(types)),
             "skipped": metadata.skippedFrameCount, "seconds": r(seconds), "fps": r(Double(n) / seconds, 2),
             "cpu_ms_per_frame": r(cpu / Double(max(n, 1)) * 1000, 2),
             "faces_ms_per_frame": r(stages.faces / Double(max(n, 1)) * 1000, 2),
@@ -147,7 +146,6 @@ struct Live: ParsableCommand {
         let frames = video.deliveredFrameCount + video.droppedFrameCount
         emitJSON([
             "kind": "live", "peer": "cvcam-lib", "input": input, "types": types, "stages": stages.rawValue,
-            "stages_source": stagesSource(parseTypes(types)),
             "frames": frames,
             "analysed": metadata.processedFrameCount, "skipped": metadata.skippedFrameCount,
             "video_output_dropped": video.droppedFrameCount, "latency_samples": latencies.count,

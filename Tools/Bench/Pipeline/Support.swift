@@ -193,20 +193,9 @@ func makeMetadataOutput(_ stages: StageChoice, types: [MetadataObjectType]) thro
     }
 }
 
-/// Which stages `makeDetectingOutput` uses: "library" (CaptureMetadataOutput's defaults) or
-/// "adapter" (the library's detectors plugged in by AdapterStages.swift).
-func stagesSource(_ types: [MetadataObjectType]) -> String {
-    Set(types).isSubset(of: Set(CaptureMetadataOutput().availableMetadataObjectTypes)) ? "library" : "adapter"
-}
-
-/// A metadata output looking for `types` with the library's detectors.
+/// A metadata output looking for `types` with the library's default detectors.
 func makeDetectingOutput(_ types: [MetadataObjectType]) throws -> CaptureMetadataOutput {
-    let output: CaptureMetadataOutput
-    if stagesSource(types) == "library" {
-        output = CaptureMetadataOutput()
-    } else {
-        output = CaptureMetadataOutput(faceStage: try DetectorFaceStage(), codeStage: try DetectorCodeStage())
-    }
+    let output = CaptureMetadataOutput()
     try output.setMetadataObjectTypes(types)
     return output
 }
