@@ -39,6 +39,34 @@ struct V4L2EmulatorTests {
         #expect(CaptureDevice.authorizationStatus(for: .video) == .authorized)
     }
 
+    // MARK: Photos
+
+    @Test func exposureBracketsUseTheCamerasExposureBiasControl() throws {
+        let device = try V4L2Emulator.device()
+        let session = CaptureSession()
+        try session.setSessionPreset(.vga640x480)
+        try session.addInput(try CaptureDeviceInput(device: device))
+        let output = CapturePhotoOutput()
+        try session.addOutput(output)
+        try session.startRunning()
+        defer { try? session.stopRunning() }
+        #expect(output.maxBracketedCapturePhotoCount == 3)
+        let events = PhotoEvents()
+        let settings = CapturePhotoSettings(exposureBrackets: [-1, 0, 1])
+        try output.capturePhoto(with: settings, delegate: events)
+        #expect(events.wait(1))
+        #expect(events.stages(of: settings.uniqueID) == PhotoEvents.lifecycle(photos: 3))
+        #expect(events.photos.map(\.exposureTargetBias) == [-1, 0, 1])
+        #expect(events.finishErrors[settings.uniqueID] == .some(nil))
+        // The bracket ends back at no bias, set through the driver's auto_exposure_bias control.
+        #expect(try device.exposureTargetBias == 0)
+        // A bias the camera cannot take is refused with the full lifecycle.
+        let tooFar = CapturePhotoSettings(exposureBrackets: [-5, 0, 5])
+        try output.capturePhoto(with: tooFar, delegate: events)
+        #expect(events.wait(1))
+        #expect(events.finishErrors[tooFar.uniqueID]??.code == .valueOutOfRange)
+    }
+
     @Test func negotiationReportsWhatTheDriverAdjusted() throws {
         let source = try V4L2FrameSource(path: V4L2Emulator.capturePath)
         // 800x600 at 60 fps does not exist: the driver answers with 640x480 at 30 fps.

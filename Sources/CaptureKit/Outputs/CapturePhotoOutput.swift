@@ -111,9 +111,10 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
     public var supportedFlashModes: [PhotoFlashMode] { [.off] }
 
     /// How many photos one bracketed capture may take: 3 when the source can bias exposure
-    /// (`ExposureBracketingSource`), 0 otherwise (`maxBracketedCapturePhotoCount`).
+    /// (an `ExposureBracketingSource`, or a V4L2 camera with `auto_exposure_bias`), 0 otherwise
+    /// (`maxBracketedCapturePhotoCount`).
     public var maxBracketedCapturePhotoCount: Int {
-        state.withLock { $0.input }?.device.source is any ExposureBracketingSource ? 3 : 0
+        (state.withLock { $0.input }?.device).flatMap(ExposureBiasControl.init(device:)) != nil ? 3 : 0
     }
 
     /// Captures accepted and not yet finished.
@@ -167,7 +168,7 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
                 .unsupported, "\(device.localizedName) has no flash; use flashMode .off")
         }
         if !settings.exposureBrackets.isEmpty {
-            guard let source = device.source as? any ExposureBracketingSource else {
+            guard let source = ExposureBiasControl(device: device) else {
                 return CaptureError(
                     .unsupported,
                     "\(device.localizedName) cannot bias its exposure, so it cannot take exposure brackets; take a single photo")
@@ -175,10 +176,10 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
             if settings.exposureBrackets.count > 3 {
                 return CaptureError(.unsupported, "at most 3 exposure brackets per capture, asked for \(settings.exposureBrackets.count)")
             }
-            if let bad = settings.exposureBrackets.first(where: { !source.exposureTargetBiasRange.contains($0) }) {
+            if let bad = settings.exposureBrackets.first(where: { !source.range.contains($0) }) {
                 return CaptureError(
                     .valueOutOfRange,
-                    "exposure bias \(bad) EV is outside \(device.localizedName)'s range \(source.exposureTargetBiasRange)")
+                    "exposure bias \(bad) EV is outside \(device.localizedName)'s range \(source.range)")
             }
         }
         return nil
@@ -214,7 +215,7 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
     override func receive(_ sample: SampleBuffer, from connection: CaptureConnection, canWait: Bool) {
         // Capture thread: only bookkeeping and (for brackets) one control call; encoding runs
         // on the delegate queue.
-        let source = state.withLock { $0.input }?.device.source as? any ExposureBracketingSource
+        let source = (state.withLock { $0.input }?.device).flatMap(ExposureBiasControl.init(device:))
         var started: [Request] = []
         var completed: [Request] = []
         var failed: [(Request, CaptureError)] = []
@@ -241,13 +242,13 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
                     }
                 }
                 if r.nextBracket == r.settings.exposureBrackets.count {
-                    _ = try? source.setExposureTargetBias(0)
+                    _ = try? source.setBias(0)
                     completed.append(r)
                     continue
                 }
                 if r.waitUntilSequence == nil {
                     do throws(CaptureError) {
-                        let late = try source.setExposureTargetBias(r.settings.exposureBrackets[r.nextBracket])
+                        let late = try source.setBias(r.settings.exposureBrackets[r.nextBracket])
                         r.waitUntilSequence = sample.sequenceNumber + 1 + UInt64(max(0, late))
                     } catch {
                         failed.append((r, error))
@@ -351,5 +352,35 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
         let base = url.deletingPathExtension()
         return base.deletingLastPathComponent().appendingPathComponent("\(base.lastPathComponent)-\(index)")
             .appendingPathExtension(ext)
+    }
+}
+
+/// How a photo output biases exposure for brackets: through a source that does it itself
+/// (`ExposureBracketingSource`), or through a V4L2 camera's `auto_exposure_bias` control
+/// (`CaptureDevice.setExposureTargetBias`, taking the configuration lock for the call).
+struct ExposureBiasControl: Sendable {
+    /// Biases accepted, in EV.
+    let range: ClosedRange<Float>
+    /// Sets a bias; returns how many frames still come at the old exposure.
+    let setBias: @Sendable (Float) throws(CaptureError) -> Int
+
+    /// The device's way of biasing exposure, or nil when it has none.
+    init?(device: CaptureDevice) {
+        if let source = device.source as? any ExposureBracketingSource {
+            range = source.exposureTargetBiasRange
+            setBias = { bias throws(CaptureError) in try source.setExposureTargetBias(bias) }
+            return
+        }
+        guard device.deviceType == .external, device.isControlSupported(.autoExposureBias),
+            let low = try? device.minExposureTargetBias, let high = try? device.maxExposureTargetBias, low < high
+        else { return nil }
+        range = low...high
+        setBias = { bias throws(CaptureError) in
+            try device.lockForConfiguration()
+            defer { device.unlockForConfiguration() }
+            try device.setExposureTargetBias(bias)
+            // Frames already queued in the driver's buffers were exposed before the change.
+            return Int(V4L2FrameSource.bufferCount)
+        }
     }
 }
