@@ -107,6 +107,43 @@ final class CaptureJob: @unchecked Sendable {
         finalDropReport?()
     }
 
+    /// Runs a metadata-analysing command to the end: drop reports, the status line (fps,
+    /// skipped, CPU, `noun` found, progress for files), then the runtime error and the summary
+    /// (`noun` → `found()`; `phrase` for text, e.g. "faces seen"). Throws exit 1 after a runtime
+    /// error.
+    func runAnalysing(
+        _ metadata: CaptureMetadataOutput, output: OutputOptions, noun: String, phrase: String,
+        found: @escaping @Sendable () -> Int
+    ) throws {
+        reportDrops(reason: "frameWasLate") { metadata.skippedFrameCount }
+        let total = expectedFrameCount
+        let started = CaptureJob.cpuSeconds()
+        try run { [self] in
+            let done = metadata.processedFrameCount
+            let seconds = max(elapsed, 0.001)
+            let cpu = (CaptureJob.cpuSeconds() - started) / seconds * 100
+            var text = String(
+                format: "%.1f fps  skipped %d  CPU %.0f%%  %@ %d", Double(done) / seconds, metadata.skippedFrameCount,
+                cpu, noun, found())
+            if let total { text += "  " + StatusLine.progress(done: done, total: total, perSecond: Double(done) / seconds) }
+            return text
+        }
+        metadata.waitUntilIdle()
+        finishDropReports()
+        reportRuntimeError()
+        if !output.quiet || output.json {
+            var fields = summaryFields(processed: metadata.processedFrameCount, skipped: metadata.skippedFrameCount)
+            fields[noun] = found()
+            printer.emit(
+                "summary", fields,
+                text: String(
+                    format: "summary: %d frames, %d analysed at %.1f fps, %d skipped, %d %@", session.capturedFrameCount,
+                    metadata.processedFrameCount, fields["fps"] as? Double ?? 0, metadata.skippedFrameCount, found(),
+                    phrase))
+        }
+        if runtimeError != nil { throw ExitCode(ExitStatus.runtimeError) }
+    }
+
     /// Seconds since the session started.
     var elapsed: Double { Date().timeIntervalSince(startedAt) }
 

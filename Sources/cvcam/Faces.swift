@@ -41,33 +41,7 @@ struct Faces: ParsableCommand {
         let log = FaceLog(printer: job.printer, everyFrame: everyFrame)
         metadata.setMetadataObjectsDelegate(log, queue: DispatchQueue(label: "cvcam.faces.log"))
         try job.add(metadata)
-        job.reportDrops(reason: "frameWasLate") { metadata.skippedFrameCount }
-        let total = job.expectedFrameCount
-        let started = CaptureJob.cpuSeconds()
-        try job.run { [job] in
-            let done = metadata.processedFrameCount
-            let seconds = max(job.elapsed, 0.001)
-            let cpu = (CaptureJob.cpuSeconds() - started) / seconds * 100
-            var text = String(
-                format: "%.1f fps  skipped %d  CPU %.0f%%  faces %d", Double(done) / seconds,
-                metadata.skippedFrameCount, cpu, log.facesSeen)
-            if let total { text += "  " + StatusLine.progress(done: done, total: total, perSecond: Double(done) / seconds) }
-            return text
-        }
-        metadata.waitUntilIdle()
-        job.finishDropReports()
-        job.reportRuntimeError()
-        if !output.quiet || output.json {
-            var fields = job.summaryFields(processed: metadata.processedFrameCount, skipped: metadata.skippedFrameCount)
-            fields["faces"] = log.facesSeen
-            job.printer.emit(
-                "summary", fields,
-                text: String(
-                    format: "summary: %d frames, %d analysed at %.1f fps, %d skipped, %d faces seen",
-                    job.session.capturedFrameCount, metadata.processedFrameCount,
-                    fields["fps"] as? Double ?? 0, metadata.skippedFrameCount, log.facesSeen))
-        }
-        if job.runtimeError != nil { throw ExitCode(ExitStatus.runtimeError) }
+        try job.runAnalysing(metadata, output: output, noun: "faces", phrase: "faces seen") { log.facesSeen }
     }
 }
 

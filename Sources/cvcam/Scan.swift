@@ -54,33 +54,7 @@ struct Scan: ParsableCommand {
         }
         metadata.setMetadataObjectsDelegate(log, queue: DispatchQueue(label: "cvcam.scan.log"))
         try job.add(metadata)
-        job.reportDrops(reason: "frameWasLate") { metadata.skippedFrameCount }
-        let total = job.expectedFrameCount
-        let started = CaptureJob.cpuSeconds()
-        try job.run { [job] in
-            let done = metadata.processedFrameCount
-            let seconds = max(job.elapsed, 0.001)
-            let cpu = (CaptureJob.cpuSeconds() - started) / seconds * 100
-            var text = String(
-                format: "%.1f fps  skipped %d  CPU %.0f%%  codes %d", Double(done) / seconds,
-                metadata.skippedFrameCount, cpu, log.codesSeen)
-            if let total { text += "  " + StatusLine.progress(done: done, total: total, perSecond: Double(done) / seconds) }
-            return text
-        }
-        metadata.waitUntilIdle()
-        job.finishDropReports()
-        job.reportRuntimeError()
-        if !output.quiet || output.json {
-            var fields = job.summaryFields(processed: metadata.processedFrameCount, skipped: metadata.skippedFrameCount)
-            fields["codes"] = log.codesSeen
-            job.printer.emit(
-                "summary", fields,
-                text: String(
-                    format: "summary: %d frames, %d analysed at %.1f fps, %d skipped, %d codes read",
-                    job.session.capturedFrameCount, metadata.processedFrameCount, fields["fps"] as? Double ?? 0,
-                    metadata.skippedFrameCount, log.codesSeen))
-        }
-        if job.runtimeError != nil { throw ExitCode(ExitStatus.runtimeError) }
+        try job.runAnalysing(metadata, output: output, noun: "codes", phrase: "codes read") { log.codesSeen }
         if log.codesSeen == 0 && input.isFinite && !job.interrupted { throw ExitCode(ExitStatus.nothingFound) }
     }
 }
