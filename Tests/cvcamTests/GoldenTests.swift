@@ -4,14 +4,16 @@ import Testing
 /// The built binary end to end on fixture photos and synthetic inputs, compared as readable
 /// NDJSON with golden files in Tests/cvcamTests/Golden. Times come from the synthetic clock or
 /// the image index, so they are deterministic; the summary's wall-clock fields (`seconds`,
-/// `fps`) are masked. Set CVCAM_UPDATE_GOLDEN=1 to rewrite the files after a deliberate change.
+/// `fps`) are masked, and the checkout's path is written `<root>`. Set CVCAM_UPDATE_GOLDEN=1 to rewrite the files after a deliberate change.
 @Suite struct GoldenTests {
     static let golden = CLI.packageRoot.appendingPathComponent("Tests/cvcamTests/Golden")
 
     /// Output lines with wall-clock fields replaced, after checking every line is schema-1 JSON.
     func normalised(_ stdout: String) throws -> String {
         var lines: [String] = []
-        for line in stdout.split(separator: "\n") {
+        // Paths into the checkout differ from machine to machine.
+        let text = stdout.replacingOccurrences(of: CLI.packageRoot.path, with: "<root>")
+        for line in text.split(separator: "\n") {
             guard var object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
                 Issue.record("not a JSON object: \(line)")
                 continue
