@@ -72,6 +72,10 @@ cvb_mat *cvb_image_decode(const uint8_t *bytes, size_t length, int32_t format, c
 cvb_mat *cvb_image_encode(const cvb_image *src, const char *extension, const int32_t *params,
                           int32_t param_count, cvb_error *err) {
     return guarded_ptr<cvb_mat>(err, [&]() -> cvb_mat * {
+        if (param_count < 0 || param_count % 2 != 0 || (param_count > 0 && params == nullptr)) {
+            set_error(err, -1, "encoding parameters must be key, value pairs");
+            return nullptr;
+        }
         std::vector<int> p(params, params + param_count);
         std::vector<uchar> out;
         if (!cv::imencode(extension, as_mat(src), out, p)) {

@@ -252,6 +252,44 @@ final class SilentCamera: FrameSource, @unchecked Sendable {
 @Suite(.serialized) struct PhotoFileTests {
     /// Writes a frame with every rotation/mirroring and lets Pillow (not our code) read the EXIF
     /// and apply the orientation: the result must equal what the connection delivers as video.
+    /// The quality setting reaches libjpeg: the same frame encodes to the same bytes every time,
+    /// and Pillow's quantisation-table estimate follows the requested quality. (The encoder once
+    /// passed half its parameter count to OpenCV, which then read the quality from beyond the
+    /// array: photos and movie frames came out at random quality.)
+    @Test func jpegQualityIsHonouredAndEncodingIsRepeatable() throws {
+        let folder = try PhotoTestSupport.temporaryFolder("jpeg-quality")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let source = try SyntheticCameraSource(scene: PhotoTestSupport.scene(width: 320, height: 240))
+        try source.open(format: source.formats[0], frameDuration: MediaTime(value: 1, timescale: 30))
+        let frame = try #require(try source.nextFrame(isCancelled: { false }))
+        source.close()
+        let converter = FrameConverter()
+        func encode(_ quality: Int) throws -> Data {
+            try PhotoEncoder.encode(
+                frame.pixelBuffer, codec: .jpeg(quality: quality), rotation: 0, mirrored: false, device: nil,
+                captureDate: Date(timeIntervalSince1970: 0), annotation: nil, converter: converter)
+        }
+        var sizes: [Int: Int] = [:]
+        for quality in [10, 50, 95] {
+            let first = try encode(quality)
+            for _ in 0..<20 { #expect(try encode(quality) == first, "quality \(quality) encodes differently on a repeat") }
+            sizes[quality] = first.count
+            try AtomicFile.write(first, to: folder.appendingPathComponent("q\(quality).jpg"))
+        }
+        // Noise makes size grow steeply with quality.
+        #expect(sizes[10]! * 2 < sizes[50]! && sizes[50]! * 2 < sizes[95]!, "sizes \(sizes)")
+        // libjpeg scales its standard tables by the quality: the first luminance entry is 16 at 50,
+        // 80 at 10 (5000/q %) and 2 at 95 (200 − 2q %).
+        let script = """
+            import sys
+            from PIL import Image
+            for path in sys.argv[1:]:
+                print(Image.open(path).quantization[0][0])
+            """
+        let out = try PhotoTestSupport.python(script, [10, 50, 95].map { folder.appendingPathComponent("q\($0).jpg").path })
+        #expect(out.split(separator: "\n").map(String.init) == ["80", "16", "2"])
+    }
+
     @Test func exifOrientationMatchesTheConnectionsTransformForAllEightCases() throws {
         let folder = try PhotoTestSupport.temporaryFolder("exif-orientation")
         defer { try? FileManager.default.removeItem(at: folder) }

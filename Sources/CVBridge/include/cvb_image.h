@@ -54,7 +54,8 @@ cvb_mat *cvb_image_read(const char *path, int32_t format, cvb_error *err);
 cvb_mat *cvb_image_decode(const uint8_t *bytes, size_t length, int32_t format, cvb_error *err);
 
 /// Encodes an image (`cv::imencode`). `extension` is ".jpg" or ".png"; `params` are OpenCV
-/// IMWRITE_* pairs (may be NULL when `param_count` is 0). The encoded bytes are returned as
+/// IMWRITE_* key, value pairs laid out flat; `param_count` counts int32 values (twice the number
+/// of pairs; an odd count is refused). `params` may be NULL when `param_count` is 0. The encoded bytes are returned as
 /// a 1-row matrix: read them with `cvb_mat_image(...).data`, length `cvb_mat_byte_length`.
 cvb_mat *cvb_image_encode(const cvb_image *src, const char *extension,
                           const int32_t *params, int32_t param_count, cvb_error *err);

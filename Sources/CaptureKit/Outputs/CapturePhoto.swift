@@ -202,14 +202,14 @@ enum PhotoEncoder {
     /// Encodes `frame` (BGR, sensor orientation).
     ///
     /// JPEG keeps the sensor pixels and records `rotation`/`mirrored` as EXIF Orientation; PNG
-    /// applies them to the pixels. The corresponding C function is `cvb_image_encode` (`cv::imencode`).
+    /// applies them to the pixels. Pixels are encoded by `ImageFile.encode` (`cvb_image_encode`, `cv::imencode`).
     static func encode(
         _ frame: PixelBuffer, codec: PhotoCodec, rotation: Int32, mirrored: Bool, device: CaptureDevice?,
         captureDate: Date, annotation: PhotoAnnotation?, converter: FrameConverter
     ) throws(CaptureError) -> Data {
         switch codec {
         case .jpeg(let quality):
-            let jpeg = try encodeImage(frame, extension: ".jpg", params: [1, Int32(max(0, min(100, quality)))])  // IMWRITE_JPEG_QUALITY
+            let jpeg = Data(try ImageFile.encode(frame, as: .jpeg(quality: quality)))
             let exif = PhotoExif(
                 make: device.map(make(of:)) ?? "cvcam", model: device?.localizedName ?? "unknown",
                 orientation: PhotoExif.orientation(rotation: rotation, mirrored: mirrored),
@@ -224,7 +224,7 @@ enum PhotoEncoder {
                 pixelBuffer: frame, presentationTimeStamp: .zero, duration: .zero, sequenceNumber: 0,
                 inputID: CaptureInput.ID(rawValue: 0))
             let upright = try converter.convert(sample, to: .bgr, rotation: rotation, mirrored: mirrored)
-            return try encodeImage(upright.pixelBuffer, extension: ".png", params: [])
+            return Data(try ImageFile.encode(upright.pixelBuffer, as: .png))
         }
     }
 
@@ -236,21 +236,6 @@ enum PhotoEncoder {
         case .imageFolder: "cvcam image folder"
         case .synthetic: "cvcam synthetic camera"
         }
-    }
-
-    private static func encodeImage(_ frame: PixelBuffer, extension ext: String, params: [Int32]) throws(CaptureError) -> Data {
-        var image = frame.bridgeImage
-        var err = cvb_error()
-        let mat = params.withUnsafeBufferPointer {
-            cvb_image_encode(&image, ext, $0.baseAddress, Int32($0.count / 2), &err)
-        }
-        guard let mat else {
-            throw CaptureError(.conversionFailed, "encoding a \(frame.width)x\(frame.height) photo as \(ext) failed: \(err.text)")
-        }
-        defer { cvb_mat_release(mat) }
-        let length = cvb_mat_byte_length(mat)
-        guard let bytes = cvb_mat_image(mat).data else { return Data() }
-        return Data(bytes: bytes, count: length)
     }
 
     /// A BGR copy of `frame` scaled to fit in `size`, aspect kept (`cvb_image_resize`).
