@@ -226,6 +226,57 @@ struct V4L2EmulatorTests {
         #expect(events.stages(of: refused.uniqueID) == PhotoEvents.lifecycle(photos: 1))
     }
 
+    @Test func aFailingSwitchOrStrobeEndsThePhotoWithAnErrorAndVideoGoesOn() throws {
+        // The driver refuses the still size (S_FMT to 1280 wide) and the strobe (S_CTRL).
+        V4L2Emulator.setFaults("extra-controls")
+        defer { V4L2Emulator.clearFaults() }
+        var system = V4L2SystemCalls.live
+        let live = V4L2SystemCalls.live
+        system.ioctl = { fd, request, arg in
+            if request == CV4L2_VIDIOC_S_FMT && arg.assumingMemoryBound(to: v4l2_format.self).pointee.fmt.pix.width == 1280 {
+                errno = EIO
+                return -1
+            }
+            if request == CV4L2_VIDIOC_S_CTRL
+                && arg.assumingMemoryBound(to: v4l2_control.self).pointee.id == CaptureDevice.Control.flashStrobe.rawValue
+            {
+                errno = EIO
+                return -1
+            }
+            return live.ioctl(fd, request, arg)
+        }
+        let device = try CaptureDevice(v4l2Path: V4L2Emulator.capturePath, system: system)
+        let session = CaptureSession()
+        try session.setSessionPreset(.vga640x480)
+        try session.addInput(try CaptureDeviceInput(device: device))
+        let video = CaptureVideoDataOutput()
+        let sizes = FrameSizeLog()
+        video.setSampleBufferDelegate(sizes, queue: DispatchQueue(label: "v4l2.test"))
+        let photos = CapturePhotoOutput()
+        try session.addOutput(video)
+        try session.addOutput(photos)
+        try session.startRunning()
+        defer { try? session.stopRunning() }
+        #expect(sizes.wait(for: 5))
+        let events = PhotoEvents()
+        let large = CapturePhotoSettings(maxPhotoDimensions: .init(width: 1280, height: 720))
+        try photos.capturePhoto(with: large, delegate: events)
+        #expect(events.wait(1))
+        #expect(events.stages(of: large.uniqueID) == PhotoEvents.lifecycle(photos: 1))
+        #expect(events.finishErrors[large.uniqueID]??.message.contains("1280x720") == true)
+        let before = sizes.count
+        #expect(sizes.wait(for: before + 5))
+        #expect(session.isRunning)
+
+        let flash = CapturePhotoSettings(flashMode: .on)
+        try photos.capturePhoto(with: flash, delegate: events)
+        #expect(events.wait(1))
+        #expect(events.stages(of: flash.uniqueID) == PhotoEvents.lifecycle(photos: 1))
+        #expect(events.finishErrors[flash.uniqueID]??.errno == EIO)
+        #expect(try device.value(of: .flashLEDMode) == 0)  // back to off after the failed strobe
+        #expect(sizes.frames.allSatisfy { $0.width == 640 })
+    }
+
     @Test func negotiationReportsWhatTheDriverAdjusted() throws {
         let source = try V4L2FrameSource(path: V4L2Emulator.capturePath)
         // 800x600 at 60 fps does not exist: the driver answers with 640x480 at 30 fps.

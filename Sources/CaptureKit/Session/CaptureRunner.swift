@@ -208,20 +208,20 @@ final class CaptureRunner: Sendable {
         do throws(CaptureError) {
             try source.open(format: still.format, frameDuration: stillDuration)
             var streamed = 0
-            while !isCancelled() {
+            var done = false
+            while !done && !isCancelled() && streamed < Self.maximumStillFrames {
                 guard let frame = try source.nextFrame(isCancelled: isCancelled) else { break }
                 let sample = SampleBuffer(
                     pixelBuffer: frame.pixelBuffer, presentationTimeStamp: frame.presentationTimeStamp,
                     duration: stillDuration, sequenceNumber: frame.sequenceNumber, inputID: input.id)
                 frameCounter()
-                if still.output.receiveStill(sample, format: still.format, from: still.connection) { break }
+                done = still.output.receiveStill(sample, format: still.format, from: still.connection)
                 streamed += 1
-                if streamed >= Self.maximumStillFrames {
-                    failure = CaptureError(
-                        .deviceFailure,
-                        "\(input.device.localizedName) gave no usable frame in \(streamed) frames at \(still.format.dimensions); the session went back to \(format.dimensions)")
-                    break
-                }
+            }
+            if !done && !isCancelled() {
+                failure = CaptureError(
+                    .deviceFailure,
+                    "\(input.device.localizedName) gave no usable frame in \(streamed) frames at \(still.format.dimensions); the session went back to \(format.dimensions)")
             }
         } catch {
             failure = error
