@@ -33,7 +33,11 @@
 //   unplug-after N   after N frames the device disappears: DQBUF/QBUF/ioctls fail with ENODEV,
 //                    poll reports POLLERR|POLLHUP, opens fail with ENOENT until the line goes
 //   slow MS          every frame arrives MS milliseconds apart, whatever the interval
-//   extra-controls   the camera also has do_white_balance, auto_focus_start and an LED (torch)
+//   extra-controls   the camera also has do_white_balance, auto_focus_start, an LED (flash and
+//                    torch: flash_led_mode) and a flash strobe button (flash_strobe)
+//   control-log      every control write that succeeds is appended to "<control file>.log" as
+//                    "<CLOCK_MONOTONIC µs> <id, hex> <value>" (buttons log 1), so tests can see what
+//                    a capture did to the camera and when, on the clock of the frames' timestamps
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <dlfcn.h>
@@ -152,6 +156,7 @@ static const emu_control controls[] = {
     {V4L2_CID_DO_WHITE_BALANCE, V4L2_CTRL_TYPE_BUTTON, "Do White Balance", 0, 0, 0, 0, 1},
     {V4L2_CID_AUTO_FOCUS_START, V4L2_CTRL_TYPE_BUTTON, "Auto Focus, Start", 0, 0, 0, 0, 1},
     {V4L2_CID_FLASH_LED_MODE, V4L2_CTRL_TYPE_MENU, "LED Mode", 0, 2, 1, 0, 1},
+    {V4L2_CID_FLASH_STROBE, V4L2_CTRL_TYPE_BUTTON, "Strobe", 0, 0, 0, 0, 1},
 };
 #define CONTROL_COUNT (sizeof(controls) / sizeof(controls[0]))
 static const int64_t exposure_bias_menu[9] = {-2000, -1500, -1000, -500, 0, 500, 1000, 1500, 2000};
@@ -182,19 +187,20 @@ typedef struct {
     uint64_t stream_start_ns;
     uint64_t next_slot;
     uint64_t frames_delivered;
-    // Frames for the current mode.
-    uint8_t *images[MAX_IMAGES];
-    uint32_t image_lengths[MAX_IMAGES];
-    int image_count;
-    int images_mode;
+    // Frames per mode, rendered at the first STREAMON in that mode and kept (a photo's switch
+    // to a still size and back must not pay for rendering twice).
+    uint8_t *images[MODE_COUNT][MAX_IMAGES];
+    uint32_t image_lengths[MODE_COUNT][MAX_IMAGES];
+    int image_count[MODE_COUNT];
     // Faults.
     int unplug_after; // -1: none
     int unplugged;
     int extras;       // the optional controls are present
     uint32_t slow_ms;
+    int log_controls; // append control writes to the log file
 } emu_device;
 
-static emu_device device = {.lock = PTHREAD_MUTEX_INITIALIZER, .owner = -1, .images_mode = -1, .unplug_after = -1};
+static emu_device device = {.lock = PTHREAD_MUTEX_INITIALIZER, .owner = -1, .unplug_after = -1};
 
 typedef struct {
     int fd;
@@ -238,15 +244,19 @@ static emu_fd *lookup(int fd) {
 // MARK: faults
 
 typedef struct {
-    int busy, eacces, unplug_after, slow_ms, extras;
+    int busy, eacces, unplug_after, slow_ms, extras, log_controls;
 } emu_faults;
 
-static emu_faults read_faults(void) {
-    emu_faults f = {0, 0, -1, 0, 0};
-    char path[256];
+static void control_file_path(char *path, size_t size) {
     const char *configured = getenv("V4L2_EMULATOR_CONTROL");
-    if (configured) snprintf(path, sizeof path, "%s", configured);
-    else snprintf(path, sizeof path, "/tmp/v4l2-emulator-%d.control", (int)getpid());
+    if (configured) snprintf(path, size, "%s", configured);
+    else snprintf(path, size, "/tmp/v4l2-emulator-%d.control", (int)getpid());
+}
+
+static emu_faults read_faults(void) {
+    emu_faults f = {0, 0, -1, 0, 0, 0};
+    char path[256];
+    control_file_path(path, sizeof path);
     int fd = REAL(open)(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return f;
     char text[512];
@@ -259,6 +269,7 @@ static emu_faults read_faults(void) {
         if (strcmp(line, "busy") == 0) f.busy = 1;
         else if (strcmp(line, "eacces") == 0) f.eacces = 1;
         else if (strcmp(line, "extra-controls") == 0) f.extras = 1;
+        else if (strcmp(line, "control-log") == 0) f.log_controls = 1;
         else if (sscanf(line, "unplug-after %d", &value) == 1) f.unplug_after = value;
         else if (sscanf(line, "slow %d", &value) == 1) f.slow_ms = value;
     }
@@ -374,10 +385,9 @@ static uint32_t frame_bytes(int mode) { return modes[mode].width * modes[mode].h
 
 // Renders the frames for the current mode (called with the lock held, at STREAMON).
 static void prepare_images_locked(void) {
-    if (device.images_mode == device.mode) return;
-    for (int i = 0; i < device.image_count; i++) free(device.images[i]);
-    device.image_count = 0;
-    const emu_mode *m = &modes[device.mode];
+    int mode = device.mode;
+    if (device.image_count[mode] > 0) return;
+    const emu_mode *m = &modes[mode];
     uint8_t *rgb = malloc((size_t)m->width * m->height * 3);
     char *names[64];
     int name_count = 0;
@@ -393,35 +403,34 @@ static void prepare_images_locked(void) {
         qsort(names, name_count, sizeof names[0], compare_names);
     }
     for (int i = 0; i < name_count; i++) {
-        if (device.image_count < MAX_IMAGES) {
+        if (device.image_count[mode] < MAX_IMAGES) {
             char path[1024];
             snprintf(path, sizeof path, "%s/%s", folder, names[i]);
             if (load_jpeg(path, rgb, m->width, m->height) == 0) {
-                int k = device.image_count++;
+                int k = device.image_count[mode]++;
                 if (m->fourcc == V4L2_PIX_FMT_YUYV) {
-                    device.images[k] = malloc(frame_bytes(device.mode));
-                    rgb_to_yuyv(rgb, device.images[k], m->width, m->height);
-                    device.image_lengths[k] = frame_bytes(device.mode);
+                    device.images[mode][k] = malloc(frame_bytes(mode));
+                    rgb_to_yuyv(rgb, device.images[mode][k], m->width, m->height);
+                    device.image_lengths[mode][k] = frame_bytes(mode);
                 } else {
-                    device.images[k] = rgb_to_jpeg(rgb, m->width, m->height, &device.image_lengths[k]);
+                    device.images[mode][k] = rgb_to_jpeg(rgb, m->width, m->height, &device.image_lengths[mode][k]);
                 }
             }
         }
         free(names[i]);
     }
-    if (device.image_count == 0) {
+    if (device.image_count[mode] == 0) {
         colour_bars(rgb, m->width, m->height);
         if (m->fourcc == V4L2_PIX_FMT_YUYV) {
-            device.images[0] = malloc(frame_bytes(device.mode));
-            rgb_to_yuyv(rgb, device.images[0], m->width, m->height);
-            device.image_lengths[0] = frame_bytes(device.mode);
+            device.images[mode][0] = malloc(frame_bytes(mode));
+            rgb_to_yuyv(rgb, device.images[mode][0], m->width, m->height);
+            device.image_lengths[mode][0] = frame_bytes(mode);
         } else {
-            device.images[0] = rgb_to_jpeg(rgb, m->width, m->height, &device.image_lengths[0]);
+            device.images[mode][0] = rgb_to_jpeg(rgb, m->width, m->height, &device.image_lengths[mode][0]);
         }
-        device.image_count = 1;
+        device.image_count[mode] = 1;
     }
     free(rgb);
-    device.images_mode = device.mode;
 }
 
 // MARK: streaming
@@ -454,9 +463,10 @@ static void advance_locked(void) {
             }
         if (chosen < 0) continue; // no buffer: the frame is lost, the sequence moves on
         emu_buffer *b = &device.buffers[chosen];
-        int image = (int)((slot / FRAMES_PER_IMAGE) % (uint64_t)device.image_count);
-        memcpy(device.memory + (size_t)chosen * device.buffer_size, device.images[image], device.image_lengths[image]);
-        b->bytesused = device.image_lengths[image];
+        int image = (int)((slot / FRAMES_PER_IMAGE) % (uint64_t)device.image_count[device.mode]);
+        memcpy(device.memory + (size_t)chosen * device.buffer_size, device.images[device.mode][image],
+               device.image_lengths[device.mode][image]);
+        b->bytesused = device.image_lengths[device.mode][image];
         uint64_t t = device.stream_start_ns + (slot + 1) * step;
         b->timestamp.tv_sec = (time_t)(t / 1000000000ull);
         b->timestamp.tv_usec = (suseconds_t)((t % 1000000000ull) / 1000);
@@ -618,6 +628,20 @@ static const char *menu_name(uint32_t id, uint32_t index) {
     return "";
 }
 
+// Appends a successful control write to "<control file>.log" (the `control-log` line).
+static void log_control_locked(uint32_t id, int32_t value) {
+    if (!device.log_controls) return;
+    char path[280];
+    control_file_path(path, sizeof path - 4);
+    strcat(path, ".log");
+    int fd = REAL(open)(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) return;
+    char line[96];
+    int n = snprintf(line, sizeof line, "%llu 0x%08x %d\n", (unsigned long long)(now_ns() / 1000), id, value);
+    if (write(fd, line, (size_t)n) != n) { /* a test reading the log sees the line missing */ }
+    REAL(close)(fd);
+}
+
 // Checks and applies one control write; returns 0 or an errno. `apply` 0 only validates.
 static int set_control_locked(uint32_t id, int32_t *value, int apply) {
     int i = control_index(id);
@@ -627,11 +651,19 @@ static int set_control_locked(uint32_t id, int32_t *value, int apply) {
     if (control_flags(d->id) & V4L2_CTRL_FLAG_INACTIVE) return EACCES;
     if ((d->type == V4L2_CTRL_TYPE_MENU || d->type == V4L2_CTRL_TYPE_INTEGER_MENU) && !valid_menu_index(d->id, *value))
         return EINVAL;
-    if (d->type == V4L2_CTRL_TYPE_BUTTON) return 0; // pressing a button stores nothing
+    // As in the flash API: a strobe only in flash mode.
+    if (id == V4L2_CID_FLASH_STROBE && value_of(V4L2_CID_FLASH_LED_MODE) != V4L2_FLASH_LED_MODE_FLASH) return EBUSY;
+    if (d->type == V4L2_CTRL_TYPE_BUTTON) { // pressing a button stores nothing
+        if (apply) log_control_locked(id, 1);
+        return 0;
+    }
     // Integers are clamped and rounded to the step, as the kernel's control framework does.
     int32_t v = *value < d->min ? d->min : *value > d->max ? d->max : *value;
     v = d->min + (v - d->min + d->step / 2) / d->step * d->step;
-    if (apply) device.values[i] = v;
+    if (apply) {
+        device.values[i] = v;
+        log_control_locked(id, v);
+    }
     *value = v;
     return 0;
 }
@@ -935,6 +967,7 @@ static int emulated_open(const char *path, int flags) {
     device.unplug_after = f.unplug_after;
     device.slow_ms = (uint32_t)f.slow_ms;
     device.extras = f.extras;
+    device.log_controls = f.log_controls;
     pthread_mutex_unlock(&device.lock);
     if (gone) return fail(ENOENT);
     if (f.eacces) return fail(EACCES);

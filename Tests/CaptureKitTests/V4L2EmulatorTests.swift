@@ -67,6 +67,216 @@ struct V4L2EmulatorTests {
         #expect(events.finishErrors[tooFar.uniqueID]??.code == .valueOutOfRange)
     }
 
+    @Test func aLargerPhotoSwitchesTheCameraForTheShotAndBack() throws {
+        // Every S_FMT (pixel format, width) and STREAMON/STREAMOFF the backend issues.
+        let calls = Mutex<[String]>([])
+        var system = V4L2SystemCalls.live
+        let live = V4L2SystemCalls.live
+        system.ioctl = { fd, request, arg in
+            let result = live.ioctl(fd, request, arg)
+            if request == CV4L2_VIDIOC_S_FMT {
+                let pix = arg.assumingMemoryBound(to: v4l2_format.self).pointee.fmt.pix
+                let code = String(decoding: (0..<4).map { UInt8(truncatingIfNeeded: pix.pixelformat >> ($0 * 8)) }, as: UTF8.self)
+                calls.withLock { $0.append("S_FMT \(code) \(pix.width)x\(pix.height)") }
+            } else if request == CV4L2_VIDIOC_STREAMON {
+                calls.withLock { $0.append("STREAMON") }
+            } else if request == CV4L2_VIDIOC_STREAMOFF {
+                calls.withLock { $0.append("STREAMOFF") }
+            }
+            return result
+        }
+        let device = try CaptureDevice(v4l2Path: V4L2Emulator.capturePath, system: system)
+        let session = CaptureSession()
+        try session.setSessionPreset(.vga640x480)
+        try session.addInput(try CaptureDeviceInput(device: device))
+        let video = CaptureVideoDataOutput()
+        let sizes = FrameSizeLog()
+        video.setSampleBufferDelegate(sizes, queue: DispatchQueue(label: "v4l2.test"))
+        let metadata = CaptureMetadataOutput()
+        try metadata.setMetadataObjectTypes([.face])
+        let photos = CapturePhotoOutput()
+        for output in [video, metadata, photos] as [CaptureOutput] { try session.addOutput(output) }
+        try session.startRunning()
+        defer { try? session.stopRunning() }
+        #expect(sizes.wait(for: 10))
+        #expect(photos.maxPhotoDimensions == .init(width: 1280, height: 720))
+        #expect(calls.withLock { $0 } == ["S_FMT YUYV 640x480", "STREAMON"])
+
+        // The default (no maxPhotoDimensions) is the active format's size, taken without a switch.
+        let events = PhotoEvents()
+        let plain = CapturePhotoSettings()
+        try photos.capturePhoto(with: plain, delegate: events)
+        #expect(events.wait(1))
+        #expect(events.photos.last?.resolvedSettings.photoDimensions == .init(width: 640, height: 480))
+        #expect(events.photos.last?.pixelBuffer?.width == 640)
+        #expect(calls.withLock { $0 } == ["S_FMT YUYV 640x480", "STREAMON"])
+
+        // The largest size: the camera streams MJPEG 1280x720 (30 fps, faster than YUYV's 10)
+        // for the shot, then YUYV 640x480 again.
+        let folder = try PhotoTestSupport.temporaryFolder("v4l2-still")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let url = folder.appendingPathComponent("still.jpg")
+        let large = CapturePhotoSettings(maxPhotoDimensions: photos.maxPhotoDimensions, fileURL: url)
+        let before = sizes.count
+        try photos.capturePhoto(with: large, delegate: events)
+        #expect(events.wait(1))
+        #expect(events.stages(of: large.uniqueID) == PhotoEvents.lifecycle(photos: 1))
+        #expect(events.finishErrors[large.uniqueID] == .some(nil))
+        let photo = try #require(events.photos.last)
+        #expect(photo.resolvedSettings.photoDimensions == .init(width: 1280, height: 720))
+        let pixels = try #require(photo.pixelBuffer)
+        #expect(pixels.width == 1280 && pixels.height == 720)
+        // A real frame of the still stream: the emulator's first image (shown for 15 frames,
+        // and the shot comes after formatSwitchSettleFrameCount of them).
+        #expect(try meanDifference(pixels, fixture: v4l2FixtureImages + "/grace_hopper.jpg") < 12)
+        // The file decodes at that size with a separate decoder (Pillow).
+        let decoded = try PhotoTestSupport.python(
+            "import sys\nfrom PIL import Image\nim = Image.open(sys.argv[1]); im.load(); print(im.format, *im.size)", [url.path])
+        #expect(decoded.trimmingCharacters(in: .whitespacesAndNewlines) == "JPEG 1280 720")
+
+        // Video keeps flowing afterwards, at the old size; the gap is reported as skipped frames.
+        #expect(sizes.wait(for: before + 10))
+        try session.stopRunning()
+        #expect(calls.withLock { $0 } == [
+            "S_FMT YUYV 640x480", "STREAMON", "STREAMOFF", "S_FMT MJPG 1280x720", "STREAMON", "STREAMOFF",
+            "S_FMT YUYV 640x480", "STREAMON", "STREAMOFF",
+        ])
+        let seen = sizes.frames
+        #expect(seen.count >= before + 10)
+        #expect(seen.allSatisfy { $0.width == 640 && $0.height == 480 })
+        #expect(seen.contains { $0.time > photo.timestamp.seconds })
+        #expect((video.droppedFrameCounts[.discontinuity] ?? 0) >= CapturePhotoOutput.formatSwitchSettleFrameCount)
+        #expect(metadata.sourceSkippedFrameCount >= CapturePhotoOutput.formatSwitchSettleFrameCount)
+        #expect(device.activeFormat.dimensions == .init(width: 640, height: 480))
+        #expect(device.lastNegotiation?.granted.description == "YUYV 640x480@30")
+    }
+
+    @Test func flashOnFiresTheLEDAndPutsThePreviousModeBack() throws {
+        V4L2Emulator.setFaults("extra-controls", "control-log")
+        let log = V4L2Emulator.controlFile + ".log"
+        try? FileManager.default.removeItem(atPath: log)
+        defer {
+            V4L2Emulator.clearFaults()
+            try? FileManager.default.removeItem(atPath: log)
+        }
+        let device = try V4L2Emulator.device()
+        #expect(device.hasFlash)
+        // The torch is on before the photo: that is the mode to come back to.
+        try device.lockForConfiguration()
+        try device.setTorchMode(.on)
+        device.unlockForConfiguration()
+        let session = CaptureSession()
+        try session.setSessionPreset(.vga640x480)
+        try session.addInput(try CaptureDeviceInput(device: device))
+        let output = CapturePhotoOutput()
+        try session.addOutput(output)
+        try session.startRunning()
+        defer { try? session.stopRunning() }
+        #expect(output.supportedFlashModes == [.off, .on])
+        let events = PhotoEvents()
+        let flash = CapturePhotoSettings(flashMode: .on)
+        let auto = CapturePhotoSettings(flashMode: .auto)
+        let marker = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n").count
+        try output.capturePhoto(with: flash, delegate: events)
+        #expect(events.wait(1))
+        try output.capturePhoto(with: auto, delegate: events)
+        #expect(events.wait(1))
+        #expect(events.stages(of: flash.uniqueID) == PhotoEvents.lifecycle(photos: 1))
+        #expect(events.finishErrors[flash.uniqueID] == .some(nil))
+        let photo = try #require(events.photos.first { $0.resolvedSettings.uniqueID == flash.uniqueID })
+        #expect(photo.resolvedSettings.isFlashEnabled)
+        #expect(photo.pixelBuffer != nil)
+        // `.auto` needs a light meter V4L2 does not have.
+        #expect(events.finishErrors[auto.uniqueID]??.code == .unsupported)
+        try session.stopRunning()
+
+        // What the camera saw: LED mode flash, a strobe, then torch again; the photo's frame
+        // started exposing after the strobe and before the mode went back.
+        let writes = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n").dropFirst(marker).map {
+            let f = $0.split(separator: " ")
+            return (time: Double(f[0])! / 1e6, control: String(f[1]), value: Int(f[2])!)
+        }
+        let led = String(format: "0x%08x", CaptureDevice.Control.flashLEDMode.rawValue)
+        let strobe = String(format: "0x%08x", CaptureDevice.Control.flashStrobe.rawValue)
+        #expect(writes.map { "\($0.control)=\($0.value)" } == ["\(led)=1", "\(strobe)=1", "\(led)=2"])
+        if writes.count == 3 {
+            #expect(writes[1].time <= photo.timestamp.seconds)
+            #expect(photo.timestamp.seconds <= writes[2].time)
+        }
+        #expect(try device.torchMode == .on)
+        try device.lockForConfiguration()
+        try device.setTorchMode(.off)
+        device.unlockForConfiguration()
+
+        // The same camera without a flash: `.on` is refused as unsupported.
+        V4L2Emulator.clearFaults()
+        #expect(!device.hasFlash)
+        let plain = CaptureSession()
+        try plain.setSessionPreset(.vga640x480)
+        try plain.addInput(try CaptureDeviceInput(device: device))
+        let noFlash = CapturePhotoOutput()
+        try plain.addOutput(noFlash)
+        try plain.startRunning()
+        defer { try? plain.stopRunning() }
+        #expect(noFlash.supportedFlashModes == [.off])
+        let refused = CapturePhotoSettings(flashMode: .on)
+        try noFlash.capturePhoto(with: refused, delegate: events)
+        #expect(events.wait(1))
+        #expect(events.finishErrors[refused.uniqueID]??.code == .unsupported)
+        #expect(events.stages(of: refused.uniqueID) == PhotoEvents.lifecycle(photos: 1))
+    }
+
+    @Test func aFailingSwitchOrStrobeEndsThePhotoWithAnErrorAndVideoGoesOn() throws {
+        // The driver refuses the still size (S_FMT to 1280 wide) and the strobe (S_CTRL).
+        V4L2Emulator.setFaults("extra-controls")
+        defer { V4L2Emulator.clearFaults() }
+        var system = V4L2SystemCalls.live
+        let live = V4L2SystemCalls.live
+        system.ioctl = { fd, request, arg in
+            if request == CV4L2_VIDIOC_S_FMT && arg.assumingMemoryBound(to: v4l2_format.self).pointee.fmt.pix.width == 1280 {
+                errno = EIO
+                return -1
+            }
+            if request == CV4L2_VIDIOC_S_CTRL
+                && arg.assumingMemoryBound(to: v4l2_control.self).pointee.id == CaptureDevice.Control.flashStrobe.rawValue
+            {
+                errno = EIO
+                return -1
+            }
+            return live.ioctl(fd, request, arg)
+        }
+        let device = try CaptureDevice(v4l2Path: V4L2Emulator.capturePath, system: system)
+        let session = CaptureSession()
+        try session.setSessionPreset(.vga640x480)
+        try session.addInput(try CaptureDeviceInput(device: device))
+        let video = CaptureVideoDataOutput()
+        let sizes = FrameSizeLog()
+        video.setSampleBufferDelegate(sizes, queue: DispatchQueue(label: "v4l2.test"))
+        let photos = CapturePhotoOutput()
+        try session.addOutput(video)
+        try session.addOutput(photos)
+        try session.startRunning()
+        defer { try? session.stopRunning() }
+        #expect(sizes.wait(for: 5))
+        let events = PhotoEvents()
+        let large = CapturePhotoSettings(maxPhotoDimensions: .init(width: 1280, height: 720))
+        try photos.capturePhoto(with: large, delegate: events)
+        #expect(events.wait(1))
+        #expect(events.stages(of: large.uniqueID) == PhotoEvents.lifecycle(photos: 1))
+        #expect(events.finishErrors[large.uniqueID]??.message.contains("1280x720") == true)
+        let before = sizes.count
+        #expect(sizes.wait(for: before + 5))
+        #expect(session.isRunning)
+
+        let flash = CapturePhotoSettings(flashMode: .on)
+        try photos.capturePhoto(with: flash, delegate: events)
+        #expect(events.wait(1))
+        #expect(events.stages(of: flash.uniqueID) == PhotoEvents.lifecycle(photos: 1))
+        #expect(events.finishErrors[flash.uniqueID]??.errno == EIO)
+        #expect(try device.value(of: .flashLEDMode) == 0)  // back to off after the failed strobe
+        #expect(sizes.frames.allSatisfy { $0.width == 640 })
+    }
+
     @Test func negotiationReportsWhatTheDriverAdjusted() throws {
         let source = try V4L2FrameSource(path: V4L2Emulator.capturePath)
         // 800x600 at 60 fps does not exist: the driver answers with 640x480 at 30 fps.
@@ -484,5 +694,31 @@ struct V4L2EmulatorTests {
         let json = try JSONEncoder().encode(report)
         #expect(try JSONDecoder().decode(V4L2DeviceReport.self, from: json) == report)
         #expect(try device.v4l2Report() == report)
+    }
+}
+
+/// Records the size and time of every delivered frame (not the frames: no buffer stays held).
+final class FrameSizeLog: CaptureVideoDataOutputSampleBufferDelegate, @unchecked Sendable {
+    // @unchecked: all state is behind `lock`.
+    private let lock = NSCondition()
+    private var seen: [(width: Int, height: Int, time: Double)] = []
+
+    func captureOutput(_ output: CaptureVideoDataOutput, didOutput sampleBuffer: SampleBuffer, from connection: CaptureConnection) {
+        lock.lock()
+        seen.append((sampleBuffer.width, sampleBuffer.height, sampleBuffer.presentationTimeStamp.seconds))
+        lock.broadcast()
+        lock.unlock()
+    }
+
+    var frames: [(width: Int, height: Int, time: Double)] { lock.withLock { seen } }
+    var count: Int { lock.withLock { seen.count } }
+
+    /// Waits until `n` frames arrived (at most 20 s); returns whether they did.
+    func wait(for n: Int) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: 20)
+        lock.lock()
+        defer { lock.unlock() }
+        while seen.count < n && lock.wait(until: deadline) {}
+        return seen.count >= n
     }
 }

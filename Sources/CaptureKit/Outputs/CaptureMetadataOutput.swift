@@ -54,6 +54,7 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
         var queue: DispatchQueue?
         var processed = 0
         var skipped = 0
+        var sourceSkipped = 0
         var faceSeconds = 0.0
         var codeSeconds = 0.0
         var lastDeliveryWasEmpty = true
@@ -144,6 +145,10 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
     public var processedFrameCount: Int { config.withLock { $0.processed } }
     /// Frames skipped because analysis was still busy with an earlier one.
     public var skippedFrameCount: Int { config.withLock { $0.skipped } }
+    /// Frames the source never produced (lost by the driver, or not streamed while a photo
+    /// switched the camera to a still format): they were not analysed and are not in
+    /// `skippedFrameCount`.
+    public var sourceSkippedFrameCount: Int { config.withLock { $0.sourceSkipped } }
     /// Total seconds spent detecting faces and decoding codes (for per-stage breakdowns).
     public var stageSeconds: (faces: Double, codes: Double) { config.withLock { ($0.faceSeconds, $0.codeSeconds) } }
     /// The last detector error (detection goes on with the next frame).
@@ -202,6 +207,10 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
             analyse(item.0, connection: item.1)
         }
         if case .dropped = outcome { config.withLock { $0.skipped += 1 } }
+    }
+
+    override func sourceSkipped(frames count: Int, before sample: SampleBuffer, connection: CaptureConnection) {
+        config.withLock { $0.sourceSkipped += count }
     }
 
     override func drain() { mailbox.drain() }

@@ -40,6 +40,21 @@ public class CaptureOutput: @unchecked Sendable {
     /// Blocks until everything received has been delivered (end of a file input). Capture thread.
     func drain() {}
 
+    /// A format this output needs a few frames in, for a moment (a photo larger than the active
+    /// format), or nil. The capture thread of a live input asks between frames; see
+    /// `CaptureRunner` for the switch.
+    func requestedStillFormat() -> CaptureDevice.Format? { nil }
+
+    /// A frame in the format `requestedStillFormat()` named; other outputs never see it.
+    /// Returns true once no more frames in that format are needed. Capture thread.
+    func receiveStill(_ sample: SampleBuffer, format: CaptureDevice.Format, from connection: CaptureConnection) -> Bool {
+        true
+    }
+
+    /// Streaming in the requested still format failed (or was given up); the session is back in
+    /// its own format, or stopping. Capture thread.
+    func stillFormatFailed(_ format: CaptureDevice.Format, error: CaptureError) {}
+
     /// The session is stopping: forget frames not yet delivered and release a capture thread
     /// blocked on a full queue. Session queue.
     func cancelPendingDeliveries() {}

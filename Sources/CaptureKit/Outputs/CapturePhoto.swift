@@ -20,8 +20,9 @@ public enum PhotoCodec: Hashable, Sendable {
     }
 }
 
-/// Flash modes (`AVCaptureDevice.FlashMode`). No device CaptureKit drives has a flash yet:
-/// anything but `.off` ends the capture with `.unsupported`.
+/// Flash modes (`AVCaptureDevice.FlashMode`). `.on` works on V4L2 cameras with a flash
+/// (`CapturePhotoOutput.supportedFlashModes`); `.auto` is never offered, since V4L2 cannot say
+/// when the scene is dark. An unsupported mode ends the capture with `.unsupported`.
 public enum PhotoFlashMode: String, Hashable, Sendable {
     case off, on, auto
 }
@@ -95,12 +96,14 @@ public struct CapturePhotoSettings: Sendable {
     public let uniqueID: Int64
     /// JPEG (default, quality 90) or PNG.
     public var codec: PhotoCodec = .jpeg(quality: 90)
-    /// The largest size wanted; nil asks for the output's `maxPhotoDimensions`. A smaller size
-    /// scales the frame down (aspect kept); a larger one gets the active
-    /// format's frame is used (see `CapturePhotoOutput.maxPhotoDimensions`);
-    /// `CaptureResolvedPhotoSettings.photoDimensions` says what was delivered.
+    /// The largest size wanted. Nil (the default, as in AVFoundation) gets the active format's
+    /// size. A smaller size scales the frame down (aspect kept). A larger one, on a live camera
+    /// offering a larger frame size, gets the largest offered size within it, switching the
+    /// camera's format for the shot (slower: see `CapturePhotoOutput`); other sources give
+    /// their one size. Ask for the output's `maxPhotoDimensions` for the best the device has.
+    /// `CaptureResolvedPhotoSettings.photoDimensions` says what will be delivered.
     public var maxPhotoDimensions: CaptureDevice.Dimensions?
-    /// Flash; only `.off` is supported by current devices.
+    /// Flash: `.off` (default), or `.on` where `CapturePhotoOutput.supportedFlashModes` has it.
     public var flashMode: PhotoFlashMode = .off
     /// When set, each photo also comes with a preview scaled to fit this size (aspect kept).
     public var previewThumbnailSize: CaptureDevice.Dimensions?
@@ -141,13 +144,14 @@ public struct CapturePhotoSettings: Sendable {
 public struct CaptureResolvedPhotoSettings: Hashable, Sendable {
     /// The `uniqueID` of the settings this capture was asked with.
     public let uniqueID: Int64
-    /// Size of the delivered photos (the active format's frame; sensor orientation).
+    /// Size of the delivered photos (sensor orientation): the active format's frame, scaled
+    /// down, or a larger still format's.
     public let photoDimensions: CaptureDevice.Dimensions
     /// Size of the preview thumbnail, when asked for.
     public let previewDimensions: CaptureDevice.Dimensions?
     /// Photos to expect in `didFinishProcessingPhoto`.
     public let expectedPhotoCount: Int
-    /// Whether the flash fires (never, for now).
+    /// Whether the flash fires for this capture (`flashMode` `.on` on a camera with a flash).
     public let isFlashEnabled: Bool
 }
 
@@ -162,8 +166,8 @@ public final class CapturePhoto: Sendable {
     /// The exposure bias this photo was taken at, for brackets.
     public let exposureTargetBias: Float?
     /// The frame as the camera delivered it (sensor orientation, BGR; scaled down when the
-    /// settings asked for a smaller `maxPhotoDimensions`); nil when the capture
-    /// failed before a frame was taken.
+    /// settings asked for a smaller `maxPhotoDimensions`, from a still format when they asked
+    /// for a larger one); nil when the capture failed before a frame was taken.
     public let pixelBuffer: PixelBuffer?
     /// The preview thumbnail (BGR), when the settings asked for one.
     public let previewPixelBuffer: PixelBuffer?

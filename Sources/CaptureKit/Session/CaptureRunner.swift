@@ -6,6 +6,16 @@ import Synchronization
 /// and synthetic scenes), stamps frames with the input, detects sequence gaps and fans frames
 /// out to the connected outputs. One place owns the clock: this one.
 ///
+/// Still formats: between frames of a live source, an output may ask for frames in another
+/// format (`requestedStillFormat()`, a photo larger than the active format). The runner then
+/// closes the source (for V4L2: `VIDIOC_STREAMOFF`, the descriptor closed so buffers still held
+/// as frames cannot block the reallocation), opens it in the still format (`S_FMT`, `S_PARM`,
+/// `REQBUFS`, `mmap`, `STREAMON`), hands its frames to that output alone until it has what it
+/// needs (the output skips the frames auto exposure needs to settle), and reopens the
+/// session's format. The other outputs see the frames not streamed meanwhile as skipped
+/// (`sourceSkipped`, a `discontinuity` drop), counted from the timestamps on either side, and
+/// then frames in the old format again. Sources that are not live never switch.
+///
 /// Threading: `start`, `stop`, `setWiring` from the session queue; the loop on its own thread.
 final class CaptureRunner: Sendable {
     /// How streaming ended without being asked to stop.
@@ -33,6 +43,9 @@ final class CaptureRunner: Sendable {
     private let frameCounter: @Sendable () -> Void
     /// How often a lost live device is retried.
     static let reconnectInterval: Double = 0.5
+    /// Most frames streamed in a still format before the runner gives up and goes back (an
+    /// output that never gets a usable frame must not hold the video off for long).
+    static let maximumStillFrames = 60
 
     init(
         input: CaptureDeviceInput, format: CaptureDevice.Format, frameDuration: MediaTime, wiring: Wiring,
@@ -101,10 +114,19 @@ final class CaptureRunner: Sendable {
         var clockStart: UInt64 = 0
         var firstPTS: MediaTime?
         var lastSequence: UInt64?
+        var lastPTS: MediaTime?
+        var resumedAfterStill = false
 
         while !isCancelled() {
             let frame: SourceFrame?
             do {
+                if source.isLive, let still = stillRequest() {
+                    try captureStill(still, from: source)
+                    // Sequence numbers restart with the stream; the gap is measured in time.
+                    lastSequence = nil
+                    resumedAfterStill = true
+                    continue
+                }
                 frame = try source.nextFrame(isCancelled: isCancelled)
             } catch where error.code == .deviceDisconnected && source.isLive {
                 report(.interrupted(error))
@@ -137,18 +159,77 @@ final class CaptureRunner: Sendable {
                 pixelBuffer: frame.pixelBuffer, presentationTimeStamp: frame.presentationTimeStamp,
                 duration: frameDuration, sequenceNumber: frame.sequenceNumber, inputID: input.id)
             let targets = wiring.withLock { $0 }.filter { $0.connection.isEnabled }
+            var skipped = 0
             if let last = lastSequence, frame.sequenceNumber > last + 1 {
-                let skipped = Int(frame.sequenceNumber - last - 1)
+                skipped = Int(frame.sequenceNumber - last - 1)
+            } else if resumedAfterStill, let lastPTS {
+                let gap = (frame.presentationTimeStamp.seconds - lastPTS.seconds) / max(frameDuration.seconds, 1e-6)
+                skipped = max(1, Int(gap.rounded()) - 1)
+            }
+            if skipped > 0 {
                 for (output, connection) in targets {
                     output.sourceSkipped(frames: skipped, before: sample, connection: connection)
                 }
             }
+            resumedAfterStill = false
             lastSequence = frame.sequenceNumber
+            lastPTS = frame.presentationTimeStamp
             frameCounter()
             for (output, connection) in targets {
                 output.receive(sample, from: connection, canWait: canWait)
             }
         }
+    }
+
+    /// An output waiting for frames in a still format, and that format.
+    private struct StillRequest {
+        var output: CaptureOutput
+        var connection: CaptureConnection
+        var format: CaptureDevice.Format
+    }
+
+    /// The first enabled output asking for a still format, if any.
+    private func stillRequest() -> StillRequest? {
+        for (output, connection) in wiring.withLock({ $0 }) where connection.isEnabled {
+            if let format = output.requestedStillFormat() {
+                return StillRequest(output: output, connection: connection, format: format)
+            }
+        }
+        return nil
+    }
+
+    /// Streams `still.format` until its output has what it needs, then reopens the session's
+    /// format. A failure in the still format goes to the output; only failing to get the
+    /// session's format back throws (handled like any streaming error).
+    private func captureStill(_ still: StillRequest, from source: any FrameSource) throws(CaptureError) {
+        source.close()
+        let stillDuration = still.format.minFrameDuration ?? frameDuration
+        var failure: CaptureError?
+        do throws(CaptureError) {
+            try source.open(format: still.format, frameDuration: stillDuration)
+            var streamed = 0
+            var done = false
+            while !done && !isCancelled() && streamed < Self.maximumStillFrames {
+                guard let frame = try source.nextFrame(isCancelled: isCancelled) else { break }
+                let sample = SampleBuffer(
+                    pixelBuffer: frame.pixelBuffer, presentationTimeStamp: frame.presentationTimeStamp,
+                    duration: stillDuration, sequenceNumber: frame.sequenceNumber, inputID: input.id)
+                frameCounter()
+                done = still.output.receiveStill(sample, format: still.format, from: still.connection)
+                streamed += 1
+            }
+            if !done && !isCancelled() {
+                failure = CaptureError(
+                    .deviceFailure,
+                    "\(input.device.localizedName) gave no usable frame in \(streamed) frames at \(still.format.dimensions); the session went back to \(format.dimensions)")
+            }
+        } catch {
+            failure = error
+        }
+        if let failure { still.output.stillFormatFailed(still.format, error: failure) }
+        source.close()
+        if isCancelled() { return }
+        try source.open(format: format, frameDuration: frameDuration)
     }
 
     /// Sleeps until the monotonic deadline, waking early to honour cancellation.

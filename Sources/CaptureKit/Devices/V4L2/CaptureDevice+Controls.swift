@@ -50,6 +50,8 @@ extension CaptureDevice {
         public static let autoFocusStart = Control(rawValue: cameraBase + 28)
         /// `V4L2_CID_FLASH_LED_MODE` (none, flash, torch).
         public static let flashLEDMode = Control(rawValue: flashBase + 1)
+        /// `V4L2_CID_FLASH_STROBE`, a button that fires the flash (in LED mode flash).
+        public static let flashStrobe = Control(rawValue: flashBase + 3)
 
         public var description: String { String(format: "0x%08x", rawValue) }
     }
@@ -541,6 +543,15 @@ extension CaptureDevice {
             throw CaptureError(.unsupported, "\(localizedName) has no torch mode \(mode.rawValue)")
         }
         try setValue(mode == .on ? 2 : 0, for: .flashLEDMode)
+    }
+
+    // MARK: Flash
+
+    /// Whether the camera has a flash (`hasFlash`): `flash_led_mode` offering "Flash".
+    /// Photos use it through `CapturePhotoSettings.flashMode`. Threading: thread-safe.
+    public var hasFlash: Bool {
+        guard let d = (try? controlDescription(.flashLEDMode)) ?? nil else { return false }
+        return d.menu.contains { $0.index == 1 }  // V4L2_FLASH_LED_MODE_FLASH
     }
 
     // MARK: Helpers
