@@ -157,13 +157,32 @@ for (_, image) in negatives {
 print("False decodes on \(negatives.count) code-free frames (\(photoPaths.count) fixture photos + 20 generated clutter frames): plain ZBar \(zFalse), cvcam \(cFalse).")
 print("")
 
+/// Code-free textured frames: seeded gray noise (mean 112, σ 14, like a room in a webcam) and
+/// generated clutter, six of each.
+@MainActor func noiseFrames(width: Int, height: Int) throws -> [PixelBuffer] {
+    var frames: [PixelBuffer] = []
+    for i in 0..<6 {
+        let f = try PixelBuffer(width: width, height: height, pixelFormat: .bgr)
+        var dst = cvb_image(
+            data: f.baseAddress.assumingMemoryBound(to: UInt8.self), width: Int32(f.width), height: Int32(f.height),
+            stride: Int32(f.bytesPerRow), format: f.pixelFormat.rawValue)
+        var err = cvb_error()
+        _ = cvb_image_fill_noise(&dst, seed &+ UInt64(i), 112, 14, &err)
+        frames.append(f)
+        frames.append(try QRTestCorpus.background(width: width, height: height, seed: seed &+ 100 &+ UInt64(i)))
+    }
+    return frames
+}
+
 // MARK: Timing at fixed sizes
 print("| frame size | frames | plain ZBar ms | cvcam ms | cvcam / ZBar |")
 print("|---|---:|---:|---:|---:|")
 for (w, h) in [(640, 480), (1280, 720)] {
-    for withCodes in [true, false] {
+    for kind in ["with codes", "no codes (photos)", "no codes (noise, clutter)"] {
         var frames: [PixelBuffer] = []
-        if withCodes {
+        if kind == "no codes (noise, clutter)" {
+            frames = try noiseFrames(width: w, height: h)
+        } else if kind == "with codes" {
             for (_, samples) in samplesByCategory {
                 for s in samples.prefix(6) {
                     frames.append(try QRTestCorpus.resized(s.image, width: w, height: h))
@@ -179,7 +198,7 @@ for (w, h) in [(640, 480), (1280, 720)] {
                 ct.append(milliseconds { _ = try? cvcam.detect(in: frame) })
             }
         }
-        let label = "\(w)x\(h) \(withCodes ? "with codes" : "no codes (photos)")"
+        let label = "\(w)x\(h) \(kind)"
         print("| \(label) | \(frames.count) | \(f(median(zt))) | \(f(median(ct))) | \(f(median(ct) / median(zt))) |")
     }
 }
@@ -189,10 +208,10 @@ print("")
 if ablation {
     print("Ablation (each row removes one pass from the full pipeline):")
     print("")
-    print("| pipeline | decoded | no-code ms 640x480 |")
-    print("|---|---:|---:|")
+    print("| pipeline | decoded | no-code ms 640x480 | noise ms 1280x720 |")
+    print("|---|---:|---:|---:|")
     var variants: [(String, CodeDetector.Passes)] = [("full", CodeDetector.Passes()), ("ZBar only", .zbarOnly)]
-    for name in ["inverted", "gate", "halfScale", "locate", "binarize", "locateMultiple", "threshold60", "threshold90"] {
+    for name in ["inverted", "gate", "halfScale", "locate", "binarize", "locateMultiple", "threshold60", "threshold90", "finderGate"] {
         var p = CodeDetector.Passes()
         switch name {
         case "inverted": p.inverted = false
@@ -202,10 +221,12 @@ if ablation {
         case "locateMultiple": p.locateMultiple = true
         case "threshold60": p.detailThreshold = 60
         case "threshold90": p.detailThreshold = 90
+        case "finderGate": p.finderGate = false
         default: p.binarize = false
         }
         variants.append((name.hasPrefix("locateM") || name.hasPrefix("thr") ? name : "without \(name)", p))
     }
+    let noisy = try noiseFrames(width: 1280, height: 720)
     let empties = try photoPaths.map { p throws(CaptureError) in try QRTestCorpus.photo(at: p, width: 640, height: 480) }
     for (name, passes) in variants {
         let d = try CodeDetector(passes: passes)
@@ -219,6 +240,8 @@ if ablation {
         }
         var t: [Double] = []
         for frame in empties { t.append(milliseconds { _ = try? d.detect(in: frame) }) }
-        print("| \(name) | \(n)/\(totalCodes) (\(perCategory.joined(separator: ", "))) | \(f(median(t))) |")
+        var tn: [Double] = []
+        for frame in noisy { tn.append(milliseconds { _ = try? d.detect(in: frame) }) }
+        print("| \(name) | \(n)/\(totalCodes) (\(perCategory.joined(separator: ", "))) | \(f(median(t))) | \(f(median(tn))) |")
     }
 }
