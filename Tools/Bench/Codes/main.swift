@@ -20,7 +20,7 @@ while let a = arguments.next() {
     case "--samples": samplesPerCategory = Int(arguments.next() ?? "") ?? samplesPerCategory
     case "--seed": seed = UInt64(arguments.next() ?? "") ?? seed
     case "--ablation": ablation = true
-    case "--explore": break
+    case "--explore", "--finders": break
     default:
         FileHandle.standardError.write("usage: bench-codes [--samples N] [--seed S] [--ablation]\n".data(using: .utf8)!)
         exit(64)
@@ -172,6 +172,20 @@ print("")
         frames.append(try QRTestCorpus.background(width: width, height: height, seed: seed &+ 100 &+ UInt64(i)))
     }
     return frames
+}
+
+if CommandLine.arguments.contains("--finders") {
+    let d = try CodeDetector()
+    func seen(_ f: PixelBuffer) -> String {
+        let b = d.passCounts
+        let n = (try? d.detect(in: f).count) ?? -1
+        let a = d.passCounts
+        return a.finderChecks == b.finderChecks ? "-" : "\(a.findersSeen - b.findersSeen)\(n > 0 ? "+" : "")"
+    }
+    for (category, samples) in samplesByCategory { print(category, samples.map { seen($0.image) }.joined(separator: " ")) }
+    for (w, h) in [(640, 480), (1280, 720)] { print("noise \(w)", try noiseFrames(width: w, height: h).map(seen).joined(separator: " ")) }
+    print("photos", try photoPaths.map { p in seen(try QRTestCorpus.photo(at: p, width: 1280, height: 720)) }.joined(separator: " "))
+    exit(0)
 }
 
 // MARK: Timing at fixed sizes
