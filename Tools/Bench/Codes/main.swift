@@ -1,7 +1,10 @@
 // bench-codes: cvcam's CodeDetector versus plain ZBar (default configuration, one scan of the
 // gray frame), measured in the same run on the same frames. Prints Markdown.
 //
-//   Tools/bench-codes [--samples N] [--seed S] [--ablation]
+//   Tools/bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--finders]
+//
+// --no-finder-gate runs cvcam as it was before the finder gate (every rescue pass on any
+// detailed frame); --finders lists finder candidates per frame (development aid).
 //
 // Decode rate counts a code as read only when the exact payload bytes come back. False decodes
 // are any symbol reported on a code-free frame (the face fixture photos and negatives, plus
@@ -14,6 +17,7 @@ import Foundation
 var samplesPerCategory = 40
 var seed: UInt64 = 2026
 var ablation = false
+var finderGate = true
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
 while let a = arguments.next() {
     switch a {
@@ -21,8 +25,9 @@ while let a = arguments.next() {
     case "--seed": seed = UInt64(arguments.next() ?? "") ?? seed
     case "--ablation": ablation = true
     case "--explore", "--finders": break
+    case "--no-finder-gate": finderGate = false
     default:
-        FileHandle.standardError.write("usage: bench-codes [--samples N] [--seed S] [--ablation]\n".data(using: .utf8)!)
+        FileHandle.standardError.write("usage: bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--finders]\n".data(using: .utf8)!)
         exit(64)
     }
 }
@@ -101,7 +106,9 @@ let photoPaths = fixtureDirs.flatMap { dir -> [String] in
 }
 
 let zbar = PlainZBar()
-let cvcam = try CodeDetector()
+var cvcamPasses = CodeDetector.Passes()
+cvcamPasses.finderGate = finderGate
+let cvcam = try CodeDetector(passes: cvcamPasses)
 
 print("# bench-codes: cvcam CodeDetector vs plain ZBar")
 print("")
