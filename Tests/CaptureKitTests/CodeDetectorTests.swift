@@ -194,4 +194,52 @@ private func frame(width: Int, height: Int, codes: [(PixelBuffer, Int, Int)]) th
         #expect(CodeDetector.availableMetadataObjectTypes.contains(.qr))
         #expect(CodeDetector.availableMetadataObjectTypes.contains(.ean13))
     }
+
+    /// A textured frame without a code (seeded noise, like a webcam's view of a room) costs the
+    /// half-size ZBar scan and the finder check only: no full-size, inverted, localised or
+    /// sharpened pass runs.
+    @Test func texturedCodeFreeFramesRunNoRescuePass() throws {
+        let detector = try CodeDetector()
+        for (w, h) in [(640, 480), (1280, 720)] {
+            let f = try PixelBuffer(width: w, height: h, pixelFormat: .bgr)
+            var dst = f.bridgeImage
+            var err = cvb_error()
+            #expect(cvb_image_fill_noise(&dst, 7, 112, 14, &err) == 0)
+            let before = detector.passCounts
+            #expect(try detector.detect(in: f).isEmpty)
+            let after = detector.passCounts
+            #expect(after.zbarScans - before.zbarScans == 1)
+            #expect(after.finderChecks - before.finderChecks == 1)
+            #expect(after.rescues == before.rescues)
+            #expect(after.localisations == before.localisations)
+        }
+        // Generated clutter (blurred noise and flat rectangles) too.
+        for seed in UInt64(0)..<4 {
+            let before = detector.passCounts
+            #expect(try detector.detect(in: try QRTestCorpus.background(width: 640, height: 480, seed: seed)).isEmpty)
+            #expect(detector.passCounts.rescues == before.rescues, "clutter \(seed)")
+        }
+    }
+
+    /// Codes too small for the half-size scan show their finder patterns, so the rescue passes
+    /// still run and read them; the finder gate changes no decode there.
+    @Test func smallCodesPassTheFinderGate() throws {
+        let gated = try CodeDetector()
+        var ungatedPasses = CodeDetector.Passes()
+        ungatedPasses.finderGate = false
+        let ungated = try CodeDetector(passes: ungatedPasses)
+        var g = 0, u = 0, total = 0
+        for category in [QRTestCorpus.Category.small, .blurred] {
+            for s in try QRTestCorpus.samples(category, count: 4, seed: 3) {
+                total += s.codes.count
+                let gray = try CodeImaging.gray(s.image)
+                if category == .small { #expect(try !FinderEvidence.candidates(gray).isEmpty, "\(s.name)") }
+                g += hits(s.expectedPayloads, try gated.detect(in: s.image).map(\.payload))
+                u += hits(s.expectedPayloads, try ungated.detect(in: s.image).map(\.payload))
+            }
+        }
+        #expect(gated.passCounts.rescues > 0)
+        #expect(g == u, "gated \(g) vs ungated \(u) of \(total)")
+        #expect(g >= 6)
+    }
 }

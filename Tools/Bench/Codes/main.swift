@@ -1,7 +1,10 @@
 // bench-codes: cvcam's CodeDetector versus plain ZBar (default configuration, one scan of the
 // gray frame), measured in the same run on the same frames. Prints Markdown.
 //
-//   Tools/bench-codes [--samples N] [--seed S] [--ablation]
+//   Tools/bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--finders]
+//
+// --no-finder-gate runs cvcam as it was before the finder gate (every rescue pass on any
+// detailed frame); --finders lists finder candidates per frame (development aid).
 //
 // Decode rate counts a code as read only when the exact payload bytes come back. False decodes
 // are any symbol reported on a code-free frame (the face fixture photos and negatives, plus
@@ -14,15 +17,17 @@ import Foundation
 var samplesPerCategory = 40
 var seed: UInt64 = 2026
 var ablation = false
+var finderGate = true
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
 while let a = arguments.next() {
     switch a {
     case "--samples": samplesPerCategory = Int(arguments.next() ?? "") ?? samplesPerCategory
     case "--seed": seed = UInt64(arguments.next() ?? "") ?? seed
     case "--ablation": ablation = true
-    case "--explore": break
+    case "--explore", "--finders": break
+    case "--no-finder-gate": finderGate = false
     default:
-        FileHandle.standardError.write("usage: bench-codes [--samples N] [--seed S] [--ablation]\n".data(using: .utf8)!)
+        FileHandle.standardError.write("usage: bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--finders]\n".data(using: .utf8)!)
         exit(64)
     }
 }
@@ -101,7 +106,9 @@ let photoPaths = fixtureDirs.flatMap { dir -> [String] in
 }
 
 let zbar = PlainZBar()
-let cvcam = try CodeDetector()
+var cvcamPasses = CodeDetector.Passes()
+cvcamPasses.finderGate = finderGate
+let cvcam = try CodeDetector(passes: cvcamPasses)
 
 print("# bench-codes: cvcam CodeDetector vs plain ZBar")
 print("")
@@ -157,13 +164,46 @@ for (_, image) in negatives {
 print("False decodes on \(negatives.count) code-free frames (\(photoPaths.count) fixture photos + 20 generated clutter frames): plain ZBar \(zFalse), cvcam \(cFalse).")
 print("")
 
+/// Code-free textured frames: seeded gray noise (mean 112, σ 14, like a room in a webcam) and
+/// generated clutter, six of each.
+@MainActor func noiseFrames(width: Int, height: Int) throws -> [PixelBuffer] {
+    var frames: [PixelBuffer] = []
+    for i in 0..<6 {
+        let f = try PixelBuffer(width: width, height: height, pixelFormat: .bgr)
+        var dst = cvb_image(
+            data: f.baseAddress.assumingMemoryBound(to: UInt8.self), width: Int32(f.width), height: Int32(f.height),
+            stride: Int32(f.bytesPerRow), format: f.pixelFormat.rawValue)
+        var err = cvb_error()
+        _ = cvb_image_fill_noise(&dst, seed &+ UInt64(i), 112, 14, &err)
+        frames.append(f)
+        frames.append(try QRTestCorpus.background(width: width, height: height, seed: seed &+ 100 &+ UInt64(i)))
+    }
+    return frames
+}
+
+if CommandLine.arguments.contains("--finders") {
+    let d = try CodeDetector()
+    func seen(_ f: PixelBuffer) -> String {
+        let b = d.passCounts
+        let n = (try? d.detect(in: f).count) ?? -1
+        let a = d.passCounts
+        return a.finderChecks == b.finderChecks ? "-" : "\(a.findersSeen - b.findersSeen)\(n > 0 ? "+" : "")"
+    }
+    for (category, samples) in samplesByCategory { print(category, samples.map { seen($0.image) }.joined(separator: " ")) }
+    for (w, h) in [(640, 480), (1280, 720)] { print("noise \(w)", try noiseFrames(width: w, height: h).map(seen).joined(separator: " ")) }
+    print("photos", try photoPaths.map { p in seen(try QRTestCorpus.photo(at: p, width: 1280, height: 720)) }.joined(separator: " "))
+    exit(0)
+}
+
 // MARK: Timing at fixed sizes
 print("| frame size | frames | plain ZBar ms | cvcam ms | cvcam / ZBar |")
 print("|---|---:|---:|---:|---:|")
 for (w, h) in [(640, 480), (1280, 720)] {
-    for withCodes in [true, false] {
+    for kind in ["with codes", "no codes (photos)", "no codes (noise, clutter)"] {
         var frames: [PixelBuffer] = []
-        if withCodes {
+        if kind == "no codes (noise, clutter)" {
+            frames = try noiseFrames(width: w, height: h)
+        } else if kind == "with codes" {
             for (_, samples) in samplesByCategory {
                 for s in samples.prefix(6) {
                     frames.append(try QRTestCorpus.resized(s.image, width: w, height: h))
@@ -179,7 +219,7 @@ for (w, h) in [(640, 480), (1280, 720)] {
                 ct.append(milliseconds { _ = try? cvcam.detect(in: frame) })
             }
         }
-        let label = "\(w)x\(h) \(withCodes ? "with codes" : "no codes (photos)")"
+        let label = "\(w)x\(h) \(kind)"
         print("| \(label) | \(frames.count) | \(f(median(zt))) | \(f(median(ct))) | \(f(median(ct) / median(zt))) |")
     }
 }
@@ -189,10 +229,10 @@ print("")
 if ablation {
     print("Ablation (each row removes one pass from the full pipeline):")
     print("")
-    print("| pipeline | decoded | no-code ms 640x480 |")
-    print("|---|---:|---:|")
+    print("| pipeline | decoded | no-code ms 640x480 | noise ms 1280x720 |")
+    print("|---|---:|---:|---:|")
     var variants: [(String, CodeDetector.Passes)] = [("full", CodeDetector.Passes()), ("ZBar only", .zbarOnly)]
-    for name in ["inverted", "gate", "halfScale", "locate", "binarize", "locateMultiple", "threshold60", "threshold90"] {
+    for name in ["inverted", "gate", "halfScale", "locate", "binarize", "locateMultiple", "threshold60", "threshold90", "finderGate"] {
         var p = CodeDetector.Passes()
         switch name {
         case "inverted": p.inverted = false
@@ -202,10 +242,12 @@ if ablation {
         case "locateMultiple": p.locateMultiple = true
         case "threshold60": p.detailThreshold = 60
         case "threshold90": p.detailThreshold = 90
+        case "finderGate": p.finderGate = false
         default: p.binarize = false
         }
         variants.append((name.hasPrefix("locateM") || name.hasPrefix("thr") ? name : "without \(name)", p))
     }
+    let noisy = try noiseFrames(width: 1280, height: 720)
     let empties = try photoPaths.map { p throws(CaptureError) in try QRTestCorpus.photo(at: p, width: 640, height: 480) }
     for (name, passes) in variants {
         let d = try CodeDetector(passes: passes)
@@ -219,6 +261,8 @@ if ablation {
         }
         var t: [Double] = []
         for frame in empties { t.append(milliseconds { _ = try? d.detect(in: frame) }) }
-        print("| \(name) | \(n)/\(totalCodes) (\(perCategory.joined(separator: ", "))) | \(f(median(t))) |")
+        var tn: [Double] = []
+        for frame in noisy { tn.append(milliseconds { _ = try? d.detect(in: frame) }) }
+        print("| \(name) | \(n)/\(totalCodes) (\(perCategory.joined(separator: ", "))) | \(f(median(t))) | \(f(median(tn))) |")
     }
 }
