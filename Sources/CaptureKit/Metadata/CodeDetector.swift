@@ -250,6 +250,18 @@ private struct ScanRun {
                 // not mostly taken by a code already found, at full size, plain scan only.
                 // (Without this, 'multiple' drops from 100% to 84%.)
                 let boxes = found.map { QRTestCorpus.boundingBox($0.points) }
+                if passes.finderGate && types == [.qr] {
+                    // Another QR code shows finder patterns outside the codes already read; with
+                    // none there, the full-size look would find nothing new.
+                    counts.finderChecks += 1
+                    let finders = try FinderEvidence.candidates(gray)
+                    counts.findersSeen += finders.count
+                    let margin = Double(Self.cell)
+                    let unexplained = finders.filter { f in
+                        !boxes.contains { $0.insetBy(dx: -margin, dy: -margin).contains(f) }
+                    }
+                    if unexplained.isEmpty { return }
+                }
                 for region in try candidateRegions(gray) {
                     let r = CGRect(x: region.x, y: region.y, width: region.width, height: region.height)
                     let covered = boxes.reduce(0.0) { sum, b in
