@@ -221,6 +221,38 @@ private func frame(width: Int, height: Int, codes: [(PixelBuffer, Int, Int)]) th
         }
     }
 
+    /// A code the half-size scan reads, on a textured background: the finder check explains
+    /// every finder by that code, so no full-size scan of the background follows; a second,
+    /// small code beside it still sends the detector looking (and is read).
+    @Test func aReadCodeOnTextureStopsAfterTheHalfSizeScan() throws {
+        let detector = try CodeDetector()
+        func frame(_ codes: [(PixelBuffer, Int, Int)]) throws -> PixelBuffer {
+            let f = try PixelBuffer(width: 1280, height: 720, pixelFormat: .bgr)
+            var dst = f.bridgeImage
+            var err = cvb_error()
+            #expect(cvb_image_fill_noise(&dst, 7, 112, 14, &err) == 0)
+            for (code, x0, y0) in codes {
+                for y in 0..<code.height {
+                    for x in 0..<code.width {
+                        let v = code.pixel(x: x, y: y)[0]
+                        for c in 0..<3 { (f.baseAddress + (y0 + y) * f.bytesPerRow + (x0 + x) * 3 + c).storeBytes(of: v, as: UInt8.self) }
+                    }
+                }
+            }
+            return f
+        }
+        let big = try QRCodeImage.make(payload: Array("BIG-ONE".utf8), moduleSize: 6)
+        let before = detector.passCounts
+        #expect(try detector.detect(in: try frame([(big, 300, 200)])).compactMap(\.stringValue) == ["BIG-ONE"])
+        let after = detector.passCounts
+        #expect(after.zbarScans - before.zbarScans == 1, "only the half-size scan")
+        #expect(after.finderChecks - before.finderChecks == 1)
+
+        let small = try QRCodeImage.make(payload: Array("SMALL-TWO".utf8), moduleSize: 2)
+        let found = try detector.detect(in: try frame([(big, 300, 200), (small, 900, 300)]))
+        #expect(Set(found.compactMap(\.stringValue)) == ["BIG-ONE", "SMALL-TWO"])
+    }
+
     /// Codes too small for the half-size scan show their finder patterns, so the rescue passes
     /// still run and read them; the finder gate changes no decode there.
     @Test func smallCodesPassTheFinderGate() throws {
