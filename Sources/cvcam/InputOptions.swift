@@ -159,6 +159,11 @@ struct InputOptions: ParsableArguments {
         if let match = cameras.first(where: { $0.uniqueID == selector || $0.uniqueID.hasSuffix(selector) }) {
             return match
         }
+        // A device node, also through a symlink such as /dev/v4l/by-id/….
+        let node = URL(fileURLWithPath: selector).resolvingSymlinksInPath().path
+        if let match = cameras.first(where: { ($0.source as? V4L2FrameSource)?.path == node }) {
+            return match
+        }
         throw CLIError.message("No camera matches '\(selector)'. Run `cvcam devices` to list cameras.")
     }
 

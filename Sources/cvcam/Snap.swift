@@ -42,6 +42,14 @@ struct Snap: ParsableCommand {
     @Option(help: "JPEG quality, 1…100.")
     var quality: Int = 90
 
+    @Option(help: ArgumentHelp(
+        "Largest photo size: 'max' for the largest the camera offers, or WxH. A V4L2 camera streaming a smaller format switches to it for the shot and back (a fraction of a second without video). Default: the capture size.",
+        valueName: "max|WxH"))
+    var photoSize: String?
+
+    @Flag(help: "Fire the camera's flash for each photo (V4L2 cameras with a flash LED control).")
+    var flash = false
+
     static let extensions = ["jpg", "jpeg", "png"]
 
     func validate() throws {
@@ -53,6 +61,9 @@ struct Snap: ParsableCommand {
         guard interval >= 0 else { throw ValidationError("--interval must be 0 or more seconds (got \(interval)).") }
         if let timeout, !(timeout > 0) { throw ValidationError("--timeout must be above 0 seconds (got \(timeout)).") }
         guard (1...100).contains(quality) else { throw ValidationError("--quality must be 1 to 100 (got \(quality)).") }
+        if let photoSize, photoSize.lowercased() != "max", InputOptions.parseSize(photoSize) == nil {
+            throw ValidationError("--photo-size must be 'max' or WxH, e.g. 1920x1080 (got '\(photoSize)').")
+        }
     }
 
     /// The files the photos go to: FILE, or FILE-1, FILE-2, … before the extension.
@@ -73,12 +84,26 @@ struct Snap: ParsableCommand {
             device = try CaptureDevice(imagesAtPath: path, frameRate: input.fps ?? 10, loops: true, pacing: input.framePacing)
         }
         let job = try CaptureJob(input: input, output: output, device: device)
+        if flash && !job.device.hasFlash {
+            throw CLIError.message(
+                "--flash: \(job.device.localizedName) has no flash (no V4L2 flash LED control); take the photo without --flash.")
+        }
         let photos = CapturePhotoOutput()
         try job.add(photos)
         let codec: PhotoCodec = (outputFile as NSString).pathExtension.lowercased() == "png" ? .png : .jpeg(quality: quality)
+        // 'max' is read when the shutter is pressed: the output knows its device once running.
+        let photoDimensions: @Sendable () -> CaptureDevice.Dimensions?
+        if let photoSize, photoSize.lowercased() == "max" {
+            photoDimensions = { photos.maxPhotoDimensions }
+        } else {
+            let size = photoSize.flatMap(InputOptions.parseSize)
+            photoDimensions = { size }
+        }
         let shutter = Shutter(
             photoOutput: photos, urls: Self.fileURLs(for: outputFile, count: count), codec: codec, interval: interval,
-            waitForFace: waitForFace, printer: job.printer
+            waitForFace: waitForFace, printer: job.printer,
+            photoDimensions: photoDimensions,
+            flashMode: flash ? .on : .off
         ) { [job] in
             DispatchQueue.global().async { try? job.session.stopRunning() }
         }
@@ -156,6 +181,9 @@ final class Shutter: CaptureVideoDataOutputSampleBufferDelegate, CaptureMetadata
     let interval: Double
     let waitForFace: Bool
     let printer: EventPrinter
+    /// `maxPhotoDimensions` for each photo (nil: the capture size).
+    let photoDimensions: @Sendable () -> CaptureDevice.Dimensions?
+    let flashMode: PhotoFlashMode
     let stop: @Sendable () -> Void
 
     private let lock = NSLock()
@@ -172,8 +200,11 @@ final class Shutter: CaptureVideoDataOutputSampleBufferDelegate, CaptureMetadata
 
     init(
         photoOutput: CapturePhotoOutput, urls: [URL], codec: PhotoCodec, interval: Double, waitForFace: Bool,
-        printer: EventPrinter, stop: @escaping @Sendable () -> Void
+        printer: EventPrinter, photoDimensions: @escaping @Sendable () -> CaptureDevice.Dimensions? = { nil },
+        flashMode: PhotoFlashMode = .off, stop: @escaping @Sendable () -> Void
     ) {
+        self.photoDimensions = photoDimensions
+        self.flashMode = flashMode
         self.photoOutput = photoOutput
         self.urls = urls
         self.codec = codec
@@ -247,6 +278,7 @@ final class Shutter: CaptureVideoDataOutputSampleBufferDelegate, CaptureMetadata
     /// Requests the next photo when it is due: the first at the first frame (or the first face),
     /// the others `interval` seconds of frame time apart.
     private func press(at time: Double, faces: [MetadataFaceObject]?) {
+        let dimensions = photoDimensions()
         let settings: CapturePhotoSettings? = lock.withLock {
             var shot = faces ?? []
             if let faces, !faceArmed {
@@ -258,7 +290,7 @@ final class Shutter: CaptureVideoDataOutputSampleBufferDelegate, CaptureMetadata
             }
             guard !closed, awaitingFrame == nil, requested < urls.count else { return nil }
             let settings = CapturePhotoSettings(
-                codec: codec, fileURL: urls[requested],
+                codec: codec, maxPhotoDimensions: dimensions, flashMode: flashMode, fileURL: urls[requested],
                 annotation: PhotoAnnotation(reason: waitForFace ? "face" : "snap", frameTime: time, faces: shot))
             requested += 1
             awaitingFrame = settings.uniqueID

@@ -44,6 +44,18 @@ import Testing
         #expect(message(["--update-interval=-1"]) == "--update-interval must be 0 or more.")
     }
 
+    @Test func snapPhotoSizeAndFlashParse() throws {
+        let snap = try Snap.parse(["-o", "a.jpg", "--photo-size", "max", "--flash"])
+        #expect(snap.photoSize == "max" && snap.flash)
+        #expect(try Snap.parse(["-o", "a.jpg", "--photo-size", "1920x1080"]).photoSize == "1920x1080")
+        do {
+            _ = try Snap.parse(["-o", "a.jpg", "--photo-size", "huge"])
+            Issue.record("expected a validation error")
+        } catch {
+            #expect(Snap.message(for: error) == "--photo-size must be 'max' or WxH, e.g. 1920x1080 (got 'huge').")
+        }
+    }
+
     @Test func usageErrorsExitWith64() {
         do {
             _ = try Faces.parseAsRoot(["--rotate", "45"])

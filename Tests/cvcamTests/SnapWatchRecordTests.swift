@@ -88,6 +88,46 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == ["astronaut.jpg"])
     }
 
+    /// `snap --photo-size max --flash` on the emulated V4L2 camera (the emulator library
+    /// preloaded into the cvcam child only): streaming 640x480, the photo comes at the camera's
+    /// largest size, and the flash LED went to flash, strobed, and back to off.
+    @Test func snapAtMaxSizeWithFlashOnTheEmulatedCamera() throws {
+        let emulator = CLI.binary.deletingLastPathComponent().appendingPathComponent("libV4L2Emulator.so")
+        try #require(FileManager.default.fileExists(atPath: emulator.path), "the package builds \(emulator.path)")
+        let dir = try temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let control = dir.appendingPathComponent("emulator.control")
+        try Data("extra-controls\ncontrol-log\n".utf8).write(to: control)
+        let environment = [
+            "LD_PRELOAD": emulator.path, "V4L2_EMULATOR_IMAGES": CLI.fixture("images"),
+            "V4L2_EMULATOR_CONTROL": control.path, "CVCAM_V4L2_DEVICES": "/dev/video-emulated0:/dev/video-emulated1",
+        ]
+        let out = dir.appendingPathComponent("door.jpg")
+        let result = try CLI.run(
+            ["snap", "-o", out.path, "--device", "/dev/video-emulated0", "--size", "640x480", "--photo-size", "max", "--flash", "--json"],
+            environment: environment)
+        #expect(result.status == 0, "\(result.stderr)")
+        let lines = try events(result)
+        let snapshot = try #require(lines.first { $0["type"] as? String == "snapshot" })
+        #expect(snapshot["width"] as? Int == 1280 && snapshot["height"] as? Int == 720)
+        let summary = try #require(lines.last)
+        #expect((summary["input"] as? [String: Any])?["size"] as? String == "640x480")
+        let image = try ImageFolderSource.decode(out.path)
+        #expect(image.width == 1280 && image.height == 720)
+        // Control writes the camera saw: LED mode flash (1), the strobe, LED mode off (0) again.
+        let writes = try String(contentsOf: URL(fileURLWithPath: control.path + ".log"), encoding: .utf8)
+            .split(separator: "\n").map { $0.split(separator: " ").dropFirst().joined(separator: "=") }
+        let led = String(format: "0x%08x", CaptureDevice.Control.flashLEDMode.rawValue)
+        let strobe = String(format: "0x%08x", CaptureDevice.Control.flashStrobe.rawValue)
+        #expect(writes == ["\(led)=1", "\(strobe)=1", "\(led)=0"])
+
+        // A source without a flash: refused before anything is captured; exit 1, nothing written.
+        let plain = try CLI.run(["snap", "-o", dir.appendingPathComponent("x.jpg").path, "--input", Self.face, "--flash"])
+        #expect(plain.status == 1)
+        #expect(plain.stderr.contains("has no flash"), "\(plain.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("x.jpg").path))
+    }
+
     @Test func snapCountThreeWritesThreeNumberedPhotosOfDifferentFrames() throws {
         let dir = try temporaryFolder()
         defer { try? FileManager.default.removeItem(at: dir) }
