@@ -7,6 +7,7 @@ live latency at 30 fps, scaling, per-stage breakdown; or, with --soak SECONDS, o
 Every number is measured in this run on this machine; ratios compare peers on the same clip,
 run alternately so background load hits both alike.
 """
+import collections
 import argparse
 import json
 import os
@@ -277,6 +278,18 @@ def markdown(res):
                 f"| code appearances reported (appear) | | {s['codes_reported']} / {s['codes_expected']} | | all | {fmt(s['codes_reported'] == s['codes_expected'])} |",
                 "", f"Face enter events in total: {s['face_enters_total']} (more than expected = a track split); "
                     f"code appear events: {s['code_appears_total']}.", ""]
+        changes = s.get("thread_changes", [])
+        if changes:
+            out += ["Thread count changes (names from /proc/self/task/*/comm):", ""]
+            prev = []
+            for c in changes:
+                added = sorted((collections.Counter(c["names"]) - collections.Counter(prev)).elements())
+                removed = sorted((collections.Counter(prev) - collections.Counter(c["names"])).elements())
+                detail = (f" (+{', '.join(added)}" if added else " (") + (f" −{', '.join(removed)}" if removed else "") + ")"
+                out.append(f"- at {c['t']} s: {len(c['names'])} threads: {', '.join(c['names'])}"
+                           + (detail if prev and (added or removed) else ""))
+                prev = c["names"]
+            out.append("")
     if res.get("errors"):
         out += ["## Errors", ""] + [f"- {e[:300]}" for e in res["errors"]] + [""]
     out += ["## Targets", ""] + [f"- {t['name']}: {t['value']} → **{fmt(t['pass'])}**" for t in res["targets"]] + [""]

@@ -85,7 +85,19 @@ struct Soak: ParsableCommand {
         let cpu0 = cpuSeconds()
         let sampler = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "bench.sampler"))
         sampler.schedule(deadline: .now(), repeating: interval)
-        sampler.setEventHandler { samples.withLock { $0.append(ProcessSample.take(at: now() - start)) } }
+        // Thread names when the count first differs from the previous sample's.
+        let threadChanges = Mutex<[(time: Double, names: [String])]>([])
+        sampler.setEventHandler {
+            let sample = ProcessSample.take(at: now() - start)
+            let previous = samples.withLock { s -> Int? in
+                defer { s.append(sample) }
+                return s.last?.threads
+            }
+            if previous != sample.threads {
+                let names = ProcessSample.threadNames()
+                threadChanges.withLock { $0.append((sample.time, names)) }
+            }
+        }
         sampler.resume()
         try session.startRunning()
         session.waitUntilStopped()
@@ -126,6 +138,7 @@ struct Soak: ParsableCommand {
             "faces_expected": check.facesExpected, "faces_reported": check.facesMatched,
             "face_enters_total": check.faceEnters, "codes_expected": check.codesExpected,
             "codes_reported": check.codesMatched, "code_appears_total": check.codeAppears,
+            "thread_changes": threadChanges.withLock { $0 }.map { ["t": r($0.time, 1), "names": $0.names] as [String: Any] },
             "series": all.map { ["t": r($0.time, 1), "rss_kb": $0.residentKB, "fds": $0.descriptors, "threads": $0.threads] },
         ])
     }

@@ -37,6 +37,16 @@ struct ProcessSample: Sendable {
         let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? 0
         return ProcessSample(time: time, residentKB: rss, threads: threads, descriptors: fds)
     }
+
+    /// Names of this process's threads (/proc/self/task/*/comm), sorted: says which thread
+    /// came or went when the count changes.
+    static func threadNames() -> [String] {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        return tasks.compactMap { task in
+            (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8))?
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+        }.sorted()
+    }
 }
 
 enum Stats {
