@@ -111,7 +111,10 @@ struct Watch: ParsableCommand {
             folder: folder, quality: quality, device: job.device, rotation: Int32(input.rotate), mirrored: input.mirror)
         let watcher = SnapshotWatcher(
             trigger: SnapshotTrigger(configuration: triggerConfiguration), store: store, printer: job.printer)
-        let stage = WatchingFaceStage(wrapping: DefaultFaceStage(detector: detector), watcher: watcher)
+        // Every analysed frame with exactly its faces goes to the watcher (see FaceObservingStage).
+        let stage = FaceObservingStage(wrapping: DefaultFaceStage(detector: detector)) { frame, faces in
+            watcher.consider(frame, faces: faces)
+        }
         let metadata = CaptureMetadataOutput(faceStage: stage, codeStage: nil)
         try metadata.setMetadataObjectTypes([.face])
         metadata.rectOfInterest = input.regionOfInterest
@@ -143,47 +146,6 @@ struct Watch: ParsableCommand {
         }
         if job.runtimeError != nil || watcher.failedCount > 0 { throw ExitCode(ExitStatus.runtimeError) }
     }
-}
-
-/// A face stage that passes every analysed frame, with the faces found in it, to a
-/// `SnapshotWatcher`: the trigger needs each frame and exactly that frame's faces, including
-/// frames without faces (they close best-frame windows).
-///
-/// Why a stage rather than pairing a video data output with the metadata output: the metadata
-/// delegate is only called for frames with faces, so face-free frames could not be told apart
-/// from frames the detector skipped. Here the pairing is exact by construction, for files and
-/// live cameras alike: the image and its faces come from the same `process` call. Frames the
-/// metadata output skips (live input, detector busy) are never seen by the trigger.
-///
-/// Threading: `process` runs on the metadata output's face queue, one frame at a time; the
-/// watcher does its work on its own queue so detection is not held up by JPEG encoding.
-final class WatchingFaceStage: FaceMetadataStage, @unchecked Sendable {
-    // @unchecked: `sequence` is only touched in `process`, which the metadata output calls one
-    // frame at a time; `inner` and `watcher` are Sendable.
-    let inner: any FaceMetadataStage
-    let watcher: SnapshotWatcher
-    private var sequence: UInt64 = 0
-
-    init(wrapping inner: any FaceMetadataStage, watcher: SnapshotWatcher) {
-        self.inner = inner
-        self.watcher = watcher
-    }
-
-    var isAvailable: Bool { inner.isAvailable }
-
-    func process(
-        _ image: PixelBuffer, regionOfInterest: CGRect, time: MediaTime, inputID: CaptureInput.ID, updateInterval: Double
-    ) throws(CaptureError) -> (faces: [MetadataFaceObject], events: [MetadataEvent]) {
-        let result = try inner.process(
-            image, regionOfInterest: regionOfInterest, time: time, inputID: inputID, updateInterval: updateInterval)
-        sequence += 1
-        let frame = SampleBuffer(
-            pixelBuffer: image, presentationTimeStamp: time, duration: .zero, sequenceNumber: sequence, inputID: inputID)
-        watcher.consider(frame, faces: result.faces)
-        return result
-    }
-
-    func finish() -> [MetadataEvent] { inner.finish() }
 }
 
 /// Runs the trigger over (frame, faces) pairs and writes the snapshots it decides, printing a

@@ -8,40 +8,23 @@ import Testing
 /// `SnapshotStore`. Ground truth is the scene's timeline: one face is in view in frames
 /// 10–29 (1.0–2.9 s), nobody in 30–39, and the face is back in frames 40–59 (a new track).
 @Suite struct SnapshotTriggerSessionTests {
-    /// A face stage that hands every analysed frame, with exactly its faces, to a trigger and
-    /// writes what the trigger decides (the test's counterpart of `cvcam watch`'s stage).
-    final class TriggeringFaceStage: FaceMetadataStage, @unchecked Sendable {
-        // @unchecked: `trigger` and `sequence` are touched only in `process`/`finishTrigger`; the
-        // metadata output calls `process` one frame at a time, and `finishTrigger` runs after
-        // the output is idle. `written` is behind a Mutex.
-        let inner: DefaultFaceStage
+    /// Runs the trigger over the frames a `FaceObservingStage` hands it and writes what the
+    /// trigger decides (the test's counterpart of `cvcam watch`'s `SnapshotWatcher`).
+    final class TriggerWriter: @unchecked Sendable {
+        // @unchecked: `trigger` is touched only in `consider`/`finishTrigger`; the metadata
+        // output observes one frame at a time, and `finishTrigger` runs after the output is
+        // idle. `written` and `writeErrors` are behind Mutexes.
         let trigger: SnapshotTrigger
         let store: SnapshotStore
-        private var sequence: UInt64 = 0
         let written = Mutex<[(url: URL, snapshot: Snapshot)]>([])
         let writeErrors = Mutex<[CaptureError]>([])
 
-        init(inner: DefaultFaceStage, trigger: SnapshotTrigger, store: SnapshotStore) {
-            self.inner = inner
+        init(trigger: SnapshotTrigger, store: SnapshotStore) {
             self.trigger = trigger
             self.store = store
         }
 
-        var isAvailable: Bool { inner.isAvailable }
-
-        func process(
-            _ image: PixelBuffer, regionOfInterest: CGRect, time: MediaTime, inputID: CaptureInput.ID, updateInterval: Double
-        ) throws(CaptureError) -> (faces: [MetadataFaceObject], events: [MetadataEvent]) {
-            let result = try inner.process(
-                image, regionOfInterest: regionOfInterest, time: time, inputID: inputID, updateInterval: updateInterval)
-            let frame = SampleBuffer(
-                pixelBuffer: image, presentationTimeStamp: time, duration: .zero, sequenceNumber: sequence, inputID: inputID)
-            sequence += 1
-            write(trigger.process(frame, faces: result.faces))
-            return result
-        }
-
-        func finish() -> [MetadataEvent] { inner.finish() }
+        func consider(_ frame: SampleBuffer, faces: [MetadataFaceObject]) { write(trigger.process(frame, faces: faces)) }
 
         func finishTrigger() { write(trigger.finish()) }
 
@@ -90,9 +73,11 @@ import Testing
         let folder = try PhotoTestSupport.temporaryFolder("trigger-session")
         defer { try? FileManager.default.removeItem(at: folder) }
         let device = try CaptureDevice(syntheticScene: scene, pacing: .asFastAsPossible)
-        let stage = TriggeringFaceStage(
-            inner: DefaultFaceStage(detector: try FaceDetector()), trigger: SnapshotTrigger(configuration: configuration),
-            store: SnapshotStore(folder: folder, device: device))
+        let writer = TriggerWriter(
+            trigger: SnapshotTrigger(configuration: configuration), store: SnapshotStore(folder: folder, device: device))
+        let stage = FaceObservingStage(wrapping: DefaultFaceStage(detector: try FaceDetector())) { frame, faces in
+            writer.consider(frame, faces: faces)
+        }
         let metadata = CaptureMetadataOutput(faceStage: stage, codeStage: nil)
         try metadata.setMetadataObjectTypes([.face])
         let session = CaptureSession()
@@ -101,11 +86,11 @@ import Testing
         try session.startRunning()
         #expect(session.waitUntilStopped(timeout: 60))
         metadata.waitUntilIdle()
-        stage.finishTrigger()
+        writer.finishTrigger()
         #expect(metadata.processedFrameCount == 65)
-        #expect(stage.writeErrors.withLock { $0 }.isEmpty)
+        #expect(writer.writeErrors.withLock { $0 }.isEmpty)
 
-        let written = stage.written.withLock { $0 }
+        let written = writer.written.withLock { $0 }
         // faceIDs come from a process-wide counter: name the tracks by order of appearance.
         var order: [Int] = []
         for (_, s) in written { for id in s.triggeringFaceIDs where !order.contains(id) { order.append(id) } }

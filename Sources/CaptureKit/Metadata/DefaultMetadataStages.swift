@@ -88,3 +88,47 @@ public final class DefaultCodeStage: CodeMetadataStage {
         tracker.withLock { $0.reset() }
     }
 }
+
+/// A face stage that runs another one and then hands each analysed frame, with exactly the
+/// faces found in it, to `observer`: what a face-triggered snapshot needs (`SnapshotTrigger`
+/// wants every analysed frame, also those without faces, which close best-frame windows).
+///
+/// Why a stage rather than pairing a video data output with the metadata output: the metadata
+/// delegate is only called for frames with faces, so face-free frames could not be told apart
+/// from frames the detector skipped. Here the pairing is exact by construction, for files and
+/// live cameras alike: the image and its faces come from the same `process` call. Frames the
+/// metadata output skips (live input, detector busy) are never observed.
+///
+/// Threading: `process` runs on the metadata output's face queue, one frame at a time, and
+/// calls `observer` there; an observer with slow work (JPEG encoding) should hand it to its
+/// own queue so detection is not held up.
+public final class FaceObservingStage: FaceMetadataStage, @unchecked Sendable {
+    // @unchecked: `sequence` is only touched in `process`, which the metadata output calls one
+    // frame at a time; `inner` and `observer` are Sendable.
+    let inner: any FaceMetadataStage
+    let observer: @Sendable (SampleBuffer, [MetadataFaceObject]) -> Void
+    private var sequence: UInt64 = 0
+
+    /// Wraps `inner`; `observer` gets each analysed frame (numbered from 0 in analysis order)
+    /// and its faces.
+    public init(wrapping inner: any FaceMetadataStage, observer: @escaping @Sendable (SampleBuffer, [MetadataFaceObject]) -> Void) {
+        self.inner = inner
+        self.observer = observer
+    }
+
+    public var isAvailable: Bool { inner.isAvailable }
+
+    public func process(
+        _ image: PixelBuffer, regionOfInterest: CGRect, time: MediaTime, inputID: CaptureInput.ID, updateInterval: Double
+    ) throws(CaptureError) -> (faces: [MetadataFaceObject], events: [MetadataEvent]) {
+        let result = try inner.process(
+            image, regionOfInterest: regionOfInterest, time: time, inputID: inputID, updateInterval: updateInterval)
+        let frame = SampleBuffer(
+            pixelBuffer: image, presentationTimeStamp: time, duration: .zero, sequenceNumber: sequence, inputID: inputID)
+        sequence += 1
+        observer(frame, result.faces)
+        return result
+    }
+
+    public func finish() -> [MetadataEvent] { inner.finish() }
+}
