@@ -258,9 +258,7 @@ private struct ScanRun {
                 if passes.finderGate && types == [.qr] {
                     // Another QR code shows finder patterns outside the codes already read; with
                     // none there, the full-size look would find nothing new.
-                    counts.finderChecks += 1
-                    let finders = try FinderEvidence.candidates(gray)
-                    counts.findersSeen += finders.count
+                    let finders = try finderCandidates(gray, orAtHalfSize: nil)
                     let margin = Double(Self.cell)
                     let unexplained = finders.filter { f in
                         !boxes.contains { $0.insetBy(dx: -margin, dy: -margin).contains(f) }
@@ -292,13 +290,7 @@ private struct ScanRun {
             regions = [PixelRect(x: 0, y: 0, width: gray.width, height: gray.height)]
         }
         if passes.finderGate && passes.halfScale && big && types == [.qr] && !regions.isEmpty {
-            counts.finderChecks += 1
-            var finders = try FinderEvidence.candidates(gray)
-            // Modules over ~4 px (blurred ones especially) make finders wider than the
-            // threshold's window; at half size they fit (blurred 52.5% → see bench-codes).
-            if finders.isEmpty, let halfSize { finders = try FinderEvidence.candidates(halfSize) }
-            counts.findersSeen += finders.count
-            if finders.isEmpty { return }
+            if try finderCandidates(gray, orAtHalfSize: halfSize).isEmpty { return }
         }
         for region in regions {
             counts.rescues += 1
@@ -306,6 +298,17 @@ private struct ScanRun {
             let offset = Homography.scaling(1, 1, offsetX: Double(region.x), offsetY: Double(region.y))
             try rescue(crop, offset: offset)
         }
+    }
+
+    /// Finder-pattern candidates (`FinderEvidence`) in `gray`, or when there are none there, in
+    /// `half`: modules over ~4 px (blurred ones especially) make finders wider than the
+    /// threshold's window; at half size they fit (blurred 52.5% → see bench-codes). Counted.
+    mutating func finderCandidates(_ gray: PixelBuffer, orAtHalfSize half: PixelBuffer?) throws(CaptureError) -> [CGPoint] {
+        counts.finderChecks += 1
+        var finders = try FinderEvidence.candidates(gray)
+        if finders.isEmpty, let half { finders = try FinderEvidence.candidates(half) }
+        counts.findersSeen += finders.count
+        return finders
     }
 
     /// The passes on one region, stopping at the first that reads something.
