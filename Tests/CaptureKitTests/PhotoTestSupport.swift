@@ -38,9 +38,17 @@ enum PhotoTestSupport {
     static func runningSession(_ output: CaptureOutput, scene: SyntheticScene = scene(), pacing: FramePacing = .realTime)
         throws -> CaptureSession
     {
+        try runningSession(CaptureDevice(syntheticScene: scene, pacing: pacing), outputs: [output])
+    }
+
+    /// A running session on `device` (at `preset`, when given) with `outputs`.
+    static func runningSession(_ device: CaptureDevice, preset: SessionPreset? = nil, outputs: [CaptureOutput]) throws
+        -> CaptureSession
+    {
         let session = CaptureSession()
-        try session.addInput(try CaptureDeviceInput(device: try CaptureDevice(syntheticScene: scene, pacing: pacing)))
-        try session.addOutput(output)
+        if let preset { try session.setSessionPreset(preset) }
+        try session.addInput(try CaptureDeviceInput(device: device))
+        for output in outputs { try session.addOutput(output) }
         try session.startRunning()
         return session
     }

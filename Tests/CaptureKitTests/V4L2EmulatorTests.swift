@@ -43,12 +43,8 @@ struct V4L2EmulatorTests {
 
     @Test func exposureBracketsUseTheCamerasExposureBiasControl() throws {
         let device = try V4L2Emulator.device()
-        let session = CaptureSession()
-        try session.setSessionPreset(.vga640x480)
-        try session.addInput(try CaptureDeviceInput(device: device))
         let output = CapturePhotoOutput()
-        try session.addOutput(output)
-        try session.startRunning()
+        let session = try PhotoTestSupport.runningSession(device, preset: .vga640x480, outputs: [output])
         defer { try? session.stopRunning() }
         #expect(output.maxBracketedCapturePhotoCount == 3)
         let events = PhotoEvents()
@@ -86,17 +82,13 @@ struct V4L2EmulatorTests {
             return result
         }
         let device = try CaptureDevice(v4l2Path: V4L2Emulator.capturePath, system: system)
-        let session = CaptureSession()
-        try session.setSessionPreset(.vga640x480)
-        try session.addInput(try CaptureDeviceInput(device: device))
         let video = CaptureVideoDataOutput()
         let sizes = FrameSizeLog()
         video.setSampleBufferDelegate(sizes, queue: DispatchQueue(label: "v4l2.test"))
         let metadata = CaptureMetadataOutput()
         try metadata.setMetadataObjectTypes([.face])
         let photos = CapturePhotoOutput()
-        for output in [video, metadata, photos] as [CaptureOutput] { try session.addOutput(output) }
-        try session.startRunning()
+        let session = try PhotoTestSupport.runningSession(device, preset: .vga640x480, outputs: [video, metadata, photos])
         defer { try? session.stopRunning() }
         #expect(sizes.wait(for: 10))
         #expect(photos.maxPhotoDimensions == .init(width: 1280, height: 720))
@@ -165,12 +157,8 @@ struct V4L2EmulatorTests {
         try device.lockForConfiguration()
         try device.setTorchMode(.on)
         device.unlockForConfiguration()
-        let session = CaptureSession()
-        try session.setSessionPreset(.vga640x480)
-        try session.addInput(try CaptureDeviceInput(device: device))
         let output = CapturePhotoOutput()
-        try session.addOutput(output)
-        try session.startRunning()
+        let session = try PhotoTestSupport.runningSession(device, preset: .vga640x480, outputs: [output])
         defer { try? session.stopRunning() }
         #expect(output.supportedFlashModes == [.off, .on])
         let events = PhotoEvents()
@@ -211,12 +199,8 @@ struct V4L2EmulatorTests {
         // The same camera without a flash: `.on` is refused as unsupported.
         V4L2Emulator.clearFaults()
         #expect(!device.hasFlash)
-        let plain = CaptureSession()
-        try plain.setSessionPreset(.vga640x480)
-        try plain.addInput(try CaptureDeviceInput(device: device))
         let noFlash = CapturePhotoOutput()
-        try plain.addOutput(noFlash)
-        try plain.startRunning()
+        let plain = try PhotoTestSupport.runningSession(device, preset: .vga640x480, outputs: [noFlash])
         defer { try? plain.stopRunning() }
         #expect(noFlash.supportedFlashModes == [.off])
         let refused = CapturePhotoSettings(flashMode: .on)
@@ -246,16 +230,11 @@ struct V4L2EmulatorTests {
             return live.ioctl(fd, request, arg)
         }
         let device = try CaptureDevice(v4l2Path: V4L2Emulator.capturePath, system: system)
-        let session = CaptureSession()
-        try session.setSessionPreset(.vga640x480)
-        try session.addInput(try CaptureDeviceInput(device: device))
         let video = CaptureVideoDataOutput()
         let sizes = FrameSizeLog()
         video.setSampleBufferDelegate(sizes, queue: DispatchQueue(label: "v4l2.test"))
         let photos = CapturePhotoOutput()
-        try session.addOutput(video)
-        try session.addOutput(photos)
-        try session.startRunning()
+        let session = try PhotoTestSupport.runningSession(device, preset: .vga640x480, outputs: [video, photos])
         defer { try? session.stopRunning() }
         #expect(sizes.wait(for: 5))
         let events = PhotoEvents()
@@ -357,16 +336,12 @@ struct V4L2EmulatorTests {
         // A consumer that keeps every native YUYV frame: the first frames wrap mmap buffers
         // (zero copy); once only two buffers would be left with the driver, frames are copies.
         let device = try V4L2Emulator.device()
-        let session = CaptureSession()
-        try session.setSessionPreset(.vga640x480)
-        try session.addInput(try CaptureDeviceInput(device: device))
         let output = CaptureVideoDataOutput()
         output.videoPixelFormat = nil
         output.alwaysDiscardsLateVideoFrames = false
         let collector = V4L2FrameCollector(keep: true)
         output.setSampleBufferDelegate(collector, queue: DispatchQueue(label: "v4l2.test"))
-        try session.addOutput(output)
-        try session.startRunning()
+        let session = try PhotoTestSupport.runningSession(device, preset: .vga640x480, outputs: [output])
         let frames = collector.wait(for: 10)
         let maps = (try? String(contentsOfFile: "/proc/self/maps", encoding: .utf8)) ?? ""
         try session.stopRunning()
@@ -400,14 +375,10 @@ struct V4L2EmulatorTests {
             return live.ioctl(fd, request, arg)
         }
         let device = try CaptureDevice(v4l2Path: V4L2Emulator.capturePath, system: system)
-        let session = CaptureSession()
-        try session.setSessionPreset(.vga640x480)
-        try session.addInput(try CaptureDeviceInput(device: device))
         let output = CaptureVideoDataOutput()
         let collector = V4L2FrameCollector(keep: true)
         output.setSampleBufferDelegate(collector, queue: DispatchQueue(label: "v4l2.test"))
-        try session.addOutput(output)
-        try session.startRunning()
+        let session = try PhotoTestSupport.runningSession(device, preset: .vga640x480, outputs: [output])
         let frames = collector.wait(for: 12)
         try session.stopRunning()
         let sequences = frames.map(\.sequenceNumber)
@@ -417,14 +388,10 @@ struct V4L2EmulatorTests {
 
     @Test func presetHighPrefersMJPEGAtFullRate() throws {
         let device = try V4L2Emulator.device()
-        let session = CaptureSession()
-        try session.setSessionPreset(.hd1280x720)
-        try session.addInput(try CaptureDeviceInput(device: device))
         let output = CaptureVideoDataOutput()
         let collector = V4L2FrameCollector()
         output.setSampleBufferDelegate(collector, queue: DispatchQueue(label: "v4l2.test"))
-        try session.addOutput(output)
-        try session.startRunning()
+        let session = try PhotoTestSupport.runningSession(device, preset: .hd1280x720, outputs: [output])
         _ = collector.wait(for: 2)
         try session.stopRunning()
         // YUYV reaches only 10 fps at 1280x720; MJPEG reaches 30.
