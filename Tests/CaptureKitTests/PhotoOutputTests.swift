@@ -259,14 +259,11 @@ final class SilentCamera: FrameSource, @unchecked Sendable {
     @Test func jpegQualityIsHonouredAndEncodingIsRepeatable() throws {
         let folder = try PhotoTestSupport.temporaryFolder("jpeg-quality")
         defer { try? FileManager.default.removeItem(at: folder) }
-        let source = try SyntheticCameraSource(scene: PhotoTestSupport.scene(width: 320, height: 240))
-        try source.open(format: source.formats[0], frameDuration: MediaTime(value: 1, timescale: 30))
-        let frame = try #require(try source.nextFrame(isCancelled: { false }))
-        source.close()
+        let frame = try PhotoTestSupport.firstFrame(width: 320, height: 240)
         let converter = FrameConverter()
         func encode(_ quality: Int) throws -> Data {
             try PhotoEncoder.encode(
-                frame.pixelBuffer, codec: .jpeg(quality: quality), rotation: 0, mirrored: false, device: nil,
+                frame, codec: .jpeg(quality: quality), rotation: 0, mirrored: false, device: nil,
                 captureDate: Date(timeIntervalSince1970: 0), annotation: nil, converter: converter)
         }
         var sizes: [Int: Int] = [:]
@@ -293,19 +290,16 @@ final class SilentCamera: FrameSource, @unchecked Sendable {
     @Test func exifOrientationMatchesTheConnectionsTransformForAllEightCases() throws {
         let folder = try PhotoTestSupport.temporaryFolder("exif-orientation")
         defer { try? FileManager.default.removeItem(at: folder) }
-        let source = try SyntheticCameraSource(scene: PhotoTestSupport.scene(width: 96, height: 64))
-        try source.open(format: source.formats[0], frameDuration: MediaTime(value: 1, timescale: 30))
-        let frame = try #require(try source.nextFrame(isCancelled: { false }))
-        source.close()
+        let frame = try PhotoTestSupport.firstFrame(width: 96, height: 64)
         let sample = SampleBuffer(
-            pixelBuffer: frame.pixelBuffer, presentationTimeStamp: .zero, duration: .zero, sequenceNumber: 0,
+            pixelBuffer: frame, presentationTimeStamp: .zero, duration: .zero, sequenceNumber: 0,
             inputID: CaptureInput.ID(rawValue: 1))
         let converter = FrameConverter()
         var cases: [(Int32, Bool)] = []
         for rotation: Int32 in [0, 90, 180, 270] { for mirrored in [false, true] { cases.append((rotation, mirrored)) } }
         for (rotation, mirrored) in cases {
             let data = try PhotoEncoder.encode(
-                frame.pixelBuffer, codec: .jpeg(quality: 100), rotation: rotation, mirrored: mirrored, device: nil,
+                frame, codec: .jpeg(quality: 100), rotation: rotation, mirrored: mirrored, device: nil,
                 captureDate: Date(), annotation: nil, converter: converter)
             try AtomicFile.write(data, to: folder.appendingPathComponent("r\(rotation)m\(mirrored ? 1 : 0).jpg"))
         }

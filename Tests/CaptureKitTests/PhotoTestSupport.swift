@@ -34,6 +34,14 @@ enum PhotoTestSupport {
             ])
     }
 
+    /// The first frame of `scene()` at `width`x`height`, rendered without a session.
+    static func firstFrame(width: Int, height: Int) throws -> PixelBuffer {
+        let source = try SyntheticCameraSource(scene: scene(width: width, height: height))
+        try source.open(format: source.formats[0], frameDuration: MediaTime(value: 1, timescale: 30))
+        defer { source.close() }
+        return try #require(try source.nextFrame(isCancelled: { false })).pixelBuffer
+    }
+
     /// A running session with `output` on a synthetic camera.
     static func runningSession(_ output: CaptureOutput, scene: SyntheticScene = scene(), pacing: FramePacing = .realTime)
         throws -> CaptureSession
