@@ -278,7 +278,6 @@ final class Shutter: CaptureVideoDataOutputSampleBufferDelegate, CaptureMetadata
     /// Requests the next photo when it is due: the first at the first frame (or the first face),
     /// the others `interval` seconds of frame time apart.
     private func press(at time: Double, faces: [MetadataFaceObject]?) {
-        let dimensions = photoDimensions()
         let settings: CapturePhotoSettings? = lock.withLock {
             var shot = faces ?? []
             if let faces, !faceArmed {
@@ -290,7 +289,7 @@ final class Shutter: CaptureVideoDataOutputSampleBufferDelegate, CaptureMetadata
             }
             guard !closed, awaitingFrame == nil, requested < urls.count else { return nil }
             let settings = CapturePhotoSettings(
-                codec: codec, maxPhotoDimensions: dimensions, flashMode: flashMode, fileURL: urls[requested],
+                codec: codec, flashMode: flashMode, fileURL: urls[requested],
                 annotation: PhotoAnnotation(reason: waitForFace ? "face" : "snap", frameTime: time, faces: shot))
             requested += 1
             awaitingFrame = settings.uniqueID
@@ -299,7 +298,9 @@ final class Shutter: CaptureVideoDataOutputSampleBufferDelegate, CaptureMetadata
             inFlight.enter()
             return settings
         }
-        guard let settings else { return }
+        guard var settings else { return }
+        // Only for a shutter press ('max' asks the photo output), outside `lock`.
+        settings.maxPhotoDimensions = photoDimensions()
         do {
             try photoOutput.capturePhoto(with: settings, delegate: self)
         } catch {
