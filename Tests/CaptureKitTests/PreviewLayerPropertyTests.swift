@@ -1,20 +1,6 @@
-import CaptureKit
+@testable import CaptureKit
 import Foundation
 import Testing
-
-/// SplitMix64 (Steele, Lea and Flood): a tiny seeded generator, so every run draws the same
-/// geometries and a failure can be replayed.
-struct PreviewLayerSplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// A random geometry and the values it was built from (the test oracle reads these, not the
 /// layer's conversions).
@@ -26,7 +12,7 @@ struct PreviewLayerRandomGeometry {
     let mirrored: Bool
     let frame: CaptureDevice.Dimensions
 
-    init(using rng: inout PreviewLayerSplitMix64) throws {
+    init(using rng: inout SplitMix64) throws {
         gravity = CaptureVideoPreviewLayer.VideoGravity.allCases.randomElement(using: &rng)!
         rotation = CaptureVideoPreviewLayer.supportedVideoRotationAngles.randomElement(using: &rng)!
         mirrored = Bool.random(using: &rng)
@@ -64,11 +50,11 @@ struct PreviewLayerRandomGeometry {
         }
     }
 
-    func randomDevicePoint(using rng: inout PreviewLayerSplitMix64) -> CGPoint {
+    func randomDevicePoint(using rng: inout SplitMix64) -> CGPoint {
         CGPoint(x: Double.random(in: -0.5...1.5, using: &rng), y: Double.random(in: -0.5...1.5, using: &rng))
     }
 
-    func randomLayerPoint(using rng: inout PreviewLayerSplitMix64) -> CGPoint {
+    func randomLayerPoint(using rng: inout SplitMix64) -> CGPoint {
         CGPoint(
             x: Double.random(in: bounds.minX - bounds.width / 2...bounds.maxX + bounds.width / 2, using: &rng),
             y: Double.random(in: bounds.minY - bounds.height / 2...bounds.maxY + bounds.height / 2, using: &rng))
@@ -95,7 +81,7 @@ struct PreviewLayerPropertyTests {
     static let samples = 20
 
     @Test func pointRoundTripsAreExact() throws {
-        var rng = PreviewLayerSplitMix64(seed: 0x5EED_0001)
+        var rng = SplitMix64(seed: 0x5EED_0001)
         for _ in 0..<Self.geometries {
             let g = try PreviewLayerRandomGeometry(using: &rng)
             for _ in 0..<Self.samples {
@@ -110,7 +96,7 @@ struct PreviewLayerPropertyTests {
     }
 
     @Test func rectRoundTripsAreExact() throws {
-        var rng = PreviewLayerSplitMix64(seed: 0x5EED_0002)
+        var rng = SplitMix64(seed: 0x5EED_0002)
         for _ in 0..<Self.geometries {
             let g = try PreviewLayerRandomGeometry(using: &rng)
             for _ in 0..<Self.samples {
@@ -129,7 +115,7 @@ struct PreviewLayerPropertyTests {
     }
 
     @Test func rectConversionIsBoundingBoxOfConvertedCorners() throws {
-        var rng = PreviewLayerSplitMix64(seed: 0x5EED_0003)
+        var rng = SplitMix64(seed: 0x5EED_0003)
         for _ in 0..<Self.geometries {
             let g = try PreviewLayerRandomGeometry(using: &rng)
             for _ in 0..<Self.samples {
@@ -147,7 +133,7 @@ struct PreviewLayerPropertyTests {
 
     /// The view's four corners land on the device points the doc comment gives.
     @Test func viewCornersMapToDocumentedDevicePoints() throws {
-        var rng = PreviewLayerSplitMix64(seed: 0x5EED_0004)
+        var rng = SplitMix64(seed: 0x5EED_0004)
         for _ in 0..<Self.geometries {
             let g = try PreviewLayerRandomGeometry(using: &rng)
             let tl = g.displayedTopLeft
@@ -181,7 +167,7 @@ struct PreviewLayerPropertyTests {
     /// Fit shows the whole frame inside the view with the frame's aspect; fill covers the view
     /// with it and shows only device points inside 0…1.
     @Test func fitContainsAndFillCovers() throws {
-        var rng = PreviewLayerSplitMix64(seed: 0x5EED_0005)
+        var rng = SplitMix64(seed: 0x5EED_0005)
         for _ in 0..<Self.geometries {
             let g = try PreviewLayerRandomGeometry(using: &rng)
             let whole = g.layer.layerRectConverted(fromMetadataOutputRect: CGRect(x: 0, y: 0, width: 1, height: 1))
@@ -211,7 +197,7 @@ struct PreviewLayerPropertyTests {
 
     /// Rotation keeps a polygon's winding; mirroring reverses it.
     @Test func mirroringReversesWindingRotationKeepsIt() throws {
-        var rng = PreviewLayerSplitMix64(seed: 0x5EED_0006)
+        var rng = SplitMix64(seed: 0x5EED_0006)
         for _ in 0..<Self.geometries {
             let g = try PreviewLayerRandomGeometry(using: &rng)
             let triangle = (0..<3).map { _ in g.randomDevicePoint(using: &rng) }
