@@ -17,6 +17,7 @@ struct Faces: ParsableCommand {
 
     @OptionGroup var input: InputOptions
     @OptionGroup var output: OutputOptions
+    @OptionGroup var faceOptions: FaceOptions
 
     @Option(help: "Seconds between update lines for a face that stays (0: every frame).")
     var updateInterval: Double = 1
@@ -30,7 +31,7 @@ struct Faces: ParsableCommand {
 
     func run() throws {
         let job = try CaptureJob(input: input, output: output)
-        let metadata = CaptureMetadataOutput()
+        let metadata = faceOptions.metadataOutput()
         guard metadata.availableMetadataObjectTypes.contains(.face) else {
             throw CLIError.message(
                 "No face model could be loaded: check Models/face_detection_yunet_2022mar.onnx (or set CVCAM_MODELS to its folder).")

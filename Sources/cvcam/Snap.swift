@@ -23,6 +23,7 @@ struct Snap: ParsableCommand {
 
     @OptionGroup var input: InputOptions
     @OptionGroup var output: OutputOptions
+    @OptionGroup var faceOptions: FaceOptions
 
     @Option(name: [.customShort("o"), .long], help: ArgumentHelp("The photo's file: .jpg/.jpeg (JPEG with EXIF) or .png.", valueName: "file"), completion: .file())
     var outputFile: String
@@ -115,7 +116,7 @@ struct Snap: ParsableCommand {
         try job.add(clock)
         var metadata: CaptureMetadataOutput?
         if waitForFace {
-            let faces = CaptureMetadataOutput()
+            let faces = faceOptions.metadataOutput()
             guard faces.availableMetadataObjectTypes.contains(.face) else {
                 throw CLIError.message(
                     "No face model could be loaded: check Models/face_detection_yunet_2022mar.onnx (or set CVCAM_MODELS to its folder).")

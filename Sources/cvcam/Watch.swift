@@ -24,6 +24,7 @@ struct Watch: ParsableCommand {
 
     @OptionGroup var input: InputOptions
     @OptionGroup var output: OutputOptions
+    @OptionGroup var faceOptions: FaceOptions
 
     @Option(help: "Folder for the snapshots (created if missing).", completion: .directory)
     var dir: String
@@ -102,7 +103,7 @@ struct Watch: ParsableCommand {
         let job = try CaptureJob(input: input, output: output)
         let detector: FaceDetector
         do {
-            detector = try FaceDetector()
+            detector = try FaceDetector(configuration: faceOptions.faceDetection.configuration)
         } catch {
             throw CLIError.message(
                 "No face model could be loaded: check Models/face_detection_yunet_2022mar.onnx (or set CVCAM_MODELS to its folder).")

@@ -240,6 +240,36 @@ struct FaceDetectorTests {
         #expect(faces.contains { ($0.rollAngle ?? 0) > 15 })
     }
 
+    /// `.realTime` (the metadata output's default) analyses a 1280x720 frame at 640x360: a face
+    /// 32 px wide is found as by `.standard`, a 16 px one (8 px at 640x360) only by `.standard`,
+    /// which runs at the frame's own size. (bench-faces: smallest reliable 24 px vs 12 px.)
+    @Test func realTimeGivesUpOnlyTheSmallestFacesAt720p() throws {
+        let realTime = try FaceDetector(configuration: .realTime, modelsDirectory: FaceFixtures.models)
+        func found(_ d: FaceDetector, side: Double, at place: (Double, Double)) throws -> Bool {
+            // grace_hopper.jpg's face box is 176,121 181×211 in its 512×600 pixels.
+            let k = side / 181
+            let face = CGRect(x: 1280 * place.0 - side / 2, y: 720 * place.1 - 211 * k / 2, width: side, height: 211 * k)
+            let sprite = SyntheticScene.Sprite(
+                content: .image(path: FaceFixtures.faces.appendingPathComponent("images/grace_hopper.jpg").path),
+                size: .init(width: Int((512 * k).rounded()), height: Int((600 * k).rounded())),
+                origin: CGPoint(x: face.minX - 176 * k, y: face.minY - 121 * k))
+            let frame = try FaceFixtures.render(
+                SyntheticScene(
+                    size: .init(width: 1280, height: 720),
+                    background: .image(path: FaceFixtures.faces.appendingPathComponent("negatives/rocket.jpg").path),
+                    sprites: [sprite]))
+            return try d.detect(in: frame).contains {
+                FaceFixtures.pixels($0.bounds, frame).intersectionOverUnion(face) >= 0.5
+            }
+        }
+        for place in [(0.3, 0.35), (0.7, 0.7)] {
+            #expect(try found(realTime, side: 32, at: place))
+            #expect(try found(detector, side: 32, at: place))
+            #expect(try found(detector, side: 16, at: place))
+            #expect(try !found(realTime, side: 16, at: place))
+        }
+    }
+
     @Test func regionOfInterestLimitsWhereFacesAreReported() throws {
         // Two faces: left at x 81…167, right at x 192…268 (pixels of a 400-wide image).
         let image = try FaceFixtures.image("images/maksssksksss523.jpg")

@@ -16,9 +16,9 @@ public final class DefaultFaceStage: FaceMetadataStage {
         tracker = Mutex(FaceTracker(configuration: tracking))
     }
 
-    /// The default stage, or nil (logged by the detector) when no face model loads.
-    static func makeOrNil() -> (any FaceMetadataStage)? {
-        (try? FaceDetector()).map { DefaultFaceStage(detector: $0) }
+    /// The default stage with `configuration`, or nil (logged by the detector) when no face model loads.
+    static func makeOrNil(_ configuration: FaceDetector.Configuration) -> (any FaceMetadataStage)? {
+        (try? FaceDetector(configuration: configuration)).map { DefaultFaceStage(detector: $0) }
     }
 
     public var isAvailable: Bool { true }

@@ -49,15 +49,17 @@ public struct FaceDetection: Sendable, Hashable {
 ///   grace_hopper.jpg at decreasing sizes at four places over a face-free photo; "reliably" =
 ///   at all four places and at every larger size):
 ///
-///   | preset    | `standard`             | `tiled`               | plain YuNet, 0.9 |
-///   |-----------|------------------------|-----------------------|------------------|
-///   | 640x480   | 12 px (run at 640)     | 12 px (no tiles)      | 32 px            |
-///   | 1280x720  | 12 px (run at 1280)    | 12 px (no tiles)      | > 128 px (*)     |
-///   | 1920x1080 | 20 px (run at 1280)    | 14 px (1280 + tiles)  | 14 px            |
+///   | preset    | `realTime`          | `standard`          | `tiled`              | plain YuNet, 0.9 |
+///   |-----------|---------------------|---------------------|----------------------|------------------|
+///   | 640x480   | 12 px (run at 640)  | 12 px (run at 640)  | 12 px (no tiles)     | 32 px            |
+///   | 1280x720  | 24 px (run at 640)  | 12 px (run at 1280) | 12 px (no tiles)     | > 128 px (*)     |
+///   | 1920x1080 | 32 px (run at 640)  | 20 px (run at 1280) | 14 px (1280 + tiles) | 14 px            |
 ///
 ///   (*) at threshold 0.9 YuNet missed even 128 px faces at two of the four places. These are
 ///   clean, sharp faces: expect roughly twice these sizes on real, blurred, badly lit ones.
-///   Cost at 1920x1080: `standard` ≈ 0.45× plain YuNet at full size, `tiled` ≈ 1.6–2.1×.
+///   Cost at 1920x1080: `standard` ≈ 0.45× plain YuNet at full size, `tiled` ≈ 1.6–2.1×;
+///   `realTime` runs YuNet on 640x360 for 720p and 1080p frames alike, about a quarter of a
+///   1280x720 run. `CaptureMetadataOutput` uses `realTime` unless told otherwise.
 /// - **Content gate.** A frame whose luma standard deviation is below `minimumFrameContrast`
 ///   (black, near-black, a lens cap) is not searched at all: YuNet 2022mar reports large
 ///   phantom faces (scores up to 0.84) on such frames. The luma is sampled (256×256 picked
@@ -173,8 +175,14 @@ public final class FaceDetector: @unchecked Sendable {
             self.haarMinimumNeighbours = haarMinimumNeighbours
         }
 
-        /// cvcam's default: detection at 640…1280 px long side, checks on, threshold 0.75.
+        /// The default for single images and photos (`FaceDetector()`): detection at a 640…1280 px
+        /// long side, checks on, threshold 0.75.
         public static let standard = Configuration()
+        /// For live video: every frame is scaled to a 640 px long side (a 640x360 YuNet run for
+        /// 720p and 1080p frames, about a quarter of a 1280x720 run), so faces keep up with a
+        /// 30 fps camera on a two-core board, at the price of the smallest face found (see the
+        /// table in `FaceDetector`). `CaptureMetadataOutput`'s default.
+        public static let realTime = Configuration(minimumDetectionDimension: 640, maximumDetectionDimension: 640)
         /// The default plus full-resolution 640 px tiles for frames over 1280 px (distant faces
         /// in 1080p), at roughly 3–4× the cost of `standard` on such frames.
         public static let tiled = Configuration(tileSize: 640)

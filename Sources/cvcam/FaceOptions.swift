@@ -1,0 +1,29 @@
+import ArgumentParser
+import CaptureKit
+
+/// How faces are looked for, shared by the commands that detect faces (faces, snap, watch).
+struct FaceOptions: ParsableArguments {
+    /// The face detector's trade of smallest face against CPU (`FaceDetector.Configuration`).
+    enum Detection: String, ExpressibleByArgument, CaseIterable {
+        case realtime, standard, tiled
+
+        var configuration: FaceDetector.Configuration {
+            switch self {
+            case .realtime: .realTime
+            case .standard: .standard
+            case .tiled: .tiled
+            }
+        }
+    }
+
+    @Option(
+        help: ArgumentHelp(
+            "Face detection: realtime (frames scaled to 640 px: keeps up with 720p30 on two cores; faces from ~24 px at 720p, ~32 px at 1080p), standard (frames up to 1280 px at their own size: faces from ~12 px, ~4x the CPU at 720p), tiled (standard plus full-size tiles above 1280 px: distant faces in 1080p).",
+            valueName: "mode"))
+    var faceDetection: Detection = .realtime
+
+    /// A metadata output with this face detector (faces unavailable when no model loads).
+    func metadataOutput() -> CaptureMetadataOutput {
+        CaptureMetadataOutput(faceDetection: faceDetection.configuration)
+    }
+}
