@@ -78,10 +78,11 @@ struct Batch: ParsableCommand {
     @Option(help: "The clip.") var input: String
     @Option(help: "Metadata types, comma-separated.") var types = "face,qr"
     @Option(help: "Rect of interest x,y,w,h in device space.") var roi: String?
+    @Option(help: "Face detection: realtime (the default) or standard.") var faceDetection: FaceDetectionChoice = .realtime
 
     func run() throws {
         let device = try CaptureDevice(videoFileAtPath: input, pacing: .asFastAsPossible)
-        let metadata = try makeDetectingOutput(parseTypes(types))
+        let metadata = try makeDetectingOutput(parseTypes(types), faceDetection: faceDetection)
         if let roi, let rect = parseRect(roi) { metadata.rectOfInterest = rect }
         // Every code in every frame, so the counts say what was found per frame.
         metadata.codeRepeatInterval = 0
@@ -94,7 +95,8 @@ struct Batch: ParsableCommand {
         let stages = metadata.stageSeconds
         let s = recorder.state.withLock { $0 }
         emitJSON([
-            "kind": "batch", "peer": "cvcam-lib", "input": input, "types": types, "frames": n,
+            "kind": "batch", "peer": "cvcam-lib", "input": input, "types": types, "face_detection": faceDetection.rawValue,
+            "frames": n,
             "skipped": metadata.skippedFrameCount, "seconds": r(seconds), "fps": r(Double(n) / seconds, 2),
             "cpu_ms_per_frame": r(cpu / Double(max(n, 1)) * 1000, 2),
             "faces_ms_per_frame": r(stages.faces / Double(max(n, 1)) * 1000, 2),

@@ -203,9 +203,22 @@ func makeMetadataOutput(_ stages: StageChoice, types: [MetadataObjectType]) thro
     }
 }
 
-/// A metadata output looking for `types` with the library's default detectors.
-func makeDetectingOutput(_ types: [MetadataObjectType]) throws -> CaptureMetadataOutput {
-    let output = CaptureMetadataOutput()
+/// The face detector configuration a measurement uses (`FaceDetector.Configuration`).
+enum FaceDetectionChoice: String, ExpressibleByArgument, Sendable {
+    /// `.realTime`, the metadata output's default.
+    case realtime
+    /// `.standard`: frames up to 1280 px at their own size, as the Python loop runs YuNet at 720p.
+    case standard
+
+    var configuration: FaceDetector.Configuration { self == .realtime ? .realTime : .standard }
+}
+
+/// A metadata output looking for `types` with the library's detectors (faces as `faceDetection`,
+/// by default the output's own default).
+func makeDetectingOutput(_ types: [MetadataObjectType], faceDetection: FaceDetectionChoice = .realtime) throws
+    -> CaptureMetadataOutput
+{
+    let output = CaptureMetadataOutput(faceDetection: faceDetection.configuration)
     try output.setMetadataObjectTypes(types)
     return output
 }
