@@ -230,8 +230,9 @@ private struct ScanRun {
     /// Symbols found so far, in the gray image's pixels.
     var found: [ScannedSymbol] = []
     var counts = CodeDetector.PassCounts()
-    /// `FinderEvidence` on the half-size frame, once computed.
+    /// `FinderEvidence` on the half-size and full-size frame, once computed.
     var halfFinders: [FinderEvidence.Finder]?
+    var fullFinders: [FinderEvidence.Finder]?
 
     /// Cells of the gate's grid, in pixels.
     static let cell = 16
@@ -257,6 +258,13 @@ private struct ScanRun {
             var wholeHalf = true
             if passes.finderLocate && passes.finderGate && types == [.qr] {
                 wholeHalf = try scanAroundFinders(gray, half)
+                // No finder at full, half or quarter size (modules ~1.5–17 px): no QR code here
+                // for any pass to read.
+                if found.isEmpty, try fullSizeFinders(gray).isEmpty, try halfSizeFinders(half).isEmpty,
+                    try quarterSizeFinders(half).isEmpty
+                {
+                    return
+                }
             }
             if wholeHalf {
                 counts.zbarScans += 1
@@ -319,10 +327,24 @@ private struct ScanRun {
         return finders
     }
 
-    /// Finders `FinderEvidence` sees in the full-size frame (one finder check, counted).
+    /// Finders `FinderEvidence` sees in the full-size frame; computed once per frame (counted
+    /// as one finder check).
     mutating func fullSizeFinders(_ gray: PixelBuffer) throws(CaptureError) -> [FinderEvidence.Finder] {
+        if let fullFinders { return fullFinders }
         counts.finderChecks += 1
         let finders = try FinderEvidence.finders(gray)
+        counts.findersSeen += finders.count
+        fullFinders = finders
+        return finders
+    }
+
+    /// Finders in the frame at a quarter of its size (modules over ~9 px, too large for the
+    /// threshold's window at half size); counted as one finder check.
+    mutating func quarterSizeFinders(_ half: PixelBuffer) throws(CaptureError) -> [FinderEvidence.Finder] {
+        guard min(half.width, half.height) >= 64 else { return [] }
+        counts.finderChecks += 1
+        let quarter = try CodeImaging.resized(half, width: half.width / 2, height: half.height / 2)
+        let finders = try FinderEvidence.finders(quarter)
         counts.findersSeen += finders.count
         return finders
     }
