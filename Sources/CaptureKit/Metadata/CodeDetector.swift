@@ -75,8 +75,9 @@ public final class CodeDetector: Sendable {
         /// QR only: skip every full-size pass on a frame the half-size scan read nothing in unless
         /// `FinderEvidence` sees a finder pattern in it.
         public var finderGate = true
-        /// QR only: before the whole half-size scan, scan just the region around the finder
-        /// patterns `FinderEvidence` sees at half size.
+        /// QR only: before the whole half-size scan, scan just the areas of the finder triples
+        /// `FinderEvidence` sees (half size first, then full size), and stop before any ZBar
+        /// scan when it sees no finder at full, half or quarter size.
         public var finderLocate = true
         public init() {}
         /// One ZBar scan of the frame, nothing else.
