@@ -232,7 +232,7 @@ if ablation {
     print("| pipeline | decoded | no-code ms 640x480 | noise ms 1280x720 |")
     print("|---|---:|---:|---:|")
     var variants: [(String, CodeDetector.Passes)] = [("full", CodeDetector.Passes()), ("ZBar only", .zbarOnly)]
-    for name in ["inverted", "gate", "halfScale", "locate", "binarize", "locateMultiple", "threshold60", "threshold90", "finderGate"] {
+    for name in ["inverted", "gate", "halfScale", "locate", "binarize", "locateMultiple", "threshold60", "threshold90", "finderGate", "finderLocate"] {
         var p = CodeDetector.Passes()
         switch name {
         case "inverted": p.inverted = false
@@ -243,6 +243,7 @@ if ablation {
         case "threshold60": p.detailThreshold = 60
         case "threshold90": p.detailThreshold = 90
         case "finderGate": p.finderGate = false
+        case "finderLocate": p.finderLocate = false
         default: p.binarize = false
         }
         variants.append((name.hasPrefix("locateM") || name.hasPrefix("thr") ? name : "without \(name)", p))
