@@ -179,9 +179,9 @@ public final class FaceDetector: @unchecked Sendable {
         /// long side, checks on, threshold 0.75.
         public static let standard = Configuration()
         /// For live video: every frame is scaled to a 640 px long side (a 640x360 YuNet run for
-        /// 720p and 1080p frames, about a quarter of a 1280x720 run), so faces keep up with a
-        /// 30 fps camera on a two-core board, at the price of the smallest face found (see the
-        /// table in `FaceDetector`). `CaptureMetadataOutput`'s default.
+        /// 720p and 1080p frames, about a quarter of a 1280x720 run: ~25 ms here), so faces keep
+        /// up with a 720p30 camera on a two-core board, at the price of the smallest face found
+        /// (see the table in `FaceDetector`). `CaptureMetadataOutput`'s default.
         public static let realTime = Configuration(minimumDetectionDimension: 640, maximumDetectionDimension: 640)
         /// The default plus full-resolution 640 px tiles for frames over 1280 px (distant faces
         /// in 1080p), at roughly 3–4× the cost of `standard` on such frames.
