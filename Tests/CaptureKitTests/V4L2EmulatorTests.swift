@@ -343,7 +343,7 @@ struct V4L2EmulatorTests {
         output.setSampleBufferDelegate(collector, queue: DispatchQueue(label: "v4l2.test"))
         let session = try PhotoTestSupport.runningSession(device, preset: .vga640x480, outputs: [output])
         let frames = collector.wait(for: 10)
-        let maps = (try? String(contentsOfFile: "/proc/self/maps", encoding: .utf8)) ?? ""
+        let maps = V4L2Emulator.processMaps()
         try session.stopRunning()
         let mapped: [ClosedRange<UInt>] = maps.split(separator: "\n").filter { $0.contains("video-emulated0") }.compactMap {
             let bounds = $0.split(separator: " ")[0].split(separator: "-").compactMap { UInt($0, radix: 16) }

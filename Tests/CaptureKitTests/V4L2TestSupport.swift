@@ -58,9 +58,17 @@ enum V4L2Emulator {
         let emulated = fds.filter {
             ((try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + $0)) ?? "").contains("video-emulated")
         }
-        let maps = (try? String(contentsOfFile: "/proc/self/maps", encoding: .utf8)) ?? ""
-        let mapped = maps.split(separator: "\n").filter { $0.contains("video-emulated") }
+        let mapped = processMaps().split(separator: "\n").filter { $0.contains("video-emulated") }
         return (emulated.count, mapped.count, fds.count)
+    }
+
+    /// All of /proc/self/maps. `String(contentsOfFile:)` returned only its first 4 KB here (of
+    /// ~50 KB; /proc reports a size of 0), so a mapping listed further down, where address-space
+    /// randomisation sometimes puts the camera's buffers, went unseen and the tests flaked.
+    static func processMaps() -> String {
+        guard let handle = FileHandle(forReadingAtPath: "/proc/self/maps") else { return "" }
+        defer { try? handle.close() }
+        return String(decoding: (try? handle.readToEnd()) ?? Data(), as: UTF8.self)
     }
 }
 
