@@ -18,6 +18,24 @@ private func hits(_ expected: [[UInt8]], _ found: [[UInt8]]) -> Int {
     }
 }
 
+/// Exact payloads detectors `a` and `b` each read in `count` corpus samples (seeded) of every
+/// category, and how many codes the samples hold; `each` sees every sample first.
+private func decodes(
+    _ a: CodeDetector, _ b: CodeDetector, in categories: [QRTestCorpus.Category], count: Int, seed: UInt64,
+    each: (QRTestCorpus.Sample) throws -> Void = { _ in }
+) throws -> (a: Int, b: Int, total: Int) {
+    var result = (a: 0, b: 0, total: 0)
+    for category in categories {
+        for s in try QRTestCorpus.samples(category, count: count, seed: seed) {
+            try each(s)
+            result.total += s.codes.count
+            result.a += hits(s.expectedPayloads, try a.detect(in: s.image).map(\.payload))
+            result.b += hits(s.expectedPayloads, try b.detect(in: s.image).map(\.payload))
+        }
+    }
+    return result
+}
+
 /// A light-grey BGR frame with `symbol` drawn at (x, y).
 private func frame(width: Int, height: Int, codes: [(PixelBuffer, Int, Int)]) throws -> PixelBuffer {
     let f = try PixelBuffer(width: width, height: height, pixelFormat: .bgr)
@@ -33,30 +51,16 @@ private func frame(width: Int, height: Int, codes: [(PixelBuffer, Int, Int)]) th
 
 @Suite struct CodeDetectorTests {
     @Test func invertedCodesAreReadWherePlainZBarReadsNone() throws {
-        let samples = try QRTestCorpus.samples(.inverted, count: 6, seed: 11)
-        let cvcam = try CodeDetector()
-        let zbar = try CodeDetector(passes: .zbarOnly)
-        var c = 0, z = 0, total = 0
-        for s in samples {
-            total += s.codes.count
-            c += hits(s.expectedPayloads, try cvcam.detect(in: s.image).map(\.payload))
-            z += hits(s.expectedPayloads, try zbar.detect(in: s.image).map(\.payload))
-        }
+        let (c, z, total) = try decodes(
+            try CodeDetector(), try CodeDetector(passes: .zbarOnly), in: [.inverted], count: 6, seed: 11)
         #expect(total == 6)
         #expect(c == total)
         #expect(z == 0)
     }
 
     @Test func blurredAndPerspectiveCodesBeatPlainZBar() throws {
-        let cvcam = try CodeDetector()
-        let zbar = try CodeDetector(passes: .zbarOnly)
-        var c = 0, z = 0
-        for category in [QRTestCorpus.Category.blurred, .perspective] {
-            for s in try QRTestCorpus.samples(category, count: 8, seed: 5) {
-                c += hits(s.expectedPayloads, try cvcam.detect(in: s.image).map(\.payload))
-                z += hits(s.expectedPayloads, try zbar.detect(in: s.image).map(\.payload))
-            }
-        }
+        let (c, z, _) = try decodes(
+            try CodeDetector(), try CodeDetector(passes: .zbarOnly), in: [.blurred, .perspective], count: 8, seed: 5)
         #expect(c > z, "cvcam \(c) vs ZBar \(z) of 16")
     }
 
@@ -279,14 +283,7 @@ private func frame(width: Int, height: Int, codes: [(PixelBuffer, Int, Int)]) th
         var wholePasses = CodeDetector.Passes()
         wholePasses.finderLocate = false
         let whole = try CodeDetector(passes: wholePasses)
-        var l = 0, w = 0, total = 0
-        for category in [QRTestCorpus.Category.plain, .rotated, .multiple, .lowContrast] {
-            for s in try QRTestCorpus.samples(category, count: 3, seed: 11) {
-                total += s.codes.count
-                l += hits(s.expectedPayloads, try located.detect(in: s.image).map(\.payload))
-                w += hits(s.expectedPayloads, try whole.detect(in: s.image).map(\.payload))
-            }
-        }
+        let (l, w, total) = try decodes(located, whole, in: [.plain, .rotated, .multiple, .lowContrast], count: 3, seed: 11)
         #expect(l == w, "located \(l) vs whole \(w) of \(total)")
         #expect(l >= total * 3 / 4, "\(l) of \(total)")
     }
@@ -298,15 +295,10 @@ private func frame(width: Int, height: Int, codes: [(PixelBuffer, Int, Int)]) th
         var ungatedPasses = CodeDetector.Passes()
         ungatedPasses.finderGate = false
         let ungated = try CodeDetector(passes: ungatedPasses)
-        var g = 0, u = 0, total = 0
-        for category in [QRTestCorpus.Category.small, .blurred] {
-            for s in try QRTestCorpus.samples(category, count: 4, seed: 3) {
-                total += s.codes.count
-                let gray = try CodeImaging.gray(s.image)
-                if category == .small { #expect(try !FinderEvidence.candidates(gray).isEmpty, "\(s.name)") }
-                g += hits(s.expectedPayloads, try gated.detect(in: s.image).map(\.payload))
-                u += hits(s.expectedPayloads, try ungated.detect(in: s.image).map(\.payload))
-            }
+        let (g, u, total) = try decodes(gated, ungated, in: [.small, .blurred], count: 4, seed: 3) { s throws in
+            guard s.category == .small else { return }
+            let finders = try FinderEvidence.candidates(try CodeImaging.gray(s.image))
+            #expect(!finders.isEmpty, "\(s.name)")
         }
         #expect(gated.passCounts.rescues > 0)
         #expect(g == u, "gated \(g) vs ungated \(u) of \(total)")
