@@ -1,5 +1,6 @@
 import ArgumentParser
 import CaptureKit
+import Foundation
 
 /// How faces are looked for, shared by the commands that detect faces (faces, snap, watch).
 struct FaceOptions: ParsableArguments {
@@ -22,8 +23,22 @@ struct FaceOptions: ParsableArguments {
             valueName: "mode"))
     var faceDetection: Detection = .realtime
 
-    /// A metadata output with this face detector (faces unavailable when no model loads).
-    func metadataOutput() -> CaptureMetadataOutput {
-        CaptureMetadataOutput(faceDetection: faceDetection.configuration)
+    /// A metadata output looking for faces inside `regionOfInterest` with this face detector.
+    /// Throws `CLIError.noFaceModel` when no face model loads.
+    func faceOutput(regionOfInterest: CGRect) throws -> CaptureMetadataOutput {
+        let metadata = CaptureMetadataOutput(faceDetection: faceDetection.configuration)
+        guard metadata.availableMetadataObjectTypes.contains(.face) else { throw CLIError.noFaceModel }
+        try metadata.setMetadataObjectTypes([.face])
+        metadata.rectOfInterest = regionOfInterest
+        return metadata
+    }
+
+    /// This face detector alone. Throws `CLIError.noFaceModel` when no face model loads.
+    func detector() throws -> FaceDetector {
+        do {
+            return try FaceDetector(configuration: faceDetection.configuration)
+        } catch {
+            throw CLIError.noFaceModel
+        }
     }
 }

@@ -31,13 +31,7 @@ struct Faces: ParsableCommand {
 
     func run() throws {
         let job = try CaptureJob(input: input, output: output)
-        let metadata = faceOptions.metadataOutput()
-        guard metadata.availableMetadataObjectTypes.contains(.face) else {
-            throw CLIError.message(
-                "No face model could be loaded: check Models/face_detection_yunet_2022mar.onnx (or set CVCAM_MODELS to its folder).")
-        }
-        try metadata.setMetadataObjectTypes([.face])
-        metadata.rectOfInterest = input.regionOfInterest
+        let metadata = try faceOptions.faceOutput(regionOfInterest: input.regionOfInterest)
         metadata.faceUpdateInterval = everyFrame ? .infinity : updateInterval
         let log = FaceLog(printer: job.printer, everyFrame: everyFrame)
         metadata.setMetadataObjectsDelegate(log, queue: DispatchQueue(label: "cvcam.faces.log"))

@@ -206,12 +206,15 @@ struct OutputOptions: ParsableArguments {
 /// Errors the CLI reports in one sentence.
 enum CLIError: Error, CustomStringConvertible {
     case noCamera
+    case noFaceModel
     case message(String)
 
     var description: String {
         switch self {
         case .noCamera:
             "No camera found. Try the bundled demo: `Tools/demo`, or pass --input with a video file, an image folder or synthetic:SPEC."
+        case .noFaceModel:
+            "No face model could be loaded: check Models/face_detection_yunet_2022mar.onnx (or set CVCAM_MODELS to its folder)."
         case .message(let text): text
         }
     }

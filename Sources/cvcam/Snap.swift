@@ -116,13 +116,7 @@ struct Snap: ParsableCommand {
         try job.add(clock)
         var metadata: CaptureMetadataOutput?
         if waitForFace {
-            let faces = faceOptions.metadataOutput()
-            guard faces.availableMetadataObjectTypes.contains(.face) else {
-                throw CLIError.message(
-                    "No face model could be loaded: check Models/face_detection_yunet_2022mar.onnx (or set CVCAM_MODELS to its folder).")
-            }
-            try faces.setMetadataObjectTypes([.face])
-            faces.rectOfInterest = input.regionOfInterest
+            let faces = try faceOptions.faceOutput(regionOfInterest: input.regionOfInterest)
             faces.setMetadataObjectsDelegate(shutter, queue: DispatchQueue(label: "cvcam.snap.faces"))
             try job.add(faces)
             metadata = faces

@@ -101,13 +101,7 @@ struct Watch: ParsableCommand {
             throw CLIError.message("Cannot create the snapshot folder \(dir): \(error.localizedDescription)")
         }
         let job = try CaptureJob(input: input, output: output)
-        let detector: FaceDetector
-        do {
-            detector = try FaceDetector(configuration: faceOptions.faceDetection.configuration)
-        } catch {
-            throw CLIError.message(
-                "No face model could be loaded: check Models/face_detection_yunet_2022mar.onnx (or set CVCAM_MODELS to its folder).")
-        }
+        let detector = try faceOptions.detector()
         let store = SnapshotStore(
             folder: folder, quality: quality, device: job.device, rotation: Int32(input.rotate), mirrored: input.mirror)
         let watcher = SnapshotWatcher(
