@@ -247,12 +247,10 @@ struct FaceDetectorTests {
         let realTime = try FaceDetector(configuration: .realTime, modelsDirectory: FaceFixtures.models)
         func found(_ d: FaceDetector, side: Double, at place: (Double, Double)) throws -> Bool {
             // grace_hopper.jpg's face box is 176,121 181×211 in its 512×600 pixels.
-            let k = side / 181
-            let face = CGRect(x: 1280 * place.0 - side / 2, y: 720 * place.1 - 211 * k / 2, width: side, height: 211 * k)
-            let sprite = SyntheticScene.Sprite(
-                content: .image(path: FaceFixtures.faces.appendingPathComponent("images/grace_hopper.jpg").path),
-                size: .init(width: Int((512 * k).rounded()), height: Int((600 * k).rounded())),
-                origin: CGPoint(x: face.minX - 176 * k, y: face.minY - 121 * k))
+            let (sprite, face) = SyntheticScene.Sprite.image(
+                path: FaceFixtures.faces.appendingPathComponent("images/grace_hopper.jpg").path,
+                imageSize: .init(width: 512, height: 600), placing: CGRect(x: 176, y: 121, width: 181, height: 211),
+                width: side, centredAt: CGPoint(x: 1280 * place.0, y: 720 * place.1))
             let frame = try FaceFixtures.render(
                 SyntheticScene(
                     size: .init(width: 1280, height: 720),

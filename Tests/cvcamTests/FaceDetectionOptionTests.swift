@@ -28,17 +28,12 @@ import Testing
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         // grace_hopper.jpg's face box is 176,121 181×211 in its 512×600 pixels.
-        let side = 16.0, k = side / 181
-        let face = CGRect(x: 384 - side / 2, y: 252 - 211 * k / 2, width: side, height: 211 * k)
+        let (sprite, face) = SyntheticScene.Sprite.image(
+            path: CLI.fixture("images/grace_hopper.jpg"), imageSize: .init(width: 512, height: 600),
+            placing: CGRect(x: 176, y: 121, width: 181, height: 211), width: 16, centredAt: CGPoint(x: 384, y: 252))
         let scene = SyntheticScene(
-            size: .init(width: 1280, height: 720),
-            background: .image(path: CLI.fixture("negatives/rocket.jpg")),
-            sprites: [
-                SyntheticScene.Sprite(
-                    content: .image(path: CLI.fixture("images/grace_hopper.jpg")),
-                    size: .init(width: Int((512 * k).rounded()), height: Int((600 * k).rounded())),
-                    origin: CGPoint(x: face.minX - 176 * k, y: face.minY - 121 * k))
-            ])
+            size: .init(width: 1280, height: 720), background: .image(path: CLI.fixture("negatives/rocket.jpg")),
+            sprites: [sprite])
         let source = try SyntheticCameraSource(scene: scene, pacing: .asFastAsPossible)
         try source.open(format: source.formats[0], frameDuration: MediaTime.frameDuration(framesPerSecond: 30))
         let frame = try #require(try source.nextFrame(isCancelled: { false })).pixelBuffer

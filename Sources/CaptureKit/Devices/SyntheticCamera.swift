@@ -54,6 +54,25 @@ public struct SyntheticScene: Hashable, Sendable {
             self.disappearsAt = disappearsAt
         }
 
+        /// An image sprite scaled so that `feature` (a rectangle in the image's own pixels, such as
+        /// a face box) is `width` scene pixels wide with its centre at `centre`; also returns where
+        /// the feature lands in the scene, the ground truth a detector is checked against.
+        public static func image(
+            path: String, imageSize: CaptureDevice.Dimensions, placing feature: CGRect, width: Double,
+            centredAt centre: CGPoint
+        ) -> (sprite: Sprite, feature: CGRect) {
+            let k = width / Double(feature.width)
+            let placed = CGRect(
+                x: Double(centre.x) - width / 2, y: Double(centre.y) - Double(feature.height) * k / 2, width: width,
+                height: Double(feature.height) * k)
+            let sprite = Sprite(
+                content: .image(path: path),
+                size: .init(
+                    width: Int((Double(imageSize.width) * k).rounded()), height: Int((Double(imageSize.height) * k).rounded())),
+                origin: CGPoint(x: Double(placed.minX) - Double(feature.minX) * k, y: Double(placed.minY) - Double(feature.minY) * k))
+            return (sprite, placed)
+        }
+
         /// Where the sprite is at time `t` in scene pixels, or nil when it is not shown.
         public func rect(at t: Double) -> CGRect? {
             guard t >= appearsAt, disappearsAt.map({ t < $0 }) ?? true else { return nil }

@@ -280,17 +280,13 @@ for t in [0.6, 0.7, 0.8, 0.9] {
 /// Pastes grace_hopper.jpg (face box 176,121 181×211) scaled so the face is `side` px wide,
 /// at four places over a face-free background (rocket.jpg), and counts the places found.
 func foundCount(_ detector: FaceDetector, preset: CaptureDevice.Dimensions, side: Double) throws -> Int {
-    let k = side / 181
-    let faceH = 211 * k
     var found = 0
     let places = [(0.3, 0.35), (0.7, 0.35), (0.3, 0.7), (0.7, 0.7)]
     for (fx, fy) in places {
-        let face = CGRect(x: Double(preset.width) * fx - side / 2, y: Double(preset.height) * fy - faceH / 2,
-                          width: side, height: faceH)
-        let sprite = SyntheticScene.Sprite(
-            content: .image(path: fixtures.appendingPathComponent("images/grace_hopper.jpg").path),
-            size: .init(width: Int((512 * k).rounded()), height: Int((600 * k).rounded())),
-            origin: CGPoint(x: face.minX - 176 * k, y: face.minY - 121 * k))
+        let (sprite, face) = SyntheticScene.Sprite.image(
+            path: fixtures.appendingPathComponent("images/grace_hopper.jpg").path, imageSize: .init(width: 512, height: 600),
+            placing: CGRect(x: 176, y: 121, width: 181, height: 211), width: side,
+            centredAt: CGPoint(x: Double(preset.width) * fx, y: Double(preset.height) * fy))
         let frame = try render(SyntheticScene(
             size: preset, background: .image(path: fixtures.appendingPathComponent("negatives/rocket.jpg").path),
             sprites: [sprite]))
