@@ -82,7 +82,7 @@ struct Batch: ParsableCommand {
 
     func run() throws {
         let device = try CaptureDevice(videoFileAtPath: input, pacing: .asFastAsPossible)
-        let metadata = try makeDetectingOutput(parseTypes(types), faceDetection: faceDetection)
+        let metadata = try makeDetectingOutput(parseTypes(types), faceDetection: faceDetection.configuration)
         if let roi, let rect = parseRect(roi) { metadata.rectOfInterest = rect }
         // Every code in every frame, so the counts say what was found per frame.
         metadata.codeRepeatInterval = 0
@@ -134,8 +134,7 @@ struct Live: ParsableCommand {
             var configuration = FaceDetector.Configuration.realTime
             configuration.minimumDetectionDimension = faceSize
             configuration.maximumDetectionDimension = faceSize
-            metadata = CaptureMetadataOutput(faceDetection: configuration)
-            try metadata.setMetadataObjectTypes(parseTypes(types))
+            metadata = try makeDetectingOutput(parseTypes(types), faceDetection: configuration)
         } else {
             metadata = try makeMetadataOutput(stages, types: parseTypes(types))
         }

@@ -215,10 +215,10 @@ enum FaceDetectionChoice: String, ExpressibleByArgument, Sendable {
 
 /// A metadata output looking for `types` with the library's detectors (faces as `faceDetection`,
 /// by default the output's own default).
-func makeDetectingOutput(_ types: [MetadataObjectType], faceDetection: FaceDetectionChoice = .realtime) throws
+func makeDetectingOutput(_ types: [MetadataObjectType], faceDetection: FaceDetector.Configuration = .realTime) throws
     -> CaptureMetadataOutput
 {
-    let output = CaptureMetadataOutput(faceDetection: faceDetection.configuration)
+    let output = CaptureMetadataOutput(faceDetection: faceDetection)
     try output.setMetadataObjectTypes(types)
     return output
 }
