@@ -4,16 +4,31 @@ import Synchronization
 /// The default face stage: `FaceDetector` (YuNet 2022mar from Models/, Haar alt2 as the
 /// fallback) followed by `FaceTracker`.
 ///
-/// Threading: thread-safe (the tracker is behind a Mutex; the detector serialises itself).
+/// Whole-frame searches run at least every `scanInterval` of frame time (and on the first
+/// frame, after `finish()`, when the region of interest changes, when time goes backwards, and
+/// when a tracked face is too large to follow alone). The frames in between are searched only
+/// near the tracked faces' predicted boxes (`FaceDetector.detect(in:near:regionOfInterest:)`),
+/// and not at all when no face is tracked. So a tracked face is followed in every frame, and a
+/// face that enters is found within `scanInterval`.
+///
+/// Threading: thread-safe (the tracker and the schedule are behind a Mutex; the detector
+/// serialises itself); frames are expected one at a time, as the metadata output sends them.
 public final class DefaultFaceStage: FaceMetadataStage {
     /// The detector.
     public let detector: FaceDetector
-    private let tracker: Mutex<FaceTracker>
+    private struct State {
+        var tracker: FaceTracker
+        var lastScan: Double?
+        var lastRegion: CGRect?
+        var wholeFrameSearches = 0
+        var nearSearches = 0
+    }
+    private let state: Mutex<State>
 
     /// Wraps a detector and a tracker configuration.
     public init(detector: FaceDetector, tracking: FaceTracker.Configuration = .init()) {
         self.detector = detector
-        tracker = Mutex(FaceTracker(configuration: tracking))
+        state = Mutex(State(tracker: FaceTracker(configuration: tracking)))
     }
 
     /// The default stage with `configuration`, or nil (logged by the detector) when no face model loads.
@@ -23,21 +38,55 @@ public final class DefaultFaceStage: FaceMetadataStage {
 
     public var isAvailable: Bool { true }
 
+    /// Frames searched whole, and frames searched only near tracked faces, so far.
+    public var searchCounts: (wholeFrame: Int, nearTrackedFaces: Int) {
+        state.withLock { ($0.wholeFrameSearches, $0.nearSearches) }
+    }
+
     public func process(
         _ image: PixelBuffer, regionOfInterest: CGRect, time: MediaTime, inputID: CaptureInput.ID,
-        updateInterval: Double
+        updateInterval: Double, scanInterval: Double
     ) throws(CaptureError) -> (faces: [MetadataFaceObject], events: [MetadataEvent]) {
-        let detections = try detector.detect(in: image, regionOfInterest: regionOfInterest)
-        return tracker.withLock { tracker in
-            tracker.configuration.updateInterval = updateInterval
-            let events = tracker.update(with: detections, at: time, inputID: inputID).map(Self.event)
+        let now = time.seconds
+        let (scanDue, tracked) = state.withLock { s -> (Bool, [CGRect]) in
+            // A millisecond of slack: 3/30 s after the last scan is "0.1 s later".
+            let due =
+                s.lastScan.map { last in now < last || now - last >= scanInterval - 0.001 } ?? true
+                || s.lastRegion != regionOfInterest
+            return (due, due ? [] : s.tracker.predictedBounds(at: time))
+        }
+        var detections: [FaceDetection] = []
+        var searchedWhole = scanDue
+        if !scanDue, !tracked.isEmpty {
+            if let near = try detector.detect(in: image, near: tracked, regionOfInterest: regionOfInterest) {
+                detections = near
+            } else {
+                searchedWhole = true
+            }
+        }
+        if searchedWhole {
+            detections = try detector.detect(in: image, regionOfInterest: regionOfInterest)
+        }
+        return state.withLock { s in
+            if searchedWhole {
+                s.lastScan = now
+                s.lastRegion = regionOfInterest
+                s.wholeFrameSearches += 1
+            } else if !tracked.isEmpty {
+                s.nearSearches += 1
+            }
+            s.tracker.configuration.updateInterval = updateInterval
+            let events = s.tracker.update(with: detections, at: time, inputID: inputID).map(Self.event)
             // Faces seen in this frame (tracks briefly missed are not reported for it).
-            return (tracker.faces.filter { $0.time == time }, events)
+            return (s.tracker.faces.filter { $0.time == time }, events)
         }
     }
 
     public func finish() -> [MetadataEvent] {
-        tracker.withLock { $0.reset() }.map(Self.event)
+        state.withLock { s in
+            s.lastScan = nil
+            return s.tracker.reset()
+        }.map(Self.event)
     }
 
     private static func event(_ e: FaceTracker.Event) -> MetadataEvent {
@@ -119,10 +168,12 @@ public final class FaceObservingStage: FaceMetadataStage, @unchecked Sendable {
     public var isAvailable: Bool { inner.isAvailable }
 
     public func process(
-        _ image: PixelBuffer, regionOfInterest: CGRect, time: MediaTime, inputID: CaptureInput.ID, updateInterval: Double
+        _ image: PixelBuffer, regionOfInterest: CGRect, time: MediaTime, inputID: CaptureInput.ID, updateInterval: Double,
+        scanInterval: Double
     ) throws(CaptureError) -> (faces: [MetadataFaceObject], events: [MetadataEvent]) {
         let result = try inner.process(
-            image, regionOfInterest: regionOfInterest, time: time, inputID: inputID, updateInterval: updateInterval)
+            image, regionOfInterest: regionOfInterest, time: time, inputID: inputID, updateInterval: updateInterval,
+            scanInterval: scanInterval)
         let frame = SampleBuffer(
             pixelBuffer: image, presentationTimeStamp: time, duration: .zero, sequenceNumber: sequence, inputID: inputID)
         sequence += 1

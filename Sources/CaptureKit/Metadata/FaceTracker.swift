@@ -85,16 +85,24 @@ public struct FaceTracker: Sendable {
     /// The faces currently tracked, as last seen (including those briefly missed).
     public var faces: [MetadataFaceObject] { tracks.map(\.face) }
 
+    /// Where each tracked face is expected at `time`: its last box moved by its velocity (the
+    /// prediction matching uses), in device space.
+    public func predictedBounds(at time: MediaTime) -> [CGRect] {
+        tracks.map { predictedBox($0, at: time.seconds) }
+    }
+
+    private func predictedBox(_ t: Track, at now: Double) -> CGRect {
+        let dt = max(0, now - t.lastSeen)
+        return t.face.bounds.offsetBy(dx: t.velocity.width * dt, dy: t.velocity.height * dt)
+    }
+
     /// Feeds one frame's detections (device space) taken at `time` from `inputID`; returns the
     /// events, in this order: `left` (faces gone), `entered` (new faces), `updated`.
     public mutating func update(
         with detections: [FaceDetection], at time: MediaTime, inputID: CaptureInput.ID
     ) -> [Event] {
         let now = time.seconds
-        let predicted = tracks.map { t -> CGRect in
-            let dt = max(0, now - t.lastSeen)
-            return t.face.bounds.offsetBy(dx: t.velocity.width * dt, dy: t.velocity.height * dt)
-        }
+        let predicted = tracks.map { predictedBox($0, at: now) }
         var pairs: [(affinity: Double, track: Int, detection: Int)] = []
         for (ti, box) in predicted.enumerated() {
             for (di, d) in detections.enumerated() {

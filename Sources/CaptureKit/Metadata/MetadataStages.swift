@@ -11,9 +11,11 @@ public protocol FaceMetadataStage: AnyObject, Sendable {
     /// Detects faces inside `regionOfInterest` (device space) of `image`, matches them to the
     /// tracks so far, and returns the frame's faces (with `faceID`s) and the track events.
     /// `updateInterval`: the least time between two `faceUpdated` events of one track.
+    /// `scanInterval`: the most frame time between two searches of the whole region; frames in
+    /// between may be searched only where tracked faces are (0: search every frame whole).
     func process(
         _ image: PixelBuffer, regionOfInterest: CGRect, time: MediaTime, inputID: CaptureInput.ID,
-        updateInterval: Double
+        updateInterval: Double, scanInterval: Double
     ) throws(CaptureError) -> (faces: [MetadataFaceObject], events: [MetadataEvent])
     /// The stream ended: close every open track (their `faceLeft` events).
     func finish() -> [MetadataEvent]

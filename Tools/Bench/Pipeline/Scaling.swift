@@ -61,7 +61,8 @@ final class PassThroughFaceStage: FaceMetadataStage {
     var isAvailable: Bool { true }
 
     func process(
-        _ image: PixelBuffer, regionOfInterest: CGRect, time: MediaTime, inputID: CaptureInput.ID, updateInterval: Double
+        _ image: PixelBuffer, regionOfInterest: CGRect, time: MediaTime, inputID: CaptureInput.ID, updateInterval: Double,
+        scanInterval: Double
     ) throws(CaptureError) -> (faces: [MetadataFaceObject], events: [MetadataEvent]) {
         let face = MetadataFaceObject(
             bounds: regionOfInterest, faceID: 1, confidence: 1, time: time, inputID: inputID)

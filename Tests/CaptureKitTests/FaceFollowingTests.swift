@@ -1,0 +1,145 @@
+import CaptureKit
+import Foundation
+import Testing
+
+/// Following tracked faces between whole-frame scans: `FaceDetector.detect(in:near:)` on the
+/// fixture photos, and `DefaultFaceStage`'s schedule in a session at 30 fps.
+@Suite("Face following")
+struct FaceFollowingTests {
+    let detector: FaceDetector
+
+    init() throws {
+        detector = try FaceDetector(modelsDirectory: FaceFixtures.models)
+    }
+
+    @Test func searchingNearTheFacesOfAWholeScanFindsEachAgain() throws {
+        var searched: [String] = []
+        var faces = 0
+        var missed: [String] = []
+        for entry in FaceFixtures.manifest.images where !entry.negative {
+            let image = try FaceFixtures.image(entry.image)
+            let whole = try detector.detect(in: image)
+            // nil: a face too large for a square around it to fit (the portraits); searched whole instead.
+            guard let near = try detector.detect(in: image, near: whole.map(\.bounds)) else { continue }
+            searched.append(entry.image)
+            // Never a face the whole scan did not report, nor one moved off it.
+            for n in near {
+                let best = whole.map { $0.bounds.intersectionOverUnion(n.bounds) }.max() ?? 0
+                #expect(best >= 0.6, "\(entry.image): near search reported \(n.bounds), IoU \(best) with the whole scan's faces")
+            }
+            for face in whole {
+                faces += 1
+                if !near.contains(where: { $0.bounds.intersectionOverUnion(face.bounds) >= 0.6 }) {
+                    missed.append(entry.image)
+                }
+            }
+        }
+        #expect(searched.count == 4, "\(searched)")
+        #expect(faces == 7)
+        // The one face not found again is the documented hard case: a head seen from behind with
+        // a mask, which the whole scan finds only enlarged 1.6× with its neighbours around it.
+        #expect(missed.allSatisfy { $0 == "images/maksssksksss593.jpg" } && missed.count <= 1, "\(missed)")
+    }
+
+    @Test func nothingIsFoundNearAPlaceWithoutAFaceAndALargeFaceAsksForAWholeScan() throws {
+        for entry in FaceFixtures.manifest.images where entry.negative {
+            let image = try FaceFixtures.image(entry.image)
+            let near = try detector.detect(in: image, near: [CGRect(x: 0.4, y: 0.4, width: 0.1, height: 0.1)])
+            #expect(near?.isEmpty == true, "\(entry.image): \(near.map { $0.map(\.bounds) } ?? [])")
+        }
+        let portrait = try FaceFixtures.image("images/grace_hopper.jpg")
+        #expect(try detector.detect(in: portrait, near: [CGRect(x: 0.3, y: 0.2, width: 0.4, height: 0.4)]) == nil)
+        #expect(try detector.detect(in: portrait, near: []) == [])
+    }
+
+    @Test func aNeighbourCutByTheSearchSquareIsNotReportedWithACutBox() throws {
+        // Two faces 170 px apart (centres) at 1280x720: each one's 2.5 × 100 px square takes in
+        // part of the other.
+        let face = Fixtures.faceImage("grace_hopper.jpg")
+        var sprites: [SyntheticScene.Sprite] = []
+        for x in [400.0, 570.0] {
+            sprites.append(
+                SyntheticScene.Sprite.image(
+                    path: face, imageSize: .init(width: 512, height: 600), placing: CGRect(x: 176, y: 121, width: 181, height: 211),
+                    width: 100, centredAt: CGPoint(x: x, y: 360)
+                ).sprite)
+        }
+        let image = try FaceFixtures.render(
+            SyntheticScene(
+                size: .init(width: 1280, height: 720), frameRate: 30, frameCount: 1,
+                background: .color(red: 120, green: 120, blue: 120), sprites: sprites))
+        let whole = try detector.detect(in: image)
+        #expect(whole.count == 2)
+        for face in whole {
+            let near = try #require(try detector.detect(in: image, near: [face.bounds]))
+            #expect(!near.isEmpty)
+            for n in near {
+                let best = whole.map { $0.bounds.intersectionOverUnion(n.bounds) }.max() ?? 0
+                #expect(best >= 0.6, "a face near \(face.bounds) came back as \(n.bounds)")
+            }
+        }
+    }
+
+    /// A face crossing a 640x480 frame at 30 fps for 2 s; a second one appears at 1 s.
+    func scene() -> SyntheticScene {
+        let face = Fixtures.faceImage("grace_hopper.jpg")
+        return SyntheticScene(
+            size: .init(width: 640, height: 480), frameRate: 30, frameCount: 60,
+            background: .color(red: 120, green: 120, blue: 120),
+            sprites: [
+                .init(content: .image(path: face), size: .init(width: 120, height: 140), origin: CGPoint(x: 40, y: 60),
+                      velocity: CGSize(width: 150, height: 0), appearsAt: 0, disappearsAt: 10),
+                .init(content: .image(path: face), size: .init(width: 90, height: 105), origin: CGPoint(x: 420, y: 320),
+                      velocity: .zero, appearsAt: 1, disappearsAt: 10),
+            ])
+    }
+
+    func run(scanInterval: Double) throws -> (MetadataRecorder, CaptureMetadataOutput, DefaultFaceStage) {
+        let stage = DefaultFaceStage(detector: detector)
+        let session = CaptureSession()
+        try session.addInput(CaptureDeviceInput(device: CaptureDevice(syntheticScene: scene(), pacing: .asFastAsPossible)))
+        let output = CaptureMetadataOutput(faceStage: stage, codeStage: nil)
+        try session.addOutput(output)
+        try output.setMetadataObjectTypes([.face])
+        output.faceScanInterval = scanInterval
+        let recorder = MetadataRecorder()
+        output.setMetadataObjectsDelegate(recorder, queue: DispatchQueue(label: "metadata"))
+        try session.startRunning()
+        #expect(session.waitUntilStopped(timeout: 120))
+        output.waitUntilIdle()
+        return (recorder, output, stage)
+    }
+
+    @Test func aTrackedFaceIsReportedInEveryFrameWhileWholeScansRunEveryTenthOfASecond() throws {
+        let (recorder, output, stage) = try run(scanInterval: 0.1)
+        #expect(output.processedFrameCount == 60)
+        // Whole scans at frames 0, 3, 6, …; the 40 frames between follow the tracked faces.
+        #expect(stage.searchCounts.wholeFrame == 20)
+        #expect(stage.searchCounts.nearTrackedFaces == 40)
+        let faces = recorder.frames.map { $0.compactMap { $0 as? MetadataFaceObject } }
+        #expect(faces.count == 60)
+        let entered = recorder.events.compactMap { if case .faceEntered(let f) = $0 { f } else { nil } }
+        #expect(entered.count == 2, "\(recorder.events.map(\.name))")
+        guard entered.count == 2 else { return }
+        // The moving face: one ID in every frame, its box on the sprite (centre 100 + 150 t, 130).
+        for frame in faces {
+            let moving = frame.filter { $0.faceID == entered[0].faceID }
+            #expect(moving.count == 1)
+            if let f = moving.first {
+                let t = f.time.seconds
+                #expect(abs(f.bounds.midX * 640 - (100 + 150 * t)) < 20, "at \(t): \(f.bounds.midX * 640)")
+                #expect(abs(f.bounds.midY * 480 - 130) < 25)
+            }
+        }
+        // The face that appears at 1 s is found by the scan due at 1 s, and followed from then on.
+        #expect(entered[1].time.seconds >= 1 && entered[1].time.seconds <= 1.1, "entered at \(entered[1].time.seconds)")
+        #expect(faces.filter { $0.first?.time.seconds ?? 0 >= 1.1 }.allSatisfy { $0.count == 2 })
+    }
+
+    @Test func aScanIntervalOfZeroSearchesEveryFrameWhole() throws {
+        let (recorder, _, stage) = try run(scanInterval: 0)
+        #expect(stage.searchCounts.wholeFrame == 60)
+        #expect(stage.searchCounts.nearTrackedFaces == 0)
+        #expect(recorder.frames.count == 60)
+    }
+}
