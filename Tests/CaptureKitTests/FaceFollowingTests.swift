@@ -80,7 +80,8 @@ struct FaceFollowingTests {
         }
     }
 
-    /// A face crossing a 640x480 frame at 30 fps for 2 s; a second one appears at 1 s.
+    /// A face crossing a 640x480 frame at 30 fps for 2 s; at 1 s a second one appears, and a
+    /// small third one low in the frame (30 px: too small for the coarse part of a search).
     func scene() -> SyntheticScene {
         let face = Fixtures.faceImage("grace_hopper.jpg")
         return SyntheticScene(
@@ -89,8 +90,16 @@ struct FaceFollowingTests {
             sprites: [
                 .init(content: .image(path: face), size: .init(width: 120, height: 140), origin: CGPoint(x: 40, y: 60),
                       velocity: CGSize(width: 150, height: 0), appearsAt: 0, disappearsAt: 10),
-                .init(content: .image(path: face), size: .init(width: 90, height: 105), origin: CGPoint(x: 420, y: 320),
+                .init(content: .image(path: face), size: .init(width: 90, height: 105), origin: CGPoint(x: 420, y: 200),
                       velocity: .zero, appearsAt: 1, disappearsAt: 10),
+                {
+                    var small = SyntheticScene.Sprite.image(
+                        path: face, imageSize: .init(width: 512, height: 600),
+                        placing: CGRect(x: 176, y: 121, width: 181, height: 211), width: 30, centredAt: CGPoint(x: 200, y: 420)
+                    ).sprite
+                    small.appearsAt = 1
+                    return small
+                }(),
             ])
     }
 
@@ -110,17 +119,17 @@ struct FaceFollowingTests {
         return (recorder, output, stage)
     }
 
-    @Test func aTrackedFaceIsReportedInEveryFrameWhileWholeScansRunEveryTenthOfASecond() throws {
+    @Test func aTrackedFaceIsReportedInEveryFrameWhileEachWholeSearchIsSpreadOverThreeFrames() throws {
         let (recorder, output, stage) = try run(scanInterval: 0.1)
         #expect(output.processedFrameCount == 60)
-        // Whole scans at frames 0, 3, 6, …; the 40 frames between follow the tracked faces.
-        #expect(stage.searchCounts.wholeFrame == 20)
-        #expect(stage.searchCounts.nearTrackedFaces == 40)
+        // Frame 0 is searched whole; from frame 3 on a search starts every 0.1 s (3 frames) and
+        // is spread over them; tracked faces are followed in every frame after the first.
+        #expect(stage.searchCounts == .init(wholeFrame: 1, parts: 57, nearTrackedFaces: 59))
         let faces = recorder.frames.map { $0.compactMap { $0 as? MetadataFaceObject } }
         #expect(faces.count == 60)
         let entered = recorder.events.compactMap { if case .faceEntered(let f) = $0 { f } else { nil } }
-        #expect(entered.count == 2, "\(recorder.events.map(\.name))")
-        guard entered.count == 2 else { return }
+        #expect(entered.count == 3, "\(recorder.events.map(\.name))")
+        guard entered.count == 3 else { return }
         // The moving face: one ID in every frame, its box on the sprite (centre 100 + 150 t, 130).
         for frame in faces {
             let moving = frame.filter { $0.faceID == entered[0].faceID }
@@ -131,15 +140,65 @@ struct FaceFollowingTests {
                 #expect(abs(f.bounds.midY * 480 - 130) < 25)
             }
         }
-        // The face that appears at 1 s is found by the scan due at 1 s, and followed from then on.
-        #expect(entered[1].time.seconds >= 1 && entered[1].time.seconds <= 1.1, "entered at \(entered[1].time.seconds)")
-        #expect(faces.filter { $0.first?.time.seconds ?? 0 >= 1.1 }.allSatisfy { $0.count == 2 })
+        // The faces that appear at 1 s are found by the search that starts at 1 s, within its
+        // three frames, and followed from then on.
+        for face in entered.dropFirst() {
+            #expect(face.time.seconds >= 1 && face.time.seconds < 1.1, "entered at \(face.time.seconds)")
+        }
+        #expect(faces.filter { $0.first?.time.seconds ?? 0 >= 1.1 }.allSatisfy { $0.count == 3 })
+        #expect(recorder.events.filter { if case .faceLeft = $0 { true } else { false } }.count == 3)
     }
 
     @Test func aScanIntervalOfZeroSearchesEveryFrameWhole() throws {
         let (recorder, _, stage) = try run(scanInterval: 0)
-        #expect(stage.searchCounts.wholeFrame == 60)
-        #expect(stage.searchCounts.nearTrackedFaces == 0)
+        #expect(stage.searchCounts == .init(wholeFrame: 60, parts: 0, nearTrackedFaces: 0))
         #expect(recorder.frames.count == 60)
+    }
+
+    @Test func theThreePartsOfASearchFindWhatAWholeSearchFinds() throws {
+        // Faces of 24 to 200 px at 1280x720, three of them across the line between the halves.
+        let face = Fixtures.faceImage("grace_hopper.jpg")
+        let placed: [(width: Double, x: Double, y: Double)] = [
+            (24, 100, 100), (40, 1000, 600), (60, 300, 360), (90, 640, 350), (200, 950, 370), (32, 1180, 372),
+        ]
+        let image = try FaceFixtures.render(
+            SyntheticScene(
+                size: .init(width: 1280, height: 720), frameRate: 30, frameCount: 1,
+                background: .color(red: 120, green: 120, blue: 120),
+                sprites: placed.map {
+                    SyntheticScene.Sprite.image(
+                        path: face, imageSize: .init(width: 512, height: 600),
+                        placing: CGRect(x: 176, y: 121, width: 181, height: 211), width: $0.width,
+                        centredAt: CGPoint(x: $0.x, y: $0.y)
+                    ).sprite
+                }))
+        let detector = try FaceDetector(configuration: .realTime, modelsDirectory: FaceFixtures.models)
+        let whole = try detector.detect(in: image)
+        #expect(whole.count >= placed.count - 1)
+        var parts: [FaceDetection] = []
+        for part in FaceDetector.ScanPart.allCases {
+            parts += try detector.detect(in: image, part: part)
+        }
+        for face in whole {
+            let best = parts.map { $0.bounds.intersectionOverUnion(face.bounds) }.max() ?? 0
+            #expect(best >= 0.6, "the face at \(face.bounds) came back with IoU \(best)")
+        }
+        for face in parts {
+            let best = whole.map { $0.bounds.intersectionOverUnion(face.bounds) }.max() ?? 0
+            #expect(best >= 0.6, "a part reported \(face.bounds), IoU \(best) with the whole search's faces")
+        }
+        // A face cut by a half's inner edge is not reported from that half.
+        let upper = try detector.detect(in: image, part: .upperHalf)
+        #expect(!upper.contains { $0.bounds.maxY * 720 > 360 + 64 - 16 })
+    }
+
+    @Test func preparingForAFrameSizeChangesNoResult() throws {
+        let fresh = try FaceDetector(configuration: .realTime, modelsDirectory: FaceFixtures.models)
+        let prepared = try FaceDetector(configuration: .realTime, modelsDirectory: FaceFixtures.models)
+        try prepared.prepare(width: 1280, height: 720)
+        for entry in FaceFixtures.manifest.images {
+            let image = try FaceFixtures.image(entry.image)
+            #expect(try prepared.detect(in: image) == fresh.detect(in: image), "\(entry.image)")
+        }
     }
 }

@@ -4,12 +4,16 @@ import Synchronization
 /// The default face stage: `FaceDetector` (YuNet 2022mar from Models/, Haar alt2 as the
 /// fallback) followed by `FaceTracker`.
 ///
-/// Whole-frame searches run at least every `scanInterval` of frame time (and on the first
-/// frame, after `finish()`, when the region of interest changes, when time goes backwards, and
-/// when a tracked face is too large to follow alone). The frames in between are searched only
-/// near the tracked faces' predicted boxes (`FaceDetector.detect(in:near:regionOfInterest:)`),
-/// and not at all when no face is tracked. So a tracked face is followed in every frame, and a
-/// face that enters is found within `scanInterval`.
+/// A whole-frame search begins every `scanInterval` of frame time. On video whose frames come
+/// at least three per `scanInterval` (with a quarter of slack: 25 fps and faster at the default
+/// 0.1 s), one search is spread over three consecutive frames (`FaceDetector.ScanPart`:
+/// coarse, upper half, lower half), so no frame pays for a whole search; otherwise (slower
+/// video, `.tiled` detection, a scan interval of 0) each search is done whole in one frame.
+/// The first frame, a frame after `finish()`, a changed region of interest and time going
+/// backwards get a whole search at once. In every frame the tracked faces are also followed
+/// near their predicted boxes (`FaceDetector.detect(in:near:regionOfInterest:)`; a face too
+/// large for that gets a whole search instead), so they are reported in every frame, and a
+/// face that enters is found within `scanInterval` plus three frames.
 ///
 /// Threading: thread-safe (the tracker and the schedule are behind a Mutex; the detector
 /// serialises itself); frames are expected one at a time, as the metadata output sends them.
@@ -18,12 +22,31 @@ public final class DefaultFaceStage: FaceMetadataStage {
     public let detector: FaceDetector
     private struct State {
         var tracker: FaceTracker
-        var lastScan: Double?
+        var lastScanStart: Double?
+        var lastFrame: Double?
         var lastRegion: CGRect?
-        var wholeFrameSearches = 0
-        var nearSearches = 0
+        var pendingParts: [FaceDetector.ScanPart] = []
+        var counts = SearchCounts()
     }
     private let state: Mutex<State>
+
+    /// How often each kind of search ran: frames searched whole, spread-search parts, and
+    /// frames in which tracked faces were followed.
+    public struct SearchCounts: Sendable, Hashable {
+        /// Frames searched whole.
+        public var wholeFrame: Int
+        /// Parts of spread searches (one per frame).
+        public var parts: Int
+        /// Frames in which tracked faces were followed.
+        public var nearTrackedFaces: Int
+
+        /// Creates counts.
+        public init(wholeFrame: Int = 0, parts: Int = 0, nearTrackedFaces: Int = 0) {
+            self.wholeFrame = wholeFrame
+            self.parts = parts
+            self.nearTrackedFaces = nearTrackedFaces
+        }
+    }
 
     /// Wraps a detector and a tracker configuration.
     public init(detector: FaceDetector, tracking: FaceTracker.Configuration = .init()) {
@@ -38,43 +61,66 @@ public final class DefaultFaceStage: FaceMetadataStage {
 
     public var isAvailable: Bool { true }
 
-    /// Frames searched whole, and frames searched only near tracked faces, so far.
-    public var searchCounts: (wholeFrame: Int, nearTrackedFaces: Int) {
-        state.withLock { ($0.wholeFrameSearches, $0.nearSearches) }
-    }
+    /// The searches run so far.
+    public var searchCounts: SearchCounts { state.withLock { $0.counts } }
+
+    private enum Search { case whole, part(FaceDetector.ScanPart), none }
 
     public func process(
         _ image: PixelBuffer, regionOfInterest: CGRect, time: MediaTime, inputID: CaptureInput.ID,
         updateInterval: Double, scanInterval: Double
     ) throws(CaptureError) -> (faces: [MetadataFaceObject], events: [MetadataEvent]) {
         let now = time.seconds
-        let (scanDue, tracked) = state.withLock { s -> (Bool, [CGRect]) in
-            // A millisecond of slack: 3/30 s after the last scan is "0.1 s later".
-            let due =
-                s.lastScan.map { last in now < last || now - last >= scanInterval - 0.001 } ?? true
-                || s.lastRegion != regionOfInterest
-            return (due, due ? [] : s.tracker.predictedBounds(at: time))
+        let canSpread = detector.configuration.tileSize == nil
+        let (search, tracked) = state.withLock { s -> (Search, [CGRect]) in
+            defer { s.lastFrame = now }
+            let restart = s.lastScanStart.map { now < $0 } ?? true || s.lastRegion != regionOfInterest
+            if restart { s.pendingParts = [] }
+            // A millisecond of slack: 3/30 s after the last start is "0.1 s later".
+            let due = restart || now - (s.lastScanStart ?? now) >= scanInterval - 0.001
+            if s.pendingParts.isEmpty, due {
+                s.lastScanStart = now
+                s.lastRegion = regionOfInterest
+                let step = s.lastFrame.map { now - $0 } ?? 0
+                if !restart, canSpread, scanInterval > 0, step > 0, 3 * step <= 1.25 * scanInterval {
+                    s.pendingParts = FaceDetector.ScanPart.allCases
+                } else {
+                    return (.whole, [])
+                }
+            }
+            let tracked = s.tracker.predictedBounds(at: time)
+            return s.pendingParts.isEmpty ? (.none, tracked) : (.part(s.pendingParts.removeFirst()), tracked)
         }
         var detections: [FaceDetection] = []
-        var searchedWhole = scanDue
-        if !scanDue, !tracked.isEmpty {
+        var searchedWhole = false
+        var followed = false
+        if case .whole = search {
+            searchedWhole = true
+        } else if !tracked.isEmpty {
             if let near = try detector.detect(in: image, near: tracked, regionOfInterest: regionOfInterest) {
                 detections = near
+                followed = true
             } else {
                 searchedWhole = true
             }
         }
         if searchedWhole {
             detections = try detector.detect(in: image, regionOfInterest: regionOfInterest)
+        } else if case .part(let part) = search {
+            detections = Self.merge(detections, try detector.detect(in: image, regionOfInterest: regionOfInterest, part: part))
         }
         return state.withLock { s in
             if searchedWhole {
-                s.lastScan = now
-                s.lastRegion = regionOfInterest
-                s.wholeFrameSearches += 1
-            } else if !tracked.isEmpty {
-                s.nearSearches += 1
+                s.counts.wholeFrame += 1
+                if case .whole = search {} else {
+                    // A face too large to follow: this whole search replaces the spread one.
+                    s.pendingParts = []
+                    s.lastScanStart = now
+                }
+            } else if case .part = search {
+                s.counts.parts += 1
             }
+            if followed { s.counts.nearTrackedFaces += 1 }
             s.tracker.configuration.updateInterval = updateInterval
             let events = s.tracker.update(with: detections, at: time, inputID: inputID).map(Self.event)
             // Faces seen in this frame (tracks briefly missed are not reported for it).
@@ -82,9 +128,28 @@ public final class DefaultFaceStage: FaceMetadataStage {
         }
     }
 
+    /// Warms the detector up for the frame size (`FaceDetector.prepare`); a failure is left
+    /// for the first frame to report.
+    public func prepare(width: Int, height: Int, regionOfInterest: CGRect) {
+        try? detector.prepare(width: width, height: height, regionOfInterest: regionOfInterest)
+    }
+
+    /// Faces followed near their tracks plus those a search part found; where both found the
+    /// same face (IoU > 0.3), the more confident detection.
+    static func merge(_ a: [FaceDetection], _ b: [FaceDetection]) -> [FaceDetection] {
+        var kept: [FaceDetection] = []
+        for f in (a + b).sorted(by: { $0.confidence > $1.confidence })
+        where !kept.contains(where: { $0.bounds.intersectionOverUnion(f.bounds) > 0.3 }) {
+            kept.append(f)
+        }
+        return kept
+    }
+
     public func finish() -> [MetadataEvent] {
         state.withLock { s in
-            s.lastScan = nil
+            s.lastScanStart = nil
+            s.lastFrame = nil
+            s.pendingParts = []
             return s.tracker.reset()
         }.map(Self.event)
     }
@@ -182,4 +247,8 @@ public final class FaceObservingStage: FaceMetadataStage, @unchecked Sendable {
     }
 
     public func finish() -> [MetadataEvent] { inner.finish() }
+
+    public func prepare(width: Int, height: Int, regionOfInterest: CGRect) {
+        inner.prepare(width: width, height: height, regionOfInterest: regionOfInterest)
+    }
 }

@@ -332,6 +332,88 @@ public final class FaceDetector: @unchecked Sendable {
         } ?? []
     }
 
+    /// A part of a whole-frame search, so that one search can be spread over consecutive video
+    /// frames and no frame pays for all of it (`DefaultFaceStage` does this). Together the
+    /// three parts find what a whole search finds: the halves report only faces up to
+    /// `scanPartOverlap` − 2 × `scanPartGap` (48) detection pixels tall, and every face that
+    /// small lies, with the gap to spare, inside one half; taller faces are at least twice the
+    /// smallest face the coarse pass finds, and are its to find. A face in a half must stay
+    /// `scanPartGap` away from the half's inner edge, because YuNet reports a face cut by an
+    /// image edge with a box that ends short of the edge. At 1280x720 with `.realTime` the
+    /// coarse pass costs about a quarter of a whole search, each half about 0.7.
+    public enum ScanPart: Sendable, Hashable, CaseIterable {
+        /// The whole region at half the detection scale: the larger faces, wherever they are.
+        case coarse
+        /// The upper half at the detection scale, overlapping the lower half.
+        case upperHalf
+        /// The lower half at the detection scale, overlapping the upper half.
+        case lowerHalf
+    }
+
+    /// How far the two halves of a spread search overlap, in pixels at the detection scale
+    /// (128 frame pixels at 1280x720 with `.realTime`).
+    public static let scanPartOverlap = 64.0
+    /// How far a face found in a half must stay from its inner edge, in detection pixels.
+    public static let scanPartGap = 8.0
+
+    /// Searches one part of `regionOfInterest` (see `ScanPart`), with the same gate and checks
+    /// as `detect(in:regionOfInterest:)`. Tiles (`tileSize`) are not searched.
+    public func detect(in image: PixelBuffer, regionOfInterest: CGRect = CGRect(x: 0, y: 0, width: 1, height: 1), part: ScanPart)
+        throws(CaptureError) -> [FaceDetection]
+    {
+        try confirmedFaces(in: image, regionOfInterest: regionOfInterest) { source, roi throws(CaptureError) in
+            let scale = scanScale(roi)
+            if part == .coarse { return try detectScaled(source, region: roi, scale: scale / 2) }
+            let gap = Self.scanPartGap / scale
+            let tallest = (Self.scanPartOverlap / scale).rounded(.up) - 2 * gap
+            let upper = part == .upperHalf
+            let band = Self.half(upper: upper, of: roi, scale: scale)
+            return try detectScaled(source, region: band, scale: scale).filter { c in
+                Double(c.box.height) <= tallest
+                    && (upper ? Double(c.box.maxY) <= Double(band.maxY) - gap : Double(c.box.minY) >= Double(band.minY) + gap)
+            }
+        } ?? []
+    }
+
+    /// The upper or lower half of `roi` for a spread search at `scale`, in whole pixels.
+    static func half(upper: Bool, of roi: CGRect, scale: Double) -> CGRect {
+        let overlap = (scanPartOverlap / scale).rounded(.up)
+        let split = (Double(roi.midY) - overlap / 2).rounded(.down)
+        return upper
+            ? CGRect(x: roi.minX, y: roi.minY, width: roi.width, height: min(roi.height, CGFloat(split + overlap) - roi.minY))
+            : CGRect(x: roi.minX, y: CGFloat(split), width: roi.width, height: roi.maxY - CGFloat(split))
+    }
+
+    /// Runs every search once on a blank frame of `width` × `height` (whole, the three parts,
+    /// a search near a face, an upright look), so that OpenCV allocates each network's buffers
+    /// now rather than during the first frames: without it the first frame of a 720p camera
+    /// waits ~25 ms more for its faces. What is found is discarded.
+    public func prepare(width: Int, height: Int, regionOfInterest: CGRect = CGRect(x: 0, y: 0, width: 1, height: 1))
+        throws(CaptureError)
+    {
+        let roi = DeviceSpace.pixelRect(regionOfInterest, in: CGSize(width: width, height: height))
+        guard roi.width >= 8, roi.height >= 8 else { return }
+        let blank = try PixelBuffer(width: width, height: height, pixelFormat: .bgr)
+        lock.lock()
+        defer { lock.unlock() }
+        let scale = scanScale(roi)
+        _ = try detectScaled(blank, region: roi, scale: scale)
+        _ = try detectScaled(blank, region: roi, scale: scale / 2)
+        _ = try detectScaled(blank, region: Self.half(upper: true, of: roi, scale: scale), scale: scale)
+        _ = try detectScaled(blank, region: Self.half(upper: false, of: roi, scale: scale), scale: scale)
+        let side = CGFloat(min(Double(min(roi.width, roi.height)), Self.nearSearchMinimumSide * 2))
+        _ = try detectScaled(
+            blank, region: CGRect(x: roi.minX, y: roi.minY, width: side, height: side),
+            scale: Double(Self.nearSearchInput) / Double(side), yuNetHandle: nearYuNet ?? yuNet)
+        if let uprightYuNet {
+            var img = try PixelBuffer(width: 160, height: 160, pixelFormat: .bgr).bridgeImage
+            var rows = [Float](repeating: 0, count: 16 * Int(CVB_YUNET_ROW))
+            var count: Int32 = 0
+            var err = cvb_error()
+            _ = rows.withUnsafeMutableBufferPointer { cvb_yunet_detect(uprightYuNet, &img, $0.baseAddress, 16, &count, &err) }
+        }
+    }
+
     /// Looks for faces only near `faces` (device-space boxes, typically where tracked faces are
     /// expected in this frame), the way a tracker follows faces between whole-frame scans.
     ///
@@ -412,10 +494,11 @@ public final class FaceDetector: @unchecked Sendable {
         return distance < 0.5 ? 0.3 * (1 - distance / 0.5) * 0.99 : 0
     }
 
-    /// Whether `box` lies inside `square`, allowing 2 % of its side, except where the square's
-    /// edge is the region's edge (a face cut by the frame is still a face).
+    /// Whether `box` lies inside `square` (a search square or a half), allowing 2 % of its
+    /// shorter side, except where its edge is the region's edge (a face cut by the frame is
+    /// still a face).
     static func isWhole(_ box: CGRect, in square: CGRect, regionOfInterest roi: CGRect) -> Bool {
-        let slack = 0.02 * square.width
+        let slack = 0.02 * min(square.width, square.height)
         return (box.minX >= square.minX - slack || square.minX <= roi.minX)
             && (box.minY >= square.minY - slack || square.minY <= roi.minY)
             && (box.maxX <= square.maxX + slack || square.maxX >= roi.maxX)

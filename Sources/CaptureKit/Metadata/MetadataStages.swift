@@ -19,6 +19,13 @@ public protocol FaceMetadataStage: AnyObject, Sendable {
     ) throws(CaptureError) -> (faces: [MetadataFaceObject], events: [MetadataEvent])
     /// The stream ended: close every open track (their `faceLeft` events).
     func finish() -> [MetadataEvent]
+    /// Frames of `width` × `height` are about to come: get ready so the first ones cost what
+    /// later ones do (called before capture starts; the default does nothing).
+    func prepare(width: Int, height: Int, regionOfInterest: CGRect)
+}
+
+extension FaceMetadataStage {
+    public func prepare(width: Int, height: Int, regionOfInterest: CGRect) {}
 }
 
 /// The code half of a metadata output's per-frame work: decode codes in one frame and decide
