@@ -217,6 +217,10 @@ public final class FaceDetector: @unchecked Sendable {
     /// A third YuNet fixed at `nearSearchInput` square for searches near known faces.
     private let nearYuNet: OpaquePointer?
     private let cascade: OpaquePointer?
+    /// BGR buffers for the scaled copies the searches make, by size, reused from frame to frame
+    /// (a video needs four or five sizes) instead of a new allocation per search. Used only
+    /// while `lock` is held; nothing returned to callers refers to them.
+    private var scratch: [Int: PixelBuffer] = [:]
 
     private static let logger = Logger(label: "cvcam.faces")
     private static let fallbackAnnounced = Atomic<Bool>(false)
@@ -625,6 +629,17 @@ public final class FaceDetector: @unchecked Sendable {
         return starts
     }
 
+    /// A scratch BGR buffer of `width` × `height` (see `scratch`); the cache is emptied when a
+    /// ninth size is asked for (frame sizes changed).
+    private func scratchBuffer(width: Int, height: Int) throws(CaptureError) -> PixelBuffer {
+        let key = width << 32 | height
+        if let b = scratch[key] { return b }
+        if scratch.count >= 8 { scratch.removeAll() }
+        let b = try PixelBuffer(width: width, height: height, pixelFormat: .bgr)
+        scratch[key] = b
+        return b
+    }
+
     /// Crops `region` (pixels), scales it by `scale`, runs the backend, maps results back to image pixels.
     private func detectScaled(
         _ image: PixelBuffer, region: CGRect, scale: Double, yuNetHandle: OpaquePointer? = nil
@@ -636,7 +651,7 @@ public final class FaceDetector: @unchecked Sendable {
         if scale == 1, region.width == CGFloat(image.width), region.height == CGFloat(image.height) {
             scaled = image
         } else {
-            scaled = try PixelBuffer(width: w, height: h, pixelFormat: .bgr)
+            scaled = try scratchBuffer(width: w, height: h)
             var src = image.bridgeImage
             var dst = scaled.bridgeImage
             guard
@@ -715,7 +730,7 @@ public final class FaceDetector: @unchecked Sendable {
     {
         guard let uprightYuNet else { return nil }
         let side = 160
-        let crop = try PixelBuffer(width: side, height: side, pixelFormat: .bgr)
+        let crop = try scratchBuffer(width: side, height: side)
         let scale = Double(side) / (2 * Double(max(c.box.width, c.box.height)))
         let centre = Double(side) / 2
         var estimate = roll
