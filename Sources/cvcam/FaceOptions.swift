@@ -23,6 +23,18 @@ struct FaceOptions: ParsableArguments {
             valueName: "mode"))
     var faceDetection: Detection = .realtime
 
+    @Option(
+        help: ArgumentHelp(
+            "Seconds of video between searches of the whole frame for new faces; tracked faces are followed in every frame. 0: search every frame whole (more CPU).",
+            valueName: "seconds"))
+    var faceScanInterval: Double = 0.1
+
+    func validate() throws {
+        guard faceScanInterval >= 0, faceScanInterval.isFinite else {
+            throw ValidationError("--face-scan-interval must be 0 or more seconds, not \(faceScanInterval)")
+        }
+    }
+
     /// A metadata output looking for faces inside `regionOfInterest` with this face detector.
     /// Throws `CLIError.noFaceModel` when no face model loads.
     func faceOutput(regionOfInterest: CGRect) throws -> CaptureMetadataOutput {
@@ -30,6 +42,7 @@ struct FaceOptions: ParsableArguments {
         guard metadata.availableMetadataObjectTypes.contains(.face) else { throw CLIError.noFaceModel }
         try metadata.setMetadataObjectTypes([.face])
         metadata.rectOfInterest = regionOfInterest
+        metadata.faceScanInterval = faceScanInterval
         return metadata
     }
 

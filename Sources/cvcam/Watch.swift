@@ -113,6 +113,7 @@ struct Watch: ParsableCommand {
         let metadata = CaptureMetadataOutput(faceStage: stage, codeStage: nil)
         try metadata.setMetadataObjectTypes([.face])
         metadata.rectOfInterest = input.regionOfInterest
+        metadata.faceScanInterval = faceOptions.faceScanInterval
         try job.add(metadata)
         let total = job.expectedFrameCount
         try job.run { [job] in

@@ -21,6 +21,20 @@ import Testing
         }
     }
 
+    @Test func theScanIntervalIsParsedCheckedAndGivenToTheOutput() throws {
+        let full = CGRect(x: 0, y: 0, width: 1, height: 1)
+        #expect(try Faces.parse([]).faceOptions.faceOutput(regionOfInterest: full).faceScanInterval == 0.1)
+        let every = try Snap.parse(["-o", "a.jpg", "--face-scan-interval", "0"]).faceOptions
+        #expect(try every.faceOutput(regionOfInterest: full).faceScanInterval == 0)
+        #expect(try Watch.parse(["--dir", "shots", "--face-scan-interval", "0.5"]).faceOptions.faceScanInterval == 0.5)
+        do {
+            _ = try Faces.parseAsRoot(["--face-scan-interval", "-1"])
+            Issue.record("expected a validation error")
+        } catch {
+            #expect(Faces.message(for: error).contains("--face-scan-interval"), "\(Faces.message(for: error))")
+        }
+    }
+
     /// A face 16 px wide in a 1280x720 image: 8 px once the default scales the frame to
     /// 640x360, too small for YuNet; `standard` runs at the frame's own size and finds it.
     @Test func standardFindsASixteenPixelFaceTheRealtimeDefaultGivesUp() throws {

@@ -73,7 +73,7 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
 
     /// Creates an output with the default detectors: YuNet faces with
     /// `FaceDetector.Configuration.realTime` (frames scaled to a 640 px long side: faces and QR
-    /// on a 720p30 camera analysed at about its frame rate on two cores, 1080p30 at about 21 fps;
+    /// on a 720p30 camera analysed at about its frame rate on two cores, 1080p30 at about 28 fps;
     /// faces from about 24 px wide at 720p) and ZBar codes helped by OpenCV (`CodeDetector`).
     public override init() {
         faceStage = DefaultFaceStage.makeOrNil(.realTime)

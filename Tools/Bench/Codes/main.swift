@@ -4,7 +4,8 @@
 //   Tools/bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--finders]
 //
 // --no-finder-gate runs cvcam as it was before the finder gate (every rescue pass on any
-// detailed frame); --finders lists finder candidates per frame (development aid).
+// detailed frame); --finders lists finder candidates per frame; --profile runs only cvcam on the
+// 640x480 frames with codes, over and over for 20 s, for a profiler (development aids).
 //
 // Decode rate counts a code as read only when the exact payload bytes come back. False decodes
 // are any symbol reported on a code-free frame (the face fixture photos and negatives, plus
@@ -24,7 +25,7 @@ while let a = arguments.next() {
     case "--samples": samplesPerCategory = Int(arguments.next() ?? "") ?? samplesPerCategory
     case "--seed": seed = UInt64(arguments.next() ?? "") ?? seed
     case "--ablation": ablation = true
-    case "--explore", "--finders": break
+    case "--explore", "--finders", "--profile": break
     case "--no-finder-gate": finderGate = false
     default:
         FileHandle.standardError.write("usage: bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--finders]\n".data(using: .utf8)!)
@@ -126,6 +127,20 @@ if CommandLine.arguments.contains("--explore") {
 var samplesByCategory: [(QRTestCorpus.Category, [QRTestCorpus.Sample])] = []
 for category in QRTestCorpus.Category.allCases {
     samplesByCategory.append((category, try QRTestCorpus.samples(category, count: samplesPerCategory, seed: seed)))
+}
+
+if CommandLine.arguments.contains("--profile") {
+    var frames: [PixelBuffer] = []
+    for (_, samples) in samplesByCategory {
+        for s in samples.prefix(6) { frames.append(try QRTestCorpus.resized(s.image, width: 640, height: 480)) }
+    }
+    var times: [Double] = []
+    let end = Date().addingTimeInterval(20)
+    while Date() < end {
+        for frame in frames { times.append(milliseconds { _ = try? cvcam.detect(in: frame) }) }
+    }
+    print("640x480 with codes: \(frames.count) frames, \(times.count) detections, median \(f(median(times))) ms")
+    exit(0)
 }
 
 print("| category | codes | plain ZBar | cvcam | cvcam ms (median) | ZBar ms (median) |")
