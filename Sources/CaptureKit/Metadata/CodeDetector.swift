@@ -119,8 +119,6 @@ public final class CodeDetector: Sendable {
         var types: Set<MetadataObjectType>
         var rectOfInterest = CGRect(x: 0, y: 0, width: 1, height: 1)
         var passes = Passes()
-        /// Recycled images for the current frame size (see `CodeScratch`).
-        var scratch: CodeScratch?
     }
     private let state: Mutex<State>
 
@@ -153,23 +151,14 @@ public final class CodeDetector: Sendable {
             }
             let roi = Self.pixelRect(s.rectOfInterest, width: pixelBuffer.width, height: pixelBuffer.height)
             guard let roi, !s.types.isEmpty else { return [] }
-            let scratch = CodeScratch(frame: (pixelBuffer.width, pixelBuffer.height), scanned: (roi.width, roi.height))
-            if s.scratch?.sizes != scratch.sizes { s.scratch = scratch }
-            var run = ScanRun(scanner: s.scanner, passes: s.passes, types: s.types)
-            run.counts = s.counts
-            do {
-                try CodeImaging.$scratch.withValue(s.scratch) {
-                    var gray = try CodeImaging.gray(pixelBuffer)
-                    if roi != PixelRect(x: 0, y: 0, width: pixelBuffer.width, height: pixelBuffer.height) {
-                        gray = try CodeImaging.crop(gray, roi)
-                    }
-                    try run.scan(gray)
-                }
-            } catch {
-                s.counts = run.counts
-                throw (error as? CaptureError) ?? CaptureError(.detectionFailed, "code detection failed: \(error)")
+            var gray = try CodeImaging.gray(pixelBuffer)
+            if roi != PixelRect(x: 0, y: 0, width: pixelBuffer.width, height: pixelBuffer.height) {
+                gray = try CodeImaging.crop(gray, roi)
             }
-            s.counts = run.counts
+            var run = ScanRun(scanner: s.scanner, passes: s.passes, types: s.types)
+            defer { s.counts = run.counts }
+            run.counts = s.counts
+            try run.scan(gray)
             let size = CGSize(width: pixelBuffer.width, height: pixelBuffer.height)
             return run.found.compactMap { symbol -> MetadataMachineReadableCodeObject? in
                 guard let type = CodeSymbology.type(zbar: symbol.zbarType) else { return nil }

@@ -1,30 +1,15 @@
 import CVBridge
 import Foundation
-import Synchronization
 
 /// The image operations the code detector and the code test corpus share, over CVBridge's
-/// OpenCV calls. Every result is a new tightly packed `PixelBuffer` (recycled through
-/// `scratch` while a detector runs).
+/// OpenCV calls. Every result is a new tightly packed `PixelBuffer`.
 ///
 /// Threading: stateless; call from any thread (each input buffer must not be written meanwhile).
 enum CodeImaging {
-    /// Where the images of one detection come from: inside `CodeDetector.detect`, the
-    /// detector's scratch pools (frame, half and quarter size recycled from frame to frame);
-    /// elsewhere nil, and every image is a new allocation.
-    @TaskLocal static var scratch: CodeScratch?
-
-    /// A new image for a result: from `scratch` when it pools that size, else allocated.
-    static func make(width: Int, height: Int, pixelFormat: PixelFormat) throws(CaptureError) -> PixelBuffer {
-        if let scratch, let pool = scratch.pool(width: width, height: height, pixelFormat: pixelFormat) {
-            return try pool.makeBuffer()
-        }
-        return try PixelBuffer(width: width, height: height, pixelFormat: pixelFormat)
-    }
-
     /// An 8-bit gray copy of `buffer`, or `buffer` itself when it is already gray (`cvb_image_convert`).
     static func gray(_ buffer: PixelBuffer) throws(CaptureError) -> PixelBuffer {
         if buffer.pixelFormat == .gray { return buffer }
-        let out = try make(width: buffer.width, height: buffer.height, pixelFormat: .gray)
+        let out = try PixelBuffer(width: buffer.width, height: buffer.height, pixelFormat: .gray)
         var src = buffer.bridgeImage
         var dst = out.bridgeImage
         var err = cvb_error()
@@ -34,7 +19,7 @@ enum CodeImaging {
 
     /// A copy of the pixel rectangle `rect` (clipped to the buffer). GRAY, BGR and BGRA only.
     static func crop(_ buffer: PixelBuffer, _ rect: PixelRect) throws(CaptureError) -> PixelBuffer {
-        let out = try make(width: rect.width, height: rect.height, pixelFormat: buffer.pixelFormat)
+        let out = try PixelBuffer(width: rect.width, height: rect.height, pixelFormat: buffer.pixelFormat)
         var src = buffer.bridgeImage
         src.data = src.data! + (rect.y * buffer.bytesPerRow + rect.x * buffer.pixelFormat.packedBytesPerRow(width: 1))
         src.width = Int32(rect.width)
@@ -49,7 +34,7 @@ enum CodeImaging {
     static func resized(
         _ buffer: PixelBuffer, width: Int, height: Int, interpolation: Int32 = Int32(CVB_INTER_AREA)
     ) throws(CaptureError) -> PixelBuffer {
-        let out = try make(width: width, height: height, pixelFormat: buffer.pixelFormat)
+        let out = try PixelBuffer(width: width, height: height, pixelFormat: buffer.pixelFormat)
         var src = buffer.bridgeImage
         var dst = out.bridgeImage
         var err = cvb_error()
@@ -59,7 +44,7 @@ enum CodeImaging {
 
     /// `saturate(pixel * alpha + beta)` (`cvb_image_scale`); alpha -1, beta 255 inverts.
     static func scaled(_ buffer: PixelBuffer, alpha: Double, beta: Double) throws(CaptureError) -> PixelBuffer {
-        let out = try make(width: buffer.width, height: buffer.height, pixelFormat: buffer.pixelFormat)
+        let out = try PixelBuffer(width: buffer.width, height: buffer.height, pixelFormat: buffer.pixelFormat)
         var src = buffer.bridgeImage
         var dst = out.bridgeImage
         var err = cvb_error()
@@ -76,7 +61,7 @@ enum CodeImaging {
     static func thresholded(
         _ buffer: PixelBuffer, kind: Int32, value: Double = 0, block: Int32 = 0
     ) throws(CaptureError) -> PixelBuffer {
-        let out = try make(width: buffer.width, height: buffer.height, pixelFormat: .gray)
+        let out = try PixelBuffer(width: buffer.width, height: buffer.height, pixelFormat: .gray)
         var src = buffer.bridgeImage
         var dst = out.bridgeImage
         var err = cvb_error()
@@ -86,7 +71,7 @@ enum CodeImaging {
 
     /// Unsharp-masked copy (`cvb_image_unsharp`).
     static func sharpened(_ buffer: PixelBuffer, sigma: Double, amount: Double) throws(CaptureError) -> PixelBuffer {
-        let out = try make(width: buffer.width, height: buffer.height, pixelFormat: .gray)
+        let out = try PixelBuffer(width: buffer.width, height: buffer.height, pixelFormat: .gray)
         var src = buffer.bridgeImage
         var dst = out.bridgeImage
         var err = cvb_error()
@@ -96,7 +81,7 @@ enum CodeImaging {
 
     /// Gaussian-blurred copy (`cvb_image_gaussian_blur`).
     static func blurred(_ buffer: PixelBuffer, sigma: Double) throws(CaptureError) -> PixelBuffer {
-        let out = try make(width: buffer.width, height: buffer.height, pixelFormat: buffer.pixelFormat)
+        let out = try PixelBuffer(width: buffer.width, height: buffer.height, pixelFormat: buffer.pixelFormat)
         var src = buffer.bridgeImage
         var dst = out.bridgeImage
         var err = cvb_error()
@@ -178,42 +163,5 @@ struct Homography: Hashable, Sendable {
         let x = Double(p.x), y = Double(p.y)
         let w = m[6] * x + m[7] * y + m[8]
         return CGPoint(x: (m[0] * x + m[1] * y + m[2]) / w, y: (m[3] * x + m[4] * y + m[5]) / w)
-    }
-}
-
-/// The scratch images of one code detector's frames: a pool per size for the sizes every frame
-/// needs again (the frame's, half and quarter: gray copies, thresholded copies, reductions), so
-/// a steady stream allocates none of them per frame. Crops, whose sizes follow the content,
-/// are not pooled. Without it each 1280x720 frame allocated and freed several 0.2–0.9 MB
-/// images on whichever thread ran it, and glibc's per-thread arenas grew with them.
-///
-/// Threading: thread-safe (a Mutex over the pools; buffers return to their pool from any thread).
-final class CodeScratch: Sendable {
-    private struct Key: Hashable {
-        var width: Int, height: Int, format: Int32
-    }
-    private let pools = Mutex<[Key: PixelBufferPool]>([:])
-    /// The pooled sizes, as [width, height] pairs.
-    let sizes: Set<[Int]>
-
-    /// Pools for frames of `frame` size scanned inside `scanned` (the region of interest, or
-    /// the whole frame): those sizes, and the scanned area's half and quarter size.
-    init(frame: (width: Int, height: Int), scanned: (width: Int, height: Int)) {
-        sizes = [
-            [frame.width, frame.height], [scanned.width, scanned.height], [scanned.width / 2, scanned.height / 2],
-            [scanned.width / 4, scanned.height / 4],
-        ]
-    }
-
-    /// The pool for that size, or nil when it is not one of the pooled sizes.
-    func pool(width: Int, height: Int, pixelFormat: PixelFormat) -> PixelBufferPool? {
-        guard sizes.contains([width, height]) else { return nil }
-        let key = Key(width: width, height: height, format: pixelFormat.rawValue)
-        return pools.withLock { pools in
-            if let pool = pools[key] { return pool }
-            let pool = PixelBufferPool(width: width, height: height, pixelFormat: pixelFormat, maximumIdleBuffers: 4)
-            pools[key] = pool
-            return pool
-        }
     }
 }
