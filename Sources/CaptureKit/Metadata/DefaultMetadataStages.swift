@@ -72,7 +72,7 @@ public final class DefaultFaceStage: FaceMetadataStage {
     ) throws(CaptureError) -> (faces: [MetadataFaceObject], events: [MetadataEvent]) {
         let now = time.seconds
         let canSpread = detector.configuration.tileSize == nil
-        let (search, tracked) = state.withLock { s -> (Search, [CGRect]) in
+        let (planned, tracked) = state.withLock { s -> (Search, [CGRect]) in
             defer { s.lastFrame = now }
             let restart = s.lastScanStart.map { now < $0 } ?? true || s.lastRegion != regionOfInterest
             if restart { s.pendingParts = [] }
@@ -91,36 +91,38 @@ public final class DefaultFaceStage: FaceMetadataStage {
             let tracked = s.tracker.predictedBounds(at: time)
             return s.pendingParts.isEmpty ? (.none, tracked) : (.part(s.pendingParts.removeFirst()), tracked)
         }
-        var detections: [FaceDetection] = []
-        var searchedWhole = false
-        var followed = false
-        if case .whole = search {
-            searchedWhole = true
-        } else if !tracked.isEmpty {
-            if let near = try detector.detect(in: image, near: tracked, regionOfInterest: regionOfInterest) {
-                detections = near
-                followed = true
-            } else {
-                searchedWhole = true
+        var search = planned
+        var followed: [FaceDetection]?
+        var fellBack = false
+        // (A whole search comes with no tracked boxes: it finds every face itself.)
+        if !tracked.isEmpty {
+            followed = try detector.detect(in: image, near: tracked, regionOfInterest: regionOfInterest)
+            // nil: a face too large to follow; a whole search replaces the spread one.
+            if followed == nil {
+                search = .whole
+                fellBack = true
             }
         }
-        if searchedWhole {
-            detections = try detector.detect(in: image, regionOfInterest: regionOfInterest)
-        } else if case .part(let part) = search {
-            detections = Self.merge(detections, try detector.detect(in: image, regionOfInterest: regionOfInterest, part: part))
+        let detections: [FaceDetection]
+        switch search {
+        case .whole: detections = try detector.detect(in: image, regionOfInterest: regionOfInterest)
+        case .part(let part):
+            detections = Self.merge(
+                followed ?? [], try detector.detect(in: image, regionOfInterest: regionOfInterest, part: part))
+        case .none: detections = followed ?? []
         }
         return state.withLock { s in
-            if searchedWhole {
+            switch search {
+            case .whole:
                 s.counts.wholeFrame += 1
-                if case .whole = search {} else {
-                    // A face too large to follow: this whole search replaces the spread one.
+                if fellBack {
                     s.pendingParts = []
                     s.lastScanStart = now
                 }
-            } else if case .part = search {
-                s.counts.parts += 1
+            case .part: s.counts.parts += 1
+            case .none: break
             }
-            if followed { s.counts.nearTrackedFaces += 1 }
+            if followed != nil { s.counts.nearTrackedFaces += 1 }
             s.tracker.configuration.updateInterval = updateInterval
             let events = s.tracker.update(with: detections, at: time, inputID: inputID).map(Self.event)
             // Faces seen in this frame (tracks briefly missed are not reported for it).

@@ -410,7 +410,7 @@ public final class FaceDetector: @unchecked Sendable {
             blank, region: CGRect(x: roi.minX, y: roi.minY, width: side, height: side),
             scale: Double(Self.nearSearchInput) / Double(side), yuNetHandle: nearYuNet ?? yuNet)
         if let uprightYuNet {
-            var img = try PixelBuffer(width: 160, height: 160, pixelFormat: .bgr).bridgeImage
+            var img = try scratchBuffer(width: 160, height: 160).bridgeImage
             var rows = [Float](repeating: 0, count: 16 * Int(CVB_YUNET_ROW))
             var count: Int32 = 0
             var err = cvb_error()
@@ -440,23 +440,25 @@ public final class FaceDetector: @unchecked Sendable {
     ) throws(CaptureError) -> [FaceDetection]? {
         let frame = CGSize(width: image.width, height: image.height)
         let roi = DeviceSpace.pixelRect(regionOfInterest, in: frame)
+        let known = faces.map { DeviceSpace.pixels($0, in: frame) }
         var squares: [CGRect] = []
-        for face in faces {
-            guard let square = Self.nearSearchSquare(around: face, in: frame, regionOfInterest: roi) else { return nil }
+        for face in known {
+            guard let square = Self.nearSearchSquare(around: face, regionOfInterest: roi) else { return nil }
             squares.append(square)
         }
         guard !squares.isEmpty else { return [] }
+        // The candidate that is the face searched for: IoU ≥ 0.3, or centres under half its side apart.
+        func closeness(_ box: CGRect, to face: CGRect) -> Double {
+            face.matchAffinity(box, minimumIoU: 0.3, maximumCentreDistance: 0.5)
+        }
         return try confirmedFaces(in: image, regionOfInterest: regionOfInterest) { source, roi throws(CaptureError) in
             var found: [Candidate] = []
-            for (face, square) in zip(faces, squares) {
+            for (face, square) in zip(known, squares) {
                 let scale = max(Double(Self.nearSearchInput) / Double(square.width), scanScale(roi))
                 let candidates = try detectScaled(source, region: square, scale: scale, yuNetHandle: nearYuNet ?? yuNet)
-                let known = CGRect(
-                    x: face.minX * frame.width, y: face.minY * frame.height, width: face.width * frame.width,
-                    height: face.height * frame.height)
                 if let best = candidates.filter({ Self.isWhole($0.box, in: square, regionOfInterest: roi) })
-                    .max(by: { Self.closeness($0.box, to: known) < Self.closeness($1.box, to: known) }),
-                    Self.closeness(best.box, to: known) > 0
+                    .max(by: { closeness($0.box, to: face) < closeness($1.box, to: face) }),
+                    closeness(best.box, to: face) > 0
                 {
                     found.append(best)
                 }
@@ -472,30 +474,14 @@ public final class FaceDetector: @unchecked Sendable {
     /// The square's side in pixels when it is searched.
     public static let nearSearchInput = 128
 
-    /// The square searched around `face` (device space), in whole pixels inside `roi`, or nil
-    /// when it does not fit.
-    static func nearSearchSquare(around face: CGRect, in frame: CGSize, regionOfInterest roi: CGRect) -> CGRect? {
-        let w = face.width * frame.width
-        let h = face.height * frame.height
-        let side = max(nearSearchMinimumSide, nearSearchContext * Double(max(w, h))).rounded(.up)
+    /// The square searched around `face` (pixels), in whole pixels inside `roi`, or nil when it
+    /// does not fit.
+    static func nearSearchSquare(around face: CGRect, regionOfInterest roi: CGRect) -> CGRect? {
+        let side = max(nearSearchMinimumSide, nearSearchContext * Double(max(face.width, face.height))).rounded(.up)
         guard side <= Double(min(roi.width, roi.height)) else { return nil }
-        let cx = Double(face.midX * frame.width)
-        let cy = Double(face.midY * frame.height)
-        let x = min(max((cx - side / 2).rounded(), Double(roi.minX)), Double(roi.maxX) - side)
-        let y = min(max((cy - side / 2).rounded(), Double(roi.minY)), Double(roi.maxY) - side)
+        let x = min(max((Double(face.midX) - side / 2).rounded(), Double(roi.minX)), Double(roi.maxX) - side)
+        let y = min(max((Double(face.midY) - side / 2).rounded(), Double(roi.minY)), Double(roi.maxY) - side)
         return CGRect(x: x, y: y, width: side, height: side)
-    }
-
-    /// How well a candidate matches the face searched for (pixels): its IoU with it, or, when
-    /// that is under 0.3, a value under 0.3 falling with the distance between the centres,
-    /// 0 from half the face's longer side on (not the same face).
-    static func closeness(_ box: CGRect, to face: CGRect) -> Double {
-        let iou = box.intersectionOverUnion(face)
-        if iou >= 0.3 { return iou }
-        let side = Double(max(face.width, face.height))
-        guard side > 0 else { return 0 }
-        let distance = Double(hypot(box.midX - face.midX, box.midY - face.midY)) / side
-        return distance < 0.5 ? 0.3 * (1 - distance / 0.5) * 0.99 : 0
     }
 
     /// Whether `box` lies inside `square` (a search square or a half), allowing 2 % of its
@@ -820,6 +806,10 @@ enum DeviceSpace {
     static func normalize(_ r: CGRect, in frame: CGSize) -> CGRect {
         CGRect(x: r.minX / frame.width, y: r.minY / frame.height, width: r.width / frame.width, height: r.height / frame.height)
     }
+    /// A device-space rectangle in pixels of the frame (not rounded, not clipped).
+    static func pixels(_ r: CGRect, in frame: CGSize) -> CGRect {
+        CGRect(x: r.minX * frame.width, y: r.minY * frame.height, width: r.width * frame.width, height: r.height * frame.height)
+    }
     /// A pixel point divided by the frame size.
     static func normalize(_ p: CGPoint, in frame: CGSize) -> CGPoint {
         CGPoint(x: p.x / frame.width, y: p.y / frame.height)
@@ -891,6 +881,22 @@ extension CGRect {
         let i = Double(inter.width * inter.height)
         let u = Double(width * height + other.width * other.height) - i
         return u > 0 ? i / u : 0
+    }
+
+    /// How well `other` matches this rectangle as the same object seen again: their IoU when
+    /// it is at least `minimumIoU`; otherwise, when the centres are closer than
+    /// `maximumCentreDistance` × this rectangle's longer side, a value under `minimumIoU`
+    /// falling with the distance; else 0 (not the same object). Shared by `FaceTracker`'s
+    /// matching and the search near known faces.
+    func matchAffinity(_ other: CGRect, minimumIoU: Double, maximumCentreDistance: Double) -> Double {
+        let iou = intersectionOverUnion(other)
+        if iou >= minimumIoU { return iou }
+        let side = max(width, height)
+        guard side > 0 else { return 0 }
+        let distance = hypot(midX - other.midX, midY - other.midY) / side
+        guard distance < maximumCentreDistance else { return 0 }
+        // Below any overlap match, falling with distance.
+        return minimumIoU * (1 - distance / maximumCentreDistance) * 0.99
     }
 
     /// The rectangle rounded outwards to whole numbers.

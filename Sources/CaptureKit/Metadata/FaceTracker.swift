@@ -165,14 +165,8 @@ public struct FaceTracker: Sendable {
     }
 
     private func affinity(_ predicted: CGRect, _ detected: CGRect) -> Double {
-        let iou = predicted.intersectionOverUnion(detected)
-        if iou >= configuration.minimumIoU { return iou }
-        let side = max(predicted.width, predicted.height)
-        guard side > 0 else { return 0 }
-        let distance = hypot(predicted.midX - detected.midX, predicted.midY - detected.midY) / side
-        guard distance < configuration.maximumCentreDistance else { return 0 }
-        // Below any overlap match, falling with distance.
-        return configuration.minimumIoU * (1 - distance / configuration.maximumCentreDistance) * 0.99
+        predicted.matchAffinity(
+            detected, minimumIoU: configuration.minimumIoU, maximumCentreDistance: configuration.maximumCentreDistance)
     }
 
     private static func object(_ d: FaceDetection, faceID: Int, time: MediaTime, inputID: CaptureInput.ID)
