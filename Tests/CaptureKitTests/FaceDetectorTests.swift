@@ -33,6 +33,11 @@ enum FaceFixtures {
         return try! JSONDecoder().decode(Manifest.self, from: data)
     }()
 
+    /// A detector with `configuration` over the package's models.
+    static func detector(_ configuration: FaceDetector.Configuration = .standard) throws -> FaceDetector {
+        try FaceDetector(configuration: configuration, modelsDirectory: models)
+    }
+
     static func image(_ name: String, as format: PixelFormat = .bgr) throws -> PixelBuffer {
         try ImageFolderSource.decode(faces.appendingPathComponent(name).path, as: format)
     }
@@ -76,7 +81,7 @@ struct FaceDetectorTests {
     let detector: FaceDetector
 
     init() throws {
-        detector = try FaceDetector(modelsDirectory: FaceFixtures.models)
+        detector = try FaceFixtures.detector()
     }
 
     @Test func findsModelsWithoutHelpAndUsesYuNet() throws {
@@ -125,7 +130,7 @@ struct FaceDetectorTests {
             .color(red: 0, green: 0, blue: 0), .color(red: 8, green: 8, blue: 8),
             .noise(seed: 42, mean: 128, standardDeviation: 40), .noise(seed: 3, mean: 16, standardDeviation: 5),
         ]
-        let plain = try FaceDetector(configuration: .plain(scoreThreshold: 0.5), modelsDirectory: FaceFixtures.models)
+        let plain = try FaceFixtures.detector(.plain(scoreThreshold: 0.5))
         var plainFalse = 0
         for background in backgrounds {
             let frame = try FaceFixtures.render(SyntheticScene(size: .init(width: width, height: height), background: background))
@@ -194,7 +199,7 @@ struct FaceDetectorTests {
         let roll = try #require(faces.first?.rollAngle)
         #expect(roll.sign == (-degrees).sign && abs(roll) >= 15 && abs(roll) <= 50, "landmark roll \(roll) after \(degrees)°")
         // Refined upright: within 6°.
-        let accurate = try FaceDetector(configuration: .accurateAngles, modelsDirectory: FaceFixtures.models)
+        let accurate = try FaceFixtures.detector(.accurateAngles)
         let refined = try #require(try accurate.detect(in: try rotated(degrees)).first?.rollAngle)
         #expect(abs(refined - (-degrees)) < 6, "refined roll \(refined) after rotating \(degrees)°")
     }
@@ -227,7 +232,7 @@ struct FaceDetectorTests {
         #expect(cvb_image_rotate_mirror(&src, &dst, 0, 1, &err) == 0)
         var noSecondLook = FaceDetector.Configuration.standard
         noSecondLook.uprightRecheckScore = nil
-        let without = try FaceDetector(configuration: noSecondLook, modelsDirectory: FaceFixtures.models)
+        let without = try FaceFixtures.detector(noSecondLook)
         #expect(try without.detect(in: mirrored).count == 1)
         let faces = try detector.detect(in: mirrored)
         #expect(faces.count == 2)
@@ -244,7 +249,7 @@ struct FaceDetectorTests {
     /// 32 px wide is found as by `.standard`, a 16 px one (8 px at 640x360) only by `.standard`,
     /// which runs at the frame's own size. (bench-faces: smallest reliable 24 px vs 12 px.)
     @Test func realTimeGivesUpOnlyTheSmallestFacesAt720p() throws {
-        let realTime = try FaceDetector(configuration: .realTime, modelsDirectory: FaceFixtures.models)
+        let realTime = try FaceFixtures.detector(.realTime)
         func found(_ d: FaceDetector, side: Double, at place: (Double, Double)) throws -> Bool {
             // grace_hopper.jpg's face box is 176,121 181×211 in its 512×600 pixels.
             let (sprite, face) = SyntheticScene.Sprite.image(

@@ -9,7 +9,7 @@ struct FaceFollowingTests {
     let detector: FaceDetector
 
     init() throws {
-        detector = try FaceDetector(modelsDirectory: FaceFixtures.models)
+        detector = try FaceFixtures.detector()
     }
 
     @Test func searchingNearTheFacesOfAWholeScanFindsEachAgain() throws {
@@ -172,7 +172,7 @@ struct FaceFollowingTests {
                         centredAt: CGPoint(x: $0.x, y: $0.y)
                     ).sprite
                 }))
-        let detector = try FaceDetector(configuration: .realTime, modelsDirectory: FaceFixtures.models)
+        let detector = try FaceFixtures.detector(.realTime)
         let whole = try detector.detect(in: image)
         #expect(whole.count >= placed.count - 1)
         var parts: [FaceDetection] = []
@@ -193,8 +193,8 @@ struct FaceFollowingTests {
     }
 
     @Test func preparingForAFrameSizeChangesNoResult() throws {
-        let fresh = try FaceDetector(configuration: .realTime, modelsDirectory: FaceFixtures.models)
-        let prepared = try FaceDetector(configuration: .realTime, modelsDirectory: FaceFixtures.models)
+        let fresh = try FaceFixtures.detector(.realTime)
+        let prepared = try FaceFixtures.detector(.realTime)
         try prepared.prepare(width: 1280, height: 720)
         for entry in FaceFixtures.manifest.images {
             let image = try FaceFixtures.image(entry.image)

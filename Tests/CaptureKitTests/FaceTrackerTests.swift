@@ -27,7 +27,7 @@ struct FaceTrackerTests {
         let source = try SyntheticCameraSource(scene: scene, pacing: .asFastAsPossible)
         try source.open(format: source.formats[0], frameDuration: MediaTime.frameDuration(framesPerSecond: 30))
         defer { source.close() }
-        let detector = try FaceDetector(modelsDirectory: FaceFixtures.models)
+        let detector = try FaceFixtures.detector()
         var tracker = FaceTracker()
         var events: [FaceTracker.Event] = []
         var framesWithFace = 0
@@ -68,7 +68,7 @@ struct FaceTrackerTests {
         let source = try SyntheticCameraSource(scene: scene, pacing: .asFastAsPossible)
         try source.open(format: source.formats[0], frameDuration: MediaTime.frameDuration(framesPerSecond: 30))
         defer { source.close() }
-        let detector = try FaceDetector(modelsDirectory: FaceFixtures.models)
+        let detector = try FaceFixtures.detector()
         var tracker = FaceTracker()
         var events: [FaceTracker.Event] = []
         while let frame = try source.nextFrame(isCancelled: { false }) {
