@@ -129,11 +129,15 @@ for category in QRTestCorpus.Category.allCases {
     samplesByCategory.append((category, try QRTestCorpus.samples(category, count: samplesPerCategory, seed: seed)))
 }
 
-if CommandLine.arguments.contains("--profile") {
-    var frames: [PixelBuffer] = []
-    for (_, samples) in samplesByCategory {
-        for s in samples.prefix(6) { frames.append(try QRTestCorpus.resized(s.image, width: 640, height: 480)) }
+/// The frames with codes timed at a fixed size: six samples of every category, resized.
+@MainActor func codedFrames(width: Int, height: Int) throws -> [PixelBuffer] {
+    try samplesByCategory.flatMap { _, samples in
+        try samples.prefix(6).map { s throws(CaptureError) in try QRTestCorpus.resized(s.image, width: width, height: height) }
     }
+}
+
+if CommandLine.arguments.contains("--profile") {
+    let frames = try codedFrames(width: 640, height: 480)
     var times: [Double] = []
     let end = Date().addingTimeInterval(20)
     while Date() < end {
@@ -219,11 +223,7 @@ for (w, h) in [(640, 480), (1280, 720)] {
         if kind == "no codes (noise, clutter)" {
             frames = try noiseFrames(width: w, height: h)
         } else if kind == "with codes" {
-            for (_, samples) in samplesByCategory {
-                for s in samples.prefix(6) {
-                    frames.append(try QRTestCorpus.resized(s.image, width: w, height: h))
-                }
-            }
+            frames = try codedFrames(width: w, height: h)
         } else {
             for path in photoPaths { frames.append(try QRTestCorpus.photo(at: path, width: w, height: h)) }
         }
