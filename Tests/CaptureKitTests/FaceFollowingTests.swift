@@ -105,17 +105,10 @@ struct FaceFollowingTests {
 
     func run(scanInterval: Double) throws -> (MetadataRecorder, CaptureMetadataOutput, DefaultFaceStage) {
         let stage = DefaultFaceStage(detector: detector)
-        let session = CaptureSession()
-        try session.addInput(CaptureDeviceInput(device: CaptureDevice(syntheticScene: scene(), pacing: .asFastAsPossible)))
         let output = CaptureMetadataOutput(faceStage: stage, codeStage: nil)
-        try session.addOutput(output)
-        try output.setMetadataObjectTypes([.face])
-        output.faceScanInterval = scanInterval
-        let recorder = MetadataRecorder()
-        output.setMetadataObjectsDelegate(recorder, queue: DispatchQueue(label: "metadata"))
-        try session.startRunning()
-        #expect(session.waitUntilStopped(timeout: 120))
-        output.waitUntilIdle()
+        let recorder = try MetadataRecorder.record(scene(), through: output, types: [.face]) {
+            $0.faceScanInterval = scanInterval
+        }
         return (recorder, output, stage)
     }
 

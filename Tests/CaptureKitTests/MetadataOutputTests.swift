@@ -19,14 +19,15 @@ final class MetadataRecorder: CaptureMetadataOutputObjectsDelegate, @unchecked S
     }
 }
 
-/// CaptureMetadataOutput in a session, on synthetic scenes whose ground truth is known.
-@Suite struct MetadataOutputTests {
-    func run(_ scene: SyntheticScene, types: [MetadataObjectType], configure: (CaptureMetadataOutput) -> Void = { _ in })
-        throws -> (MetadataRecorder, CaptureMetadataOutput)
-    {
+extension MetadataRecorder {
+    /// Plays `scene` as fast as possible through a session into `output` looking for `types`
+    /// (after `configure`), and returns what the output delivered once it is idle.
+    static func record(
+        _ scene: SyntheticScene, through output: CaptureMetadataOutput, types: [MetadataObjectType],
+        configure: (CaptureMetadataOutput) -> Void = { _ in }
+    ) throws -> MetadataRecorder {
         let session = CaptureSession()
         try session.addInput(CaptureDeviceInput(device: CaptureDevice(syntheticScene: scene, pacing: .asFastAsPossible)))
-        let output = CaptureMetadataOutput()
         try session.addOutput(output)
         try output.setMetadataObjectTypes(types)
         configure(output)
@@ -35,7 +36,17 @@ final class MetadataRecorder: CaptureMetadataOutputObjectsDelegate, @unchecked S
         try session.startRunning()
         #expect(session.waitUntilStopped(timeout: 120))
         output.waitUntilIdle()
-        return (recorder, output)
+        return recorder
+    }
+}
+
+/// CaptureMetadataOutput in a session, on synthetic scenes whose ground truth is known.
+@Suite struct MetadataOutputTests {
+    func run(_ scene: SyntheticScene, types: [MetadataObjectType], configure: (CaptureMetadataOutput) -> Void = { _ in })
+        throws -> (MetadataRecorder, CaptureMetadataOutput)
+    {
+        let output = CaptureMetadataOutput()
+        return (try MetadataRecorder.record(scene, through: output, types: types, configure: configure), output)
     }
 
     /// A face photo crossing a gray frame left to right in 3 s, leaving, and crossing again.
