@@ -35,10 +35,18 @@ struct FaceOptions: ParsableArguments {
         }
     }
 
-    /// A metadata output looking for faces inside `regionOfInterest` with this face detector.
-    /// Throws `CLIError.noFaceModel` when no face model loads.
-    func faceOutput(regionOfInterest: CGRect) throws -> CaptureMetadataOutput {
-        let metadata = CaptureMetadataOutput(faceDetection: faceDetection.configuration)
+    /// A metadata output looking for faces inside `regionOfInterest` with this face detector
+    /// and scan interval. With `observer`, every analysed frame and exactly its faces also go
+    /// there (`FaceObservingStage`). Throws `CLIError.noFaceModel` when no face model loads.
+    func faceOutput(
+        regionOfInterest: CGRect, observing observer: (@Sendable (SampleBuffer, [MetadataFaceObject]) -> Void)? = nil
+    ) throws -> CaptureMetadataOutput {
+        let metadata =
+            try observer.map {
+                CaptureMetadataOutput(
+                    faceStage: FaceObservingStage(wrapping: DefaultFaceStage(detector: try detector()), observer: $0),
+                    codeStage: nil)
+            } ?? CaptureMetadataOutput(faceDetection: faceDetection.configuration)
         guard metadata.availableMetadataObjectTypes.contains(.face) else { throw CLIError.noFaceModel }
         try metadata.setMetadataObjectTypes([.face])
         metadata.rectOfInterest = regionOfInterest

@@ -101,19 +101,14 @@ struct Watch: ParsableCommand {
             throw CLIError.message("Cannot create the snapshot folder \(dir): \(error.localizedDescription)")
         }
         let job = try CaptureJob(input: input, output: output)
-        let detector = try faceOptions.detector()
         let store = SnapshotStore(
             folder: folder, quality: quality, device: job.device, rotation: Int32(input.rotate), mirrored: input.mirror)
         let watcher = SnapshotWatcher(
             trigger: SnapshotTrigger(configuration: triggerConfiguration), store: store, printer: job.printer)
         // Every analysed frame with exactly its faces goes to the watcher (see FaceObservingStage).
-        let stage = FaceObservingStage(wrapping: DefaultFaceStage(detector: detector)) { frame, faces in
+        let metadata = try faceOptions.faceOutput(regionOfInterest: input.regionOfInterest) { frame, faces in
             watcher.consider(frame, faces: faces)
         }
-        let metadata = CaptureMetadataOutput(faceStage: stage, codeStage: nil)
-        try metadata.setMetadataObjectTypes([.face])
-        metadata.rectOfInterest = input.regionOfInterest
-        metadata.faceScanInterval = faceOptions.faceScanInterval
         try job.add(metadata)
         let total = job.expectedFrameCount
         try job.run { [job] in
