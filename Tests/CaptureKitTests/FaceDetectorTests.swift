@@ -38,6 +38,15 @@ enum FaceFixtures {
         try FaceDetector(configuration: configuration, modelsDirectory: models)
     }
 
+    /// grace_hopper.jpg (512×600) as a sprite whose face box (176,121 181×211 in the photo) is
+    /// `width` scene pixels wide and centred at `centre`; also where that box lands.
+    static func graceHopper(width: Double, centredAt centre: CGPoint) -> (sprite: SyntheticScene.Sprite, face: CGRect) {
+        let placed = SyntheticScene.Sprite.image(
+            path: faces.appendingPathComponent("images/grace_hopper.jpg").path, imageSize: .init(width: 512, height: 600),
+            placing: CGRect(x: 176, y: 121, width: 181, height: 211), width: width, centredAt: centre)
+        return (placed.sprite, placed.feature)
+    }
+
     static func image(_ name: String, as format: PixelFormat = .bgr) throws -> PixelBuffer {
         try ImageFolderSource.decode(faces.appendingPathComponent(name).path, as: format)
     }
@@ -251,11 +260,7 @@ struct FaceDetectorTests {
     @Test func realTimeGivesUpOnlyTheSmallestFacesAt720p() throws {
         let realTime = try FaceFixtures.detector(.realTime)
         func found(_ d: FaceDetector, side: Double, at place: (Double, Double)) throws -> Bool {
-            // grace_hopper.jpg's face box is 176,121 181×211 in its 512×600 pixels.
-            let (sprite, face) = SyntheticScene.Sprite.image(
-                path: FaceFixtures.faces.appendingPathComponent("images/grace_hopper.jpg").path,
-                imageSize: .init(width: 512, height: 600), placing: CGRect(x: 176, y: 121, width: 181, height: 211),
-                width: side, centredAt: CGPoint(x: 1280 * place.0, y: 720 * place.1))
+            let (sprite, face) = FaceFixtures.graceHopper(width: side, centredAt: CGPoint(x: 1280 * place.0, y: 720 * place.1))
             let frame = try FaceFixtures.render(
                 SyntheticScene(
                     size: .init(width: 1280, height: 720),

@@ -55,15 +55,7 @@ struct FaceFollowingTests {
     @Test func aNeighbourCutByTheSearchSquareIsNotReportedWithACutBox() throws {
         // Two faces 170 px apart (centres) at 1280x720: each one's 2.5 × 100 px square takes in
         // part of the other.
-        let face = Fixtures.faceImage("grace_hopper.jpg")
-        var sprites: [SyntheticScene.Sprite] = []
-        for x in [400.0, 570.0] {
-            sprites.append(
-                SyntheticScene.Sprite.image(
-                    path: face, imageSize: .init(width: 512, height: 600), placing: CGRect(x: 176, y: 121, width: 181, height: 211),
-                    width: 100, centredAt: CGPoint(x: x, y: 360)
-                ).sprite)
-        }
+        let sprites = [400.0, 570.0].map { x in FaceFixtures.graceHopper(width: 100, centredAt: CGPoint(x: x, y: 360)).sprite }
         let image = try FaceFixtures.render(
             SyntheticScene(
                 size: .init(width: 1280, height: 720), frameRate: 30, frameCount: 1,
@@ -93,10 +85,7 @@ struct FaceFollowingTests {
                 .init(content: .image(path: face), size: .init(width: 90, height: 105), origin: CGPoint(x: 420, y: 200),
                       velocity: .zero, appearsAt: 1, disappearsAt: 10),
                 {
-                    var small = SyntheticScene.Sprite.image(
-                        path: face, imageSize: .init(width: 512, height: 600),
-                        placing: CGRect(x: 176, y: 121, width: 181, height: 211), width: 30, centredAt: CGPoint(x: 200, y: 420)
-                    ).sprite
+                    var small = FaceFixtures.graceHopper(width: 30, centredAt: CGPoint(x: 200, y: 420)).sprite
                     small.appearsAt = 1
                     return small
                 }(),
@@ -150,7 +139,6 @@ struct FaceFollowingTests {
 
     @Test func theThreePartsOfASearchFindWhatAWholeSearchFinds() throws {
         // Faces of 24 to 200 px at 1280x720, three of them across the line between the halves.
-        let face = Fixtures.faceImage("grace_hopper.jpg")
         let placed: [(width: Double, x: Double, y: Double)] = [
             (24, 100, 100), (40, 1000, 600), (60, 300, 360), (90, 640, 350), (200, 950, 370), (32, 1180, 372),
         ]
@@ -158,13 +146,7 @@ struct FaceFollowingTests {
             SyntheticScene(
                 size: .init(width: 1280, height: 720), frameRate: 30, frameCount: 1,
                 background: .color(red: 120, green: 120, blue: 120),
-                sprites: placed.map {
-                    SyntheticScene.Sprite.image(
-                        path: face, imageSize: .init(width: 512, height: 600),
-                        placing: CGRect(x: 176, y: 121, width: 181, height: 211), width: $0.width,
-                        centredAt: CGPoint(x: $0.x, y: $0.y)
-                    ).sprite
-                }))
+                sprites: placed.map { FaceFixtures.graceHopper(width: $0.width, centredAt: CGPoint(x: $0.x, y: $0.y)).sprite }))
         let detector = try FaceFixtures.detector(.realTime)
         let whole = try detector.detect(in: image)
         #expect(whole.count >= placed.count - 1)
