@@ -102,11 +102,15 @@ let package = Package(
         // Code-reading benchmark: plain ZBar versus CodeDetector on the generated corpus (Tools/bench-codes).
         .executableTarget(name: "bench-codes", dependencies: ["CaptureKit"], path: "Tools/Bench/Codes"),
 
+        // glibc's mallinfo2 for the soak's memory trend (not in Swift's Glibc module).
+        .target(name: "BenchHeap", path: "Tools/Bench/Heap"),
+
         // Measures the pipeline for Tools/bench: throughput, live latency, scaling, soak.
         .executableTarget(
             name: "bench-pipeline",
             dependencies: [
                 "CaptureKit",
+                "BenchHeap",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Tools/Bench/Pipeline"

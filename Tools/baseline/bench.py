@@ -284,6 +284,8 @@ def markdown(res):
                 f"{s['samples']} samples of /proc/self (trend after a {s['warm_up_s']} s warm-up).", "",
                 "| measure | first | last | slope per 10 min | target | result |", "|---|---:|---:|---:|---|---|",
                 f"| resident memory (MB) | {s['rss_mb_first']} | {s['rss_mb_last']} | {s['rss_slope_mb_per_10min']} | < 1 MB / 10 min | {fmt(s['rss_slope_mb_per_10min'] < 1)} |",
+                f"| malloc: in use (MB, mallinfo2) | {s['heap_in_use_mb_first']} | {s['heap_in_use_mb_last']} | {s['heap_in_use_slope_mb_per_10min']} | (explains memory) | |",
+                f"| malloc: held from the system (MB) | {s['heap_held_mb_first']} | {s['heap_held_mb_last']} | {s['heap_held_slope_mb_per_10min']} | (explains memory) | |",
                 f"| open descriptors | {s['fds_first']} | {s['fds_last']} | {s['fds_slope_per_10min']} | no growth | {fmt(not s['fds_grew'])} |",
                 f"| threads | {s['threads_first']} | {s['threads_last']} | {s['threads_slope_per_10min']} | no growth | {fmt(not s['threads_grew'])} |",
                 f"| face appearances reported (enter) | | {s['faces_reported']} / {s['faces_expected']} | | all | {fmt(s['faces_reported'] == s['faces_expected'])} |",

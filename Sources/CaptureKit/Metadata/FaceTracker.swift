@@ -18,7 +18,7 @@ import Synchronization
 ///
 /// Pure logic over detections and timestamps: no session, no images.
 /// Threading: a value type; mutate it from one thread at a time (e.g. a metadata output's
-/// detection queue). The ID counter is shared and thread-safe.
+/// face thread). The ID counter is shared and thread-safe.
 public struct FaceTracker: Sendable {
     /// Policy knobs. Value type; thread-safe.
     public struct Configuration: Sendable, Hashable {

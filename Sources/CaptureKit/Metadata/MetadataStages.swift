@@ -4,7 +4,7 @@ import Foundation
 /// their tracks. The seam between `CaptureMetadataOutput` and a face detector (the default is
 /// `FaceDetector` + `FaceTracker`; tests and users may plug their own).
 ///
-/// Threading: called on one detection queue at a time; implementations need not be reentrant.
+/// Threading: called on one detection thread at a time; implementations need not be reentrant.
 public protocol FaceMetadataStage: AnyObject, Sendable {
     /// Whether faces can be detected at all (a model loaded).
     var isAvailable: Bool { get }
@@ -31,7 +31,7 @@ extension FaceMetadataStage {
 /// The code half of a metadata output's per-frame work: decode codes in one frame and decide
 /// which are due for delivery (new appearances and repeats).
 ///
-/// Threading: called on one detection queue at a time; implementations need not be reentrant.
+/// Threading: called on one detection thread at a time; implementations need not be reentrant.
 public protocol CodeMetadataStage: AnyObject, Sendable {
     /// The code types the decoder supports at run time.
     var availableTypes: [MetadataObjectType] { get }

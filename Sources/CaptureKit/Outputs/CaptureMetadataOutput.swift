@@ -32,8 +32,9 @@ extension CaptureMetadataOutputObjectsDelegate {
 /// - `rectOfInterest`: device space (0…1, top-left origin, unrotated); detectors look only
 ///   inside it and objects outside it are not reported.
 ///
-/// Detection runs on the output's own queues, never on the capture thread; faces and codes run
-/// in parallel on two cores when both are asked for. A frame that arrives while the previous
+/// Detection runs on the output's own two threads (`cvcam.detect`, codes and delivery, and
+/// `cvcam.faces`), never on the capture thread; faces and codes run in parallel on two cores
+/// when both are asked for. A frame that arrives while the previous
 /// one is still being analysed waits in a one-frame slot; a newer frame replaces it and the
 /// replaced frame is counted in `skippedFrameCount` (late frames are skipped, not queued). For
 /// a file read as fast as possible, frames wait instead and none is skipped. Results carry the
@@ -43,7 +44,7 @@ extension CaptureMetadataOutputObjectsDelegate {
 /// Threading: thread-safe.
 public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
     // @unchecked: configuration and counters are behind `config` (a Mutex); the stages are used
-    // only on `detectionQueue` (faces also on `faceQueue`, one frame at a time).
+    // only on `detectionThread` (faces also on `faceThread`, one frame at a time).
 
     private struct Config {
         var types: [MetadataObjectType] = []
@@ -67,8 +68,10 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
     private let faceStage: (any FaceMetadataStage)?
     private let codeStage: (any CodeMetadataStage)?
     private let mailbox = DeliveryMailbox<(SampleBuffer, CaptureConnection)>(capacity: 4)
-    private let detectionQueue = DispatchQueue(label: "cvcam.metadata.detect")
-    private let faceQueue = DispatchQueue(label: "cvcam.metadata.faces")
+    // Threads of their own rather than dispatch queues: the detection job blocks while the face
+    // job runs, and libdispatch grows its pool when all its threads are busy (see WorkerThread).
+    private let detectionThread = WorkerThread(name: "cvcam.detect")
+    private let faceThread = WorkerThread(name: "cvcam.faces")
     private let logger = Logger(label: "cvcam.metadata")
 
     /// Creates an output with the default detectors: YuNet faces with
@@ -182,9 +185,9 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
     /// Blocks until every frame received so far has been analysed and its results handed to the
     /// delegate (call after the session stopped, before reading the final results).
     public func waitUntilIdle() {
-        detectionQueue.sync {}
-        faceQueue.sync {}
-        detectionQueue.sync {}
+        detectionThread.waitUntilIdle()
+        faceThread.waitUntilIdle()
+        detectionThread.waitUntilIdle()
         config.withLock { $0.queue }?.sync {}
     }
 
@@ -234,7 +237,7 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
 
     override func receive(_ sample: SampleBuffer, from connection: CaptureConnection, canWait: Bool) {
         guard !config.withLock({ $0.types.isEmpty }) else { return }
-        let outcome = mailbox.offer((sample, connection), canWait: canWait, queue: detectionQueue) { [self] item in
+        let outcome = mailbox.offer((sample, connection), canWait: canWait, queue: detectionThread) { [self] item in
             analyse(item.0, connection: item.1)
         }
         if case .dropped = outcome { config.withLock { $0.skipped += 1 } }
@@ -252,7 +255,7 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
     }
 
     override func sessionDidStop() {
-        detectionQueue.async { [self] in
+        detectionThread.run { [self] in
             let events = faceStage?.finish() ?? []
             codeStage?.finish()
             let (delegate, queue, connection) = config.withLock { ($0.delegate, $0.queue, self.connections.first) }
@@ -264,7 +267,7 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
         }
     }
 
-    // MARK: Detection (detection queue)
+    // MARK: Detection (detection thread)
 
     private func analyse(_ sample: SampleBuffer, connection: CaptureConnection) {
         let (types, roi, updateInterval, scanInterval, repeatInterval, independent) = config.withLock {
@@ -279,11 +282,12 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
         let wantsCodes = !codeTypes.isEmpty && codeStage != nil
 
         let faceResult = Mutex<Result<([MetadataFaceObject], [MetadataEvent]), CaptureError>?>(nil)
-        let group = DispatchGroup()
+        let facesDone = DispatchSemaphore(value: 0)
         let faceStart = DispatchTime.now().uptimeNanoseconds
         if wantsFaces, let faceStage {
             // Faces on a second core while codes run here.
-            faceQueue.async(group: group) {
+            faceThread.run {
+                defer { facesDone.signal() }
                 let r = Result { () throws(CaptureError) in
                     try faceStage.process(
                         image, regionOfInterest: roi, time: sample.presentationTimeStamp, inputID: sample.inputID,
@@ -308,7 +312,7 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
             }
         }
         let codeSeconds = Double(DispatchTime.now().uptimeNanoseconds - codeStart) / 1e9
-        group.wait()
+        if wantsFaces && faceStage != nil { facesDone.wait() }
         let faceSeconds = Double(DispatchTime.now().uptimeNanoseconds - faceStart) / 1e9
 
         var faces: [MetadataFaceObject] = []

@@ -1,8 +1,8 @@
 import Dispatch
 import Foundation
 
-/// Hands items from a producer thread to a consumer's serial queue without ever letting a slow
-/// consumer stall the producer (unless the producer asks to wait).
+/// Hands items from a producer thread to a consumer's serial queue (or worker thread) without
+/// ever letting a slow consumer stall the producer (unless the producer asks to wait).
 ///
 /// - Discarding (`discardsLateItems`): at most one item waits; a newer one replaces it and the
 ///   replaced item is returned to the caller as dropped (`frameWasLate`).
@@ -38,7 +38,7 @@ final class DeliveryMailbox<Item: Sendable>: @unchecked Sendable {
 
     /// Offers an item. `handler` runs on `queue` for it (or for whichever item follows).
     func offer(
-        _ item: Item, canWait: Bool, queue: DispatchQueue, handler: @escaping @Sendable (Item) -> Void
+        _ item: Item, canWait: Bool, queue: any SerialJobRunner, handler: @escaping @Sendable (Item) -> Void
     ) -> Outcome {
         condition.lock()
         defer { condition.unlock() }
@@ -70,8 +70,8 @@ final class DeliveryMailbox<Item: Sendable>: @unchecked Sendable {
         return .accepted
     }
 
-    private func schedule(_ item: Item, queue: DispatchQueue, handler: @escaping @Sendable (Item) -> Void) {
-        queue.async { [self] in
+    private func schedule(_ item: Item, queue: any SerialJobRunner, handler: @escaping @Sendable (Item) -> Void) {
+        queue.run { [self] in
             handler(item)
             condition.lock()
             if pending.isEmpty {

@@ -76,6 +76,7 @@ final class CaptureRunner: Sendable {
         let opened = DispatchSemaphore(value: 0)
         let openError = Mutex<CaptureError?>(nil)
         let thread = Thread { [self] in
+            WorkerThread.nameCurrentThread("cvcam.capture")
             let result = Result { () throws(CaptureError) in
                 try input.device.source.open(format: format, frameDuration: frameDuration)
             }

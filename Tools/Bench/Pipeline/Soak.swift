@@ -119,6 +119,8 @@ struct Soak: ParsableCommand {
         let rssSlope = Stats.slope(x, steady.map { Double($0.residentKB) / 1024 }) * perTenMinutes
         let fdSlope = Stats.slope(x, steady.map { Double($0.descriptors) }) * perTenMinutes
         let threadSlope = Stats.slope(x, steady.map { Double($0.threads) }) * perTenMinutes
+        let inUseSlope = Stats.slope(x, steady.map { Double($0.heapInUseKB) / 1024 }) * perTenMinutes
+        let heldSlope = Stats.slope(x, steady.map { Double($0.heapHeldKB) / 1024 }) * perTenMinutes
         let firstWindow = steady.prefix(3)
         let fdsGrew = (steady.last?.descriptors ?? 0) > (firstWindow.map(\.descriptors).max() ?? 0)
         let threadsGrew = (steady.last?.threads ?? 0) > (firstWindow.map(\.threads).max() ?? 0)
@@ -130,6 +132,12 @@ struct Soak: ParsableCommand {
             "rss_mb_last": r(Double(steady.last?.residentKB ?? 0) / 1024, 2),
             "rss_mb_max": r(Double(all.map(\.residentKB).max() ?? 0) / 1024, 2),
             "rss_slope_mb_per_10min": r(rssSlope, 3),
+            "heap_in_use_mb_first": r(Double(steady.first?.heapInUseKB ?? 0) / 1024, 2),
+            "heap_in_use_mb_last": r(Double(steady.last?.heapInUseKB ?? 0) / 1024, 2),
+            "heap_in_use_slope_mb_per_10min": r(inUseSlope, 3),
+            "heap_held_mb_first": r(Double(steady.first?.heapHeldKB ?? 0) / 1024, 2),
+            "heap_held_mb_last": r(Double(steady.last?.heapHeldKB ?? 0) / 1024, 2),
+            "heap_held_slope_mb_per_10min": r(heldSlope, 3),
             "fds_first": steady.first?.descriptors ?? 0, "fds_last": steady.last?.descriptors ?? 0,
             "fds_slope_per_10min": r(fdSlope, 3), "fds_grew": fdsGrew,
             "threads_first": steady.first?.threads ?? 0, "threads_last": steady.last?.threads ?? 0,
@@ -139,7 +147,12 @@ struct Soak: ParsableCommand {
             "face_enters_total": check.faceEnters, "codes_expected": check.codesExpected,
             "codes_reported": check.codesMatched, "code_appears_total": check.codeAppears,
             "thread_changes": threadChanges.withLock { $0 }.map { ["t": r($0.time, 1), "names": $0.names] as [String: Any] },
-            "series": all.map { ["t": r($0.time, 1), "rss_kb": $0.residentKB, "fds": $0.descriptors, "threads": $0.threads] },
+            "series": all.map {
+                [
+                    "t": r($0.time, 1), "rss_kb": $0.residentKB, "fds": $0.descriptors, "threads": $0.threads,
+                    "heap_in_use_kb": $0.heapInUseKB, "heap_held_kb": $0.heapHeldKB,
+                ]
+            },
         ])
     }
 }

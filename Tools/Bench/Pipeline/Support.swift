@@ -1,4 +1,5 @@
 import ArgumentParser
+import BenchHeap
 import CaptureKit
 import Dispatch
 import Foundation
@@ -15,12 +16,17 @@ func cpuSeconds() -> Double {
         + Double(usage.ru_stime.tv_usec) / 1e6
 }
 
-/// Resident memory, threads and open descriptors of this process, from /proc/self.
+/// Resident memory, threads and open descriptors of this process, from /proc/self, and what
+/// malloc holds (`mallinfo2`, summed over all arenas): bytes handed out and not yet freed
+/// against bytes taken from the system. In use growing means objects kept alive; held growing
+/// while in use stays flat means freed memory malloc keeps (fragmentation, per-thread arenas).
 struct ProcessSample: Sendable {
     var time: Double
     var residentKB: Int
     var threads: Int
     var descriptors: Int
+    var heapInUseKB: Int
+    var heapHeldKB: Int
 
     static func take(at time: Double) -> ProcessSample {
         var rss = 0
@@ -35,7 +41,10 @@ struct ProcessSample: Sendable {
         }
         // Listing the folder opens one descriptor itself; it is the same in every sample.
         let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? 0
-        return ProcessSample(time: time, residentKB: rss, threads: threads, descriptors: fds)
+        let heap = bench_heap_take()
+        return ProcessSample(
+            time: time, residentKB: rss, threads: threads, descriptors: fds,
+            heapInUseKB: heap.in_use / 1024, heapHeldKB: heap.held / 1024)
     }
 
     /// Names of this process's threads (/proc/self/task/*/comm), sorted: says which thread

@@ -1,0 +1,105 @@
+import Dispatch
+import Foundation
+
+/// Something that runs jobs one at a time, in the order given: a serial `DispatchQueue` or a
+/// `WorkerThread`. `DeliveryMailbox` hands its items to one.
+protocol SerialJobRunner: Sendable {
+    func run(_ job: @escaping @Sendable () -> Void)
+}
+
+extension DispatchQueue: SerialJobRunner {
+    func run(_ job: @escaping @Sendable () -> Void) { async(execute: job) }
+}
+
+/// A thread of its own that runs jobs one at a time, in the order given: a serial queue whose
+/// thread never changes (a `Foundation.Thread` waiting on an `NSCondition`).
+///
+/// Why not a serial `DispatchQueue`: its jobs run on whichever of libdispatch's pool threads is
+/// free, and the pool starts another thread whenever every one it has is busy or blocked. The
+/// metadata output's detection job blocks while it waits for the face job, so in a 30-minute
+/// soak the process's thread count grew once, at a random moment (7 → 8), and each job's
+/// allocations went to the malloc arena of whichever thread ran it. Detection on its own
+/// threads keeps the count fixed from the first frame.
+///
+/// The thread starts with the first job, is named `name` (see `nameCurrentThread`), and ends once the worker is
+/// released and the jobs given before have run.
+///
+/// Threading: `run` and `waitUntilIdle` from any thread; `waitUntilIdle` not from a job of the
+/// same worker (it would wait for itself).
+final class WorkerThread: SerialJobRunner, @unchecked Sendable {
+    // @unchecked: all mutable state is in `Shared`, guarded by its condition.
+
+    /// What the thread and the worker share; the thread holds this, not the worker, so that
+    /// releasing the worker ends the thread.
+    private final class Shared: @unchecked Sendable {
+        let condition = NSCondition()
+        var jobs: [@Sendable () -> Void] = []
+        var closing = false
+        var started = false
+    }
+
+    private let shared = Shared()
+    let name: String
+
+    init(name: String) {
+        self.name = name
+    }
+
+    deinit {
+        shared.condition.lock()
+        shared.closing = true
+        shared.condition.signal()
+        shared.condition.unlock()
+    }
+
+    /// Queues `job`; it runs on the worker's thread after every job queued before it.
+    func run(_ job: @escaping @Sendable () -> Void) {
+        let shared = self.shared
+        shared.condition.lock()
+        defer { shared.condition.unlock() }
+        shared.jobs.append(job)
+        if !shared.started {
+            shared.started = true
+            let name = self.name
+            let thread = Thread {
+                WorkerThread.nameCurrentThread(name)
+                WorkerThread.loop(shared)
+            }
+            thread.start()
+        }
+        shared.condition.signal()
+    }
+
+    /// Blocks until every job queued before this call has run.
+    func waitUntilIdle() {
+        let done = DispatchSemaphore(value: 0)
+        run { done.signal() }
+        done.wait()
+    }
+
+    /// Names the calling thread for `ps`, `/proc/self/task/*/comm` and debuggers: its first 15
+    /// bytes (the kernel's limit), written to `/proc/thread-self/comm`. (`Thread.name` does
+    /// not reach the kernel on Linux, and Swift's Glibc module does not declare
+    /// `pthread_setname_np`.) Does nothing when /proc is not mounted.
+    static func nameCurrentThread(_ name: String) {
+        let fd = open("/proc/thread-self/comm", O_WRONLY)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        let bytes = Array(name.utf8.prefix(15))
+        _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+    }
+
+    private static func loop(_ shared: Shared) {
+        while true {
+            shared.condition.lock()
+            while shared.jobs.isEmpty && !shared.closing { shared.condition.wait() }
+            if shared.jobs.isEmpty {
+                shared.condition.unlock()
+                return
+            }
+            let job = shared.jobs.removeFirst()
+            shared.condition.unlock()
+            job()
+        }
+    }
+}
