@@ -83,11 +83,25 @@ struct Soak: ParsableCommand {
         let samples = Mutex<[ProcessSample]>([])
         let start = now()
         let cpu0 = cpuSeconds()
-        let sampler = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "bench.sampler"))
-        sampler.schedule(deadline: .now(), repeating: interval)
         // Thread names when the count first differs from the previous sample's.
         let threadChanges = Mutex<[(time: Double, names: [String])]>([])
-        sampler.setEventHandler {
+        // The sampler is a thread of its own, not a dispatch timer: a timer's handler runs on a
+        // libdispatch pool thread, and when it overlapped the delegate queue's work the pool
+        // grew by one, which the soak then reported as the pipeline's thread growth.
+        let stopSampling = Atomic<Bool>(false)
+        let samplerDone = DispatchSemaphore(value: 0)
+        let sampler = Thread {
+            var next = now()
+            while !stopSampling.load(ordering: .relaxed) {
+                takeSample()
+                next += interval
+                while !stopSampling.load(ordering: .relaxed) && now() < next {
+                    Thread.sleep(forTimeInterval: min(0.05, max(0, next - now())))
+                }
+            }
+            samplerDone.signal()
+        }
+        @Sendable func takeSample() {
             let sample = ProcessSample.take(at: now() - start)
             let previous = samples.withLock { s -> Int? in
                 defer { s.append(sample) }
@@ -98,11 +112,12 @@ struct Soak: ParsableCommand {
                 threadChanges.withLock { $0.append((sample.time, names)) }
             }
         }
-        sampler.resume()
+        sampler.start()
         try session.startRunning()
         session.waitUntilStopped()
         metadata.waitUntilIdle()
-        sampler.cancel()
+        stopSampling.store(true, ordering: .relaxed)
+        samplerDone.wait()
         let wall = now() - start
         let cpu = cpuSeconds() - cpu0
         if let error = session.lastRuntimeError { throw error }
