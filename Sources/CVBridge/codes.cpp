@@ -239,12 +239,14 @@ int32_t cvb_image_threshold(const cvb_image *src, cvb_image *dst, int32_t kind, 
         case CVB_THRESHOLD_FIXED: cv::threshold(s, d, value, 255, cv::THRESH_BINARY); break;
         case CVB_THRESHOLD_OTSU: cv::threshold(s, d, 0, 255, cv::THRESH_BINARY | cv::THRESH_OTSU); break;
         case CVB_THRESHOLD_ADAPTIVE:
-            if (value == 0 && s.data != d.data) {
-                // The same result as adaptiveThreshold (its box filter, then src > mean) at about
-                // half the cost: OpenCV 4.6 compares through a lookup table, cv::compare is SIMD.
+            if (value >= 0 && s.data != d.data) {
+                // The same result as adaptiveThreshold (its box filter, then src > mean - value;
+                // here mean - value saturates at 0) at about half the cost: OpenCV 4.6 compares
+                // through a lookup table, cv::compare is SIMD.
                 cv::Mat mean;
                 cv::boxFilter(s, mean, s.type(), cv::Size(block, block), cv::Point(-1, -1), true,
                               cv::BORDER_REPLICATE | cv::BORDER_ISOLATED);
+                if (value > 0) cv::subtract(mean, cv::Scalar(value), mean);
                 cv::compare(s, mean, d, cv::CMP_GT);
             } else {
                 cv::adaptiveThreshold(s, d, 255, cv::ADAPTIVE_THRESH_MEAN_C, cv::THRESH_BINARY, block, value);

@@ -79,6 +79,13 @@ public final class CodeDetector: Sendable {
         /// `FinderEvidence` sees (half size first, then full size), and stop before any ZBar
         /// scan when it sees no finder at full, half or quarter size.
         public var finderLocate = true
+        /// How much darker than the mean of the 31×31 pixels around it a pixel must be to count
+        /// as dark when `FinderEvidence` looks at the half- and quarter-size frame (gray levels;
+        /// see `FinderEvidence`).
+        public var finderThresholdOffset = 6.0
+        /// The same at full size. 0: there, finders of codes with modules near 2 px are too soft
+        /// for any offset (a code beside another one was lost with 2 or more).
+        public var fullSizeFinderThresholdOffset = 0.0
         public init() {}
         /// One ZBar scan of the frame, nothing else.
         public static var zbarOnly: Passes {
@@ -99,6 +106,8 @@ public final class CodeDetector: Sendable {
     @_spi(Benchmark) public struct PassCounts: Hashable, Sendable {
         /// `zbar_scan_image` calls, any image.
         public var zbarScans = 0
+        /// Pixels those calls scanned (ZBar's cost follows them).
+        public var zbarPixels = 0
         /// Finder-pattern checks (`FinderEvidence`).
         public var finderChecks = 0
         /// Finder-pattern candidates those checks saw.
@@ -273,8 +282,7 @@ private struct ScanRun {
 
     mutating func scan(_ gray: PixelBuffer) throws(CaptureError) {
         if passes == .zbarOnly {
-            counts.zbarScans += 1
-            add(try scanner.scan(gray), mapping: nil)
+            add(try zbarScan(gray), mapping: nil)
             return
         }
         let big = min(gray.width, gray.height) >= 360
@@ -302,8 +310,7 @@ private struct ScanRun {
                 }
             }
             if wholeHalf {
-                counts.zbarScans += 1
-                add(try scanner.scan(half), mapping: .scaling(sx, sy))
+                add(try zbarScan(half), mapping: .scaling(sx, sy))
             }
             if !found.isEmpty {
                 // Other codes may be too small for the half-size scan: read the detailed regions
@@ -369,7 +376,7 @@ private struct ScanRun {
         if let fullFinders { return fullFinders }
         counts.finderChecks += 1
         let read = found.map { QRTestCorpus.boundingBox($0.points) }
-        let finders = try FinderEvidence.finders(gray, ignoring: read)
+        let finders = try FinderEvidence.finders(gray, ignoring: read, offset: passes.fullSizeFinderThresholdOffset)
         counts.findersSeen += finders.count
         fullFinders = finders
         return finders
@@ -381,7 +388,7 @@ private struct ScanRun {
         guard min(half.width, half.height) >= 64 else { return [] }
         counts.finderChecks += 1
         let quarter = try CodeImaging.resized(half, width: half.width / 2, height: half.height / 2)
-        let finders = try FinderEvidence.finders(quarter)
+        let finders = try FinderEvidence.finders(quarter, offset: passes.finderThresholdOffset)
         counts.findersSeen += finders.count
         return finders
     }
@@ -391,7 +398,7 @@ private struct ScanRun {
     mutating func halfSizeFinders(_ half: PixelBuffer) throws(CaptureError) -> [FinderEvidence.Finder] {
         if let halfFinders { return halfFinders }
         counts.finderChecks += 1
-        let finders = try FinderEvidence.finders(half)
+        let finders = try FinderEvidence.finders(half, offset: passes.finderThresholdOffset)
         counts.findersSeen += finders.count
         halfFinders = finders
         return finders
@@ -552,11 +559,17 @@ private struct ScanRun {
         return false
     }
 
+    /// One ZBar scan, counted (scans and pixels).
+    mutating func zbarScan(_ image: PixelBuffer) throws(CaptureError) -> [ScannedSymbol] {
+        counts.zbarScans += 1
+        counts.zbarPixels += image.width * image.height
+        return try scanner.scan(image)
+    }
+
     /// Scans `image`; true when it read a new symbol.
     mutating func attempt(_ image: PixelBuffer, _ mapping: Homography) throws(CaptureError) -> Bool {
         let before = found.count
-        counts.zbarScans += 1
-        add(try scanner.scan(image), mapping: mapping)
+        add(try zbarScan(image), mapping: mapping)
         return found.count > before
     }
 
@@ -629,13 +642,27 @@ private struct ScanRun {
 /// along any line through their centre), used to decide where to scan and whether the expensive
 /// rescue passes are worth running on a frame the first scans read nothing in.
 ///
-/// The image is binarised against its local mean (`cvb_image_threshold`, adaptive), then every
-/// second row is run-length scanned; a 1:1:3:1:1 window (either polarity, so inverted codes
+/// The image is binarised against its local mean (`cvb_image_threshold`, adaptive: dark is at
+/// least `offset` levels below the mean of the 31×31 pixels around), then every second row is
+/// run-length scanned; a 1:1:3:1:1 window (either polarity, so inverted codes
 /// count) is kept only when the vertical and both diagonal lines through its centre show the
 /// same pattern at a similar scale. Random texture passes one line often, all four rarely.
 /// Cost at 640x480 is ~1 ms (threshold ~0.4, the run-length scan the rest; it was ~1.6 ms with
 /// Array buffers, a byte-at-a-time scan, an allocation per cross-check and OpenCV's
 /// `adaptiveThreshold`).
+///
+///
+/// The offset keeps flat areas flat: split at the mean itself, sensor noise on a plain wall or
+/// sky turns into runs of one or two pixels everywhere, and the scan's cost follows the runs. A
+/// finder's dark modules lie far below a mean that mixes them with light ones, so they stay
+/// dark. `CodeDetector` uses 6 levels at half and quarter size and 0 at full size, where the
+/// finders of codes with modules near 2 px are soft (`Passes.finderThresholdOffset`).
+/// `bench-codes --samples 40`, 0 everywhere → 6 at half and quarter size, one window: decodes
+/// equal in every category (478/503); code-free 1280x720 noise and clutter 5.75 → 4.16 ms (and
+/// 5.84 → 4.18 in a `--samples 12` run); other medians within the run-to-run noise (640x480
+/// with codes 3.15 → 3.51 here, 3.71 → 3.59 in the other run). 6 at full size too made
+/// code-free and large frames cheaper still (1280x720 with codes 7.9 → 6.3 ms) but lost a
+/// 2-px-module code beside a larger one (`scanningAroundFindersLosesNoDecode`).
 ///
 /// Threading: stateless; call from any thread.
 enum FinderEvidence {
@@ -648,15 +675,19 @@ enum FinderEvidence {
     }
 
     /// Centres (pixels) of finder-pattern candidates in `gray`, at most `limit`.
-    static func candidates(_ gray: PixelBuffer, limit: Int = 64) throws(CaptureError) -> [CGPoint] {
-        try finders(gray, limit: limit).map(\.centre)
+    static func candidates(
+        _ gray: PixelBuffer, limit: Int = 64, offset: Double = 0
+    ) throws(CaptureError) -> [CGPoint] {
+        try finders(gray, limit: limit, offset: offset).map(\.centre)
     }
 
     /// Finder-pattern candidates in `gray` outside the rectangles `ignoring` (pixels), at most `limit`.
-    static func finders(_ gray: PixelBuffer, ignoring: [CGRect] = [], limit: Int = 64) throws(CaptureError) -> [Finder] {
+    static func finders(
+        _ gray: PixelBuffer, ignoring: [CGRect] = [], limit: Int = 64, offset: Double = 0
+    ) throws(CaptureError) -> [Finder] {
         // A 31-pixel window covers a whole finder pattern up to 4-pixel modules; larger modules
-        // are seen at half or quarter size. Offset 0: the local mean splits dark from light.
-        let binary = try CodeImaging.thresholded(gray, kind: Int32(CVB_THRESHOLD_ADAPTIVE), value: 0, block: 31)
+        // are seen at half or quarter size.
+        let binary = try CodeImaging.thresholded(gray, kind: Int32(CVB_THRESHOLD_ADAPTIVE), value: offset, block: 31)
         let w = binary.width, h = binary.height, stride = binary.bytesPerRow
         // Ignored rectangles become flat: no run, no candidate there.
         for r in ignoring {

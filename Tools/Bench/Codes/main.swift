@@ -1,11 +1,16 @@
 // bench-codes: cvcam's CodeDetector versus plain ZBar (default configuration, one scan of the
 // gray frame), measured in the same run on the same frames. Prints Markdown.
 //
-//   Tools/bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--finders]
+//   Tools/bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--finders]
+//   Tools/bench-codes --samples 6 --profile [--only plain,nonUTF8]
 //
 // --no-finder-gate runs cvcam as it was before the finder gate (every rescue pass on any
-// detailed frame); --finders lists finder candidates per frame; --profile runs only cvcam on the
-// 640x480 frames with codes, over and over for 20 s, for a profiler (development aids).
+// detailed frame); --finder-offset and --full-finder-offset set FinderEvidence's threshold
+// offset at half/quarter size (default 6) and at full size (default 0; before, 0 everywhere);
+// --finders lists finder candidates per frame; --profile runs only cvcam on the
+// 640x480 frames with codes (or --only those categories), over and over for 20 s, for a
+// profiler, then prints per category the median time and the passes one detection ran
+// (development aids).
 //
 // Decode rate counts a code as read only when the exact payload bytes come back. False decodes
 // are any symbol reported on a code-free frame (the face fixture photos and negatives, plus
@@ -19,6 +24,8 @@ var samplesPerCategory = 40
 var seed: UInt64 = 2026
 var ablation = false
 var finderGate = true
+var finderOffset: Double?
+var fullFinderOffset: Double?
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
 while let a = arguments.next() {
     switch a {
@@ -26,9 +33,12 @@ while let a = arguments.next() {
     case "--seed": seed = UInt64(arguments.next() ?? "") ?? seed
     case "--ablation": ablation = true
     case "--explore", "--finders", "--profile": break
+    case "--only": _ = arguments.next()
     case "--no-finder-gate": finderGate = false
+    case "--finder-offset": finderOffset = Double(arguments.next() ?? "")
+    case "--full-finder-offset": fullFinderOffset = Double(arguments.next() ?? "")
     default:
-        FileHandle.standardError.write("usage: bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--finders]\n".data(using: .utf8)!)
+        FileHandle.standardError.write("usage: bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--finders] [--profile [--only CATEGORIES]]\n".data(using: .utf8)!)
         exit(64)
     }
 }
@@ -109,6 +119,8 @@ let photoPaths = fixtureDirs.flatMap { dir -> [String] in
 let zbar = PlainZBar()
 var cvcamPasses = CodeDetector.Passes()
 cvcamPasses.finderGate = finderGate
+if let finderOffset { cvcamPasses.finderThresholdOffset = finderOffset }
+if let fullFinderOffset { cvcamPasses.fullSizeFinderThresholdOffset = fullFinderOffset }
 let cvcam = try CodeDetector(passes: cvcamPasses)
 
 print("# bench-codes: cvcam CodeDetector vs plain ZBar")
@@ -137,13 +149,44 @@ for category in QRTestCorpus.Category.allCases {
 }
 
 if CommandLine.arguments.contains("--profile") {
+    // --only a,b: profile only those categories' frames (the table still names each).
+    let only = CommandLine.arguments.firstIndex(of: "--only").map { i in
+        Set(CommandLine.arguments[(i + 1)...].first?.split(separator: ",").map(String.init) ?? [])
+    }
     let frames = try codedFrames(width: 640, height: 480)
     var times: [Double] = []
+    // Per category: times, and the passes one detection of each frame ran (behaviour, not time).
+    var byCategory: [String: (times: [Double], scans: Int, pixels: Int, finderChecks: Int, rescues: Int, frames: Int)] = [:]
     let end = Date().addingTimeInterval(20)
+    var first = true
     while Date() < end {
-        for frame in frames { times.append(milliseconds { _ = try? cvcam.detect(in: frame) }) }
+        for (i, frame) in frames.enumerated() {
+            let category = samplesByCategory[i / 6].0.rawValue
+            if let only, !only.contains(category) { continue }
+            let before = cvcam.passCounts
+            let t = milliseconds { _ = try? cvcam.detect(in: frame) }
+            times.append(t)
+            let after = cvcam.passCounts
+            byCategory[category, default: ([], 0, 0, 0, 0, 0)].times.append(t)
+            if first {
+                byCategory[category]!.scans += after.zbarScans - before.zbarScans
+                byCategory[category]!.pixels += after.zbarPixels - before.zbarPixels
+                byCategory[category]!.finderChecks += after.finderChecks - before.finderChecks
+                byCategory[category]!.rescues += after.rescues - before.rescues
+                byCategory[category]!.frames += 1
+            }
+        }
+        first = false
     }
     print("640x480 with codes: \(frames.count) frames, \(times.count) detections, median \(f(median(times))) ms")
+    print("")
+    print("| category | median ms | ZBar scans per frame | ZBar kilopixels per frame | finder checks per frame | rescues per frame |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for (category, _) in samplesByCategory {
+        guard let c = byCategory[category.rawValue], c.frames > 0 else { continue }
+        let n = Double(c.frames)
+        print("| \(category.rawValue) | \(f(median(c.times))) | \(f(Double(c.scans) / n)) | \(f(Double(c.pixels) / n / 1000, 0)) | \(f(Double(c.finderChecks) / n)) | \(f(Double(c.rescues) / n)) |")
+    }
     exit(0)
 }
 
@@ -247,7 +290,7 @@ if ablation {
     print("| pipeline | decoded | no-code ms 640x480 | noise ms 1280x720 |")
     print("|---|---:|---:|---:|")
     var variants: [(String, CodeDetector.Passes)] = [("full", CodeDetector.Passes()), ("ZBar only", .zbarOnly)]
-    for name in ["inverted", "gate", "halfScale", "locate", "binarize", "locateMultiple", "threshold60", "threshold90", "finderGate", "finderLocate"] {
+    for name in ["inverted", "gate", "halfScale", "locate", "binarize", "locateMultiple", "threshold60", "threshold90", "finderGate", "finderLocate", "finderOffset0"] {
         var p = CodeDetector.Passes()
         switch name {
         case "inverted": p.inverted = false
@@ -259,9 +302,10 @@ if ablation {
         case "threshold90": p.detailThreshold = 90
         case "finderGate": p.finderGate = false
         case "finderLocate": p.finderLocate = false
+        case "finderOffset0": p.finderThresholdOffset = 0
         default: p.binarize = false
         }
-        variants.append((name.hasPrefix("locateM") || name.hasPrefix("thr") ? name : "without \(name)", p))
+        variants.append((name.hasPrefix("locateM") || name.hasPrefix("thr") || name.hasPrefix("finderO") ? name : "without \(name)", p))
     }
     let noisy = try noiseFrames(width: 1280, height: 720)
     let empties = try photoPaths.map { p throws(CaptureError) in try QRTestCorpus.photo(at: p, width: 640, height: 480) }
