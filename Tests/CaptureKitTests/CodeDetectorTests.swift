@@ -288,6 +288,36 @@ private func frame(width: Int, height: Int, codes: [(PixelBuffer, Int, Int)]) th
         #expect(l >= total * 3 / 4, "\(l) of \(total)")
     }
 
+    /// Rotated codes are warped upright at the target module size around their finders before
+    /// ZBar scans them: the same codes are read as with the axis-aligned area scan, from well
+    /// under half the pixels, and their corners still land on the drawn symbol's corners, in
+    /// order (clockwise from its own top-left).
+    @Test func rotatedCodesAreReadUprightFromFewerPixels() throws {
+        let upright = try CodeDetector()
+        var alignedPasses = CodeDetector.Passes()
+        alignedPasses.areaModuleSize = 0
+        let aligned = try CodeDetector(passes: alignedPasses)
+        var checked = 0
+        let (u, a, total) = try decodes(upright, aligned, in: [.rotated, .plain], count: 6, seed: 5) { s throws in
+            let size = CGSize(width: s.image.width, height: s.image.height)
+            for found in try upright.detect(in: s.image) {
+                guard let code = s.codes.first(where: { $0.payload == found.payload }) else { continue }
+                for (got, want) in zip(found.corners, code.corners) {
+                    let dx = Double(got.x) * Double(size.width) - Double(want.x)
+                    let dy = Double(got.y) * Double(size.height) - Double(want.y)
+                    #expect((dx * dx + dy * dy).squareRoot() < 2 * code.moduleSize, "\(s.name): \(got) vs \(want)")
+                }
+                checked += 1
+            }
+        }
+        #expect(u == a, "upright \(u) vs aligned \(a) of \(total)")
+        #expect(u == total)
+        #expect(checked >= 10)
+        // `each` ran `upright` once more per sample: compare per detection.
+        let pixelsUpright = Double(upright.passCounts.zbarPixels) / 2, pixelsAligned = Double(aligned.passCounts.zbarPixels)
+        #expect(pixelsUpright < 0.5 * pixelsAligned, "\(pixelsUpright) vs \(pixelsAligned) pixels scanned")
+    }
+
     /// Codes too small for the half-size scan show their finder patterns, so the rescue passes
     /// still run and read them; the finder gate changes no decode there.
     @Test func smallCodesPassTheFinderGate() throws {

@@ -1,12 +1,13 @@
 // bench-codes: cvcam's CodeDetector versus plain ZBar (default configuration, one scan of the
 // gray frame), measured in the same run on the same frames. Prints Markdown.
 //
-//   Tools/bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--finders]
+//   Tools/bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--area-module PX] [--finders]
 //   Tools/bench-codes --samples 6 --profile [--only plain,nonUTF8]
 //
 // --no-finder-gate runs cvcam as it was before the finder gate (every rescue pass on any
 // detailed frame); --finder-offset and --full-finder-offset set FinderEvidence's threshold
 // offset at half/quarter size (default 6) and at full size (default 0; before, 0 everywhere);
+// --area-module sets the module size finder areas are scaled to before ZBar (default 2; 0: none);
 // --finders lists finder candidates per frame; --profile runs only cvcam on the
 // 640x480 frames with codes (or --only those categories), over and over for 20 s, for a
 // profiler, then prints per category the median time and the passes one detection ran
@@ -26,6 +27,7 @@ var ablation = false
 var finderGate = true
 var finderOffset: Double?
 var fullFinderOffset: Double?
+var areaModule: Double?
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
 while let a = arguments.next() {
     switch a {
@@ -37,8 +39,9 @@ while let a = arguments.next() {
     case "--no-finder-gate": finderGate = false
     case "--finder-offset": finderOffset = Double(arguments.next() ?? "")
     case "--full-finder-offset": fullFinderOffset = Double(arguments.next() ?? "")
+    case "--area-module": areaModule = Double(arguments.next() ?? "")
     default:
-        FileHandle.standardError.write("usage: bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--finders] [--profile [--only CATEGORIES]]\n".data(using: .utf8)!)
+        FileHandle.standardError.write("usage: bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--area-module PX] [--finders] [--profile [--only CATEGORIES]]\n".data(using: .utf8)!)
         exit(64)
     }
 }
@@ -121,6 +124,7 @@ var cvcamPasses = CodeDetector.Passes()
 cvcamPasses.finderGate = finderGate
 if let finderOffset { cvcamPasses.finderThresholdOffset = finderOffset }
 if let fullFinderOffset { cvcamPasses.fullSizeFinderThresholdOffset = fullFinderOffset }
+if let areaModule { cvcamPasses.areaModuleSize = areaModule }
 let cvcam = try CodeDetector(passes: cvcamPasses)
 
 print("# bench-codes: cvcam CodeDetector vs plain ZBar")
