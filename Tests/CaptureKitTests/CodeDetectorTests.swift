@@ -112,6 +112,24 @@ private func frame(width: Int, height: Int, codes: [(PixelBuffer, Int, Int)]) th
         #expect(sawBinary)
     }
 
+    /// The ZBar scanner underneath is renewed after `renewalInterval` symbols (ZBar keeps part of
+    /// every symbol it decodes for its lifetime) and the renewed one keeps the configuration:
+    /// QR only, raw bytes (without `ZBAR_CFG_BINARY` these payloads come back re-encoded).
+    @Test func aRenewedZBarScannerKeepsItsConfiguration() throws {
+        let payload: [UInt8] = [0xFF, 0x00, 0x80, 0xC3, 0x28, 0x41, 0xFE]
+        let code = try CodeImaging.gray(try QRCodeImage.make(payload: payload, correction: 1, moduleSize: 3))
+        let scanner = try ZBarScanner()
+        scanner.enable([.qr])
+        var exact = 0
+        for _ in 0..<(ZBarScanner.renewalInterval + 20) {
+            exact += try scanner.scan(code).filter { $0.bytes == payload && $0.zbarType == 64 }.count
+        }
+        #expect(scanner.renewals == 1)
+        #expect(exact == ZBarScanner.renewalInterval + 20)
+        #expect(scanner.config(symbology: 64, config: CodeSymbology.configBinary) == 1)
+        #expect(scanner.config(symbology: 13, config: CodeSymbology.configEnable) == 0)
+    }
+
     @Test func charsetPolicy() {
         #expect(CodeText.string(from: Array("Grüße ✓".utf8)) == "Grüße ✓")
         #expect(CodeText.string(from: [0x43, 0x61, 0x66, 0xE9]) == "Café")
