@@ -217,6 +217,16 @@ public final class FaceDetector: @unchecked Sendable {
     /// A third YuNet fixed at `nearSearchInput` square for searches near known faces.
     private let nearYuNet: OpaquePointer?
     private let cascade: OpaquePointer?
+    /// The YuNet model file, for the networks `sizedYuNet(width:height:)` creates.
+    private let yuNetModelPath: String?
+    /// One YuNet network per input size the searches use (whole frame, coarse pass, the two
+    /// halves: four for a video), created on first use and never reshaped. Reshaping one network
+    /// on every frame made OpenCV rebuild its layers each time, and the heap grew by about 64
+    /// bytes a frame (1.1 MB per 10 min in the soak; upstream: opencv/opencv#24836). Used only
+    /// while `lock` is held.
+    private var sizedYuNets: [Int: OpaquePointer] = [:]
+    /// Sizes beyond this many (a folder of photos of many sizes) share `yuNet`, reshaped per image.
+    private static let sizedYuNetLimit = 6
     /// BGR buffers for the scaled copies the searches make, by size, reused from frame to frame
     /// (a video needs four or five sizes) instead of a new allocation per search. Used only
     /// while `lock` is held; nothing returned to callers refers to them.
@@ -254,6 +264,7 @@ public final class FaceDetector: @unchecked Sendable {
                     5000, &err)
             {
                 yuNet = handle
+                yuNetModelPath = yuNetModel.path
                 // Scored at 0.5: the face is already known to be there.
                 uprightYuNet = cvb_yunet_create(yuNetModel.path, 160, 160, 0.5, 0.3, 16, &err)
                 nearYuNet = cvb_yunet_create(
@@ -268,6 +279,7 @@ public final class FaceDetector: @unchecked Sendable {
                 ? "OpenCV could not load \(yuNetModel.path): \(err.text)" : "no YuNet model at \(yuNetModel.path)"
         }
         yuNet = nil
+        yuNetModelPath = nil
         uprightYuNet = nil
         nearYuNet = nil
         var haarProblem = "no Haar cascade given"
@@ -296,6 +308,7 @@ public final class FaceDetector: @unchecked Sendable {
 
     deinit {
         if let yuNet { cvb_yunet_release(yuNet) }
+        for handle in sizedYuNets.values { cvb_yunet_release(handle) }
         if let uprightYuNet { cvb_yunet_release(uprightYuNet) }
         if let nearYuNet { cvb_yunet_release(nearYuNet) }
         if let cascade { cvb_cascade_release(cascade) }
@@ -615,6 +628,23 @@ public final class FaceDetector: @unchecked Sendable {
         return starts
     }
 
+    /// The YuNet network for `width` × `height` input (see `sizedYuNets`): created at that size
+    /// on first use (`cvb_yunet_create`); `yuNet`, reshaped, once the limit is reached or when
+    /// creating one fails.
+    private func sizedYuNet(width: Int, height: Int) -> OpaquePointer? {
+        let key = width << 32 | height
+        if let handle = sizedYuNets[key] { return handle }
+        guard let yuNetModelPath, sizedYuNets.count < Self.sizedYuNetLimit else { return yuNet }
+        var err = cvb_error()
+        guard
+            let handle = cvb_yunet_create(
+                yuNetModelPath, Int32(width), Int32(height), Float(configuration.scoreThreshold),
+                Float(configuration.nmsThreshold), 5000, &err)
+        else { return yuNet }
+        sizedYuNets[key] = handle
+        return handle
+    }
+
     /// A scratch BGR buffer of `width` × `height` (see `scratch`); the cache is emptied when a
     /// ninth size is asked for (frame sizes changed).
     private func scratchBuffer(width: Int, height: Int) throws(CaptureError) -> PixelBuffer {
@@ -655,7 +685,7 @@ public final class FaceDetector: @unchecked Sendable {
         }
         var img = scaled.bridgeImage
         var count: Int32 = 0
-        if let yuNet = yuNetHandle ?? yuNet {
+        if let yuNet = yuNetHandle ?? (yuNet == nil ? nil : sizedYuNet(width: w, height: h)) {
             let capacity = 1024
             var rows = [Float](repeating: 0, count: capacity * Int(CVB_YUNET_ROW))
             let status = rows.withUnsafeMutableBufferPointer {
