@@ -290,8 +290,9 @@ def markdown(res):
                 f"| threads | {s['threads_first']} | {s['threads_last']} | {s['threads_slope_per_10min']} | no growth | {fmt(not s['threads_grew'])} |",
                 f"| face appearances reported (enter) | | {s['faces_reported']} / {s['faces_expected']} | | all | {fmt(s['faces_reported'] == s['faces_expected'])} |",
                 f"| code appearances reported (appear) | | {s['codes_reported']} / {s['codes_expected']} | | all | {fmt(s['codes_reported'] == s['codes_expected'])} |",
-                "", f"Face enter events in total: {s['face_enters_total']} (more than expected = a track split); "
-                    f"code appear events: {s['code_appears_total']}.", ""]
+                "", f"Face enter events in total: {s['face_enters_total']} for {s['faces_expected']} appearances "
+                    f"(more would mean a face's track split in two); code appear events: {s['code_appears_total']} "
+                    f"for {s['codes_expected']}.", ""]
         changes = s.get("thread_changes", [])
         if changes:
             out += ["Thread count changes (names from /proc/self/task/*/comm):", ""]
