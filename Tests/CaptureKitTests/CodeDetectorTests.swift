@@ -323,7 +323,7 @@ private func frame(width: Int, height: Int, codes: [(PixelBuffer, Int, Int)]) th
                 for (got, want) in zip(found.corners, code.corners) {
                     let dx = Double(got.x) * Double(size.width) - Double(want.x)
                     let dy = Double(got.y) * Double(size.height) - Double(want.y)
-                    #expect((dx * dx + dy * dy).squareRoot() < 2 * code.moduleSize, "\(s.name): \(got) vs \(want)")
+                    #expect((dx * dx + dy * dy).squareRoot() < 1.5 * code.moduleSize, "\(s.name): \(got) vs \(want)")
                 }
                 checked += 1
             }
