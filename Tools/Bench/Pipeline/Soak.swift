@@ -62,6 +62,14 @@ struct Soak: ParsableCommand {
     @Option(help: "Seconds between samples (default: 2 for runs up to 5 min, else 5).") var sampleInterval: Double?
     @Option(help: "Detectors: real, or none (a no-work stage; no events, for checking the harness).")
     var stages: StageChoice = .real
+    @Flag(
+        name: .customLong("check"),
+        help: """
+            Exit 1 when descriptors or threads grew, an appearance was not reported, or, after the \
+            warm-up, resident memory grew by 8 MB or more or malloc's bytes in use by 4 MB or more \
+            (gross leaks: a 60 s run cannot judge a slope of 1 MB per 10 min). For CI.
+            """)
+    var gate = false
 
     func run() throws {
         let folder = try fixtures.folder()
@@ -169,6 +177,23 @@ struct Soak: ParsableCommand {
                 ]
             },
         ])
+        guard gate else { return }
+        let rssGrowth = Double((steady.last?.residentKB ?? 0) - (steady.first?.residentKB ?? 0)) / 1024
+        let heapGrowth = Double((steady.last?.heapInUseKB ?? 0) - (steady.first?.heapInUseKB ?? 0)) / 1024
+        var failures: [String] = []
+        if fdsGrew { failures.append("open descriptors grew") }
+        if threadsGrew { failures.append("threads grew") }
+        if check.facesMatched < check.facesExpected { failures.append("face appearances lost") }
+        if check.codesMatched < check.codesExpected { failures.append("code appearances lost") }
+        if rssGrowth >= 8 { failures.append("resident memory grew by 8 MB or more") }
+        if heapGrowth >= 4 { failures.append("malloc bytes in use grew by 4 MB or more") }
+        let summary = String(
+            format: "soak check: %d of %d frames analysed; descriptors %d → %d; threads %d → %d; faces %d/%d; codes %d/%d; after the warm-up resident memory %+.1f MB, bytes in use %+.1f MB",
+            metadata.processedFrameCount, session.capturedFrameCount, steady.first?.descriptors ?? 0,
+            steady.last?.descriptors ?? 0, steady.first?.threads ?? 0, steady.last?.threads ?? 0, check.facesMatched,
+            check.facesExpected, check.codesMatched, check.codesExpected, rssGrowth, heapGrowth)
+        FileHandle.standardError.write(Data((summary + (failures.isEmpty ? ": ok" : ": FAILED: " + failures.joined(separator: ", ")) + "\n").utf8))
+        if !failures.isEmpty { throw ExitCode(1) }
     }
 }
 
