@@ -503,7 +503,7 @@ private struct ScanRun {
     /// inverted when a finder is light-centred. The map is affine, fixed by the three finder
     /// centres (the fourth corner completes the parallelogram; ZBar's own sampling grid absorbs
     /// moderate perspective). True when it read a new symbol; false too when the triple has no
-    /// right-angle corner or the upright image would not be smaller than the half-size scan.
+    /// right-angle corner or the upright image would hold 3/4 of the half-size scan's pixels or more.
     mutating func scanUpright(
         _ t: [FinderEvidence.Finder], in source: PixelBuffer, scale: (Double, Double), frame: PixelBuffer
     ) throws(CaptureError) -> Bool {

@@ -221,9 +221,10 @@ public final class FaceDetector: @unchecked Sendable {
     private let yuNetModelPath: String?
     /// One YuNet network per input size the searches use (whole frame, coarse pass, the two
     /// halves: four for a video), created on first use and never reshaped. Reshaping one network
-    /// on every frame made OpenCV rebuild its layers each time, and the heap grew by about 64
-    /// bytes a frame (1.1 MB per 10 min in the soak; upstream: opencv/opencv#24836). Used only
-    /// while `lock` is held.
+    /// on every frame made OpenCV rebuild its layers each time (heaptrack: 9,520 layer
+    /// allocations from `Net::forward` in 150 s of soak) and the heap swing by ±5 MB; upstream
+    /// reports memory accumulating that way (opencv/opencv#24836). Costs ~10 MB resident once.
+    /// Used only while `lock` is held.
     private var sizedYuNets: [Int: OpaquePointer] = [:]
     /// Sizes beyond this many (a folder of photos of many sizes) share `yuNet`, reshaped per image.
     private static let sizedYuNetLimit = 6
