@@ -431,11 +431,7 @@ private struct ScanRun {
         for triple in Self.triples(finders) {
             let centres = triple.map { CGPoint(x: $0.centre.x * hx, y: $0.centre.y * hy) }
             guard !unexplained(centres).isEmpty else { continue }
-            var box = Self.codeArea(triple)
             let module = triple.map(\.module).min() ?? 0
-            // Modules under 2 px here are blurred by the half-size frame: take the area from the
-            // full-size frame.
-            let full = module < 2.0
             if passes.areaModuleSize > 0 {
                 // Upright at the target module size, from the half-size frame when its modules are
                 // at least that large (linear resampling aliases past a factor of about 2).
@@ -447,10 +443,14 @@ private struct ScanRun {
                     return f
                 }
                 _ = try scanUpright(t, in: useHalf ? half : gray, scale: useHalf ? (hx, hy) : (1, 1), frame: gray)
-                continue
+            } else {
+                // Modules under 2 px here are blurred by the half-size frame: take the area from
+                // the full-size frame.
+                let full = module < 2.0
+                var box = Self.codeArea(triple)
+                if full { box = CGRect(x: box.minX * hx, y: box.minY * hy, width: box.width * hx, height: box.height * hy) }
+                try scanArea(box, of: full ? gray : half, scale: full ? (1, 1) : (hx, hy), frame: gray, finders: triple)
             }
-            if full { box = CGRect(x: box.minX * hx, y: box.minY * hy, width: box.width * hx, height: box.height * hy) }
-            try scanArea(box, of: full ? gray : half, scale: full ? (1, 1) : (hx, hy), frame: gray, finders: triple)
         }
         guard !found.isEmpty else { return true }
         return !unexplained(finders.map { CGPoint(x: $0.centre.x * hx, y: $0.centre.y * hy) }).isEmpty
@@ -520,14 +520,10 @@ private struct ScanRun {
         let c = 9 * size
         let w = Int((du + 2 * c).rounded(.up)), h = Int((dv + 2 * c).rounded(.up))
         guard w >= 16, h >= 16, w * h < frame.width * frame.height * 3 / 16 else { return false }
-        let from = [o, u, v, CGPoint(x: u.x + v.x - o.x, y: u.y + v.y - o.y)]
-        let to = [CGPoint(x: c, y: c), CGPoint(x: c + du, y: c), CGPoint(x: c, y: c + dv), CGPoint(x: c + du, y: c + dv)]
-        let forward = try CodeImaging.homography(from: from, to: to)
-        let back = try CodeImaging.homography(from: to, to: from.map { CGPoint(x: $0.x * scale.0, y: $0.y * scale.1) })
-        let upright = try PixelBuffer(width: w, height: h, pixelFormat: .gray)
-        try CodeImaging.warp(
-            source, into: upright, homography: forward, interpolation: Int32(CVB_INTER_LINEAR),
-            border: Int32(CVB_BORDER_REPLICATE))
+        let (upright, back) = try Self.warped(
+            source, from: [o, u, v, CGPoint(x: u.x + v.x - o.x, y: u.y + v.y - o.y)],
+            to: [CGPoint(x: c, y: c), CGPoint(x: c + du, y: c), CGPoint(x: c, y: c + dv), CGPoint(x: c + du, y: c + dv)],
+            width: w, height: h, toFrame: { CGPoint(x: $0.x * scale.0, y: $0.y * scale.1) })
         if try attempt(upright, back) { return true }
         if passes.inverted && t.contains(where: { !$0.dark }) {
             return try attempt(try CodeImaging.inverted(upright), back)
@@ -614,12 +610,9 @@ private struct ScanRun {
             CGPoint(x: margin, y: margin), CGPoint(x: margin + side, y: margin),
             CGPoint(x: margin + side, y: margin + side), CGPoint(x: margin, y: margin + side),
         ]
-        let forward = try CodeImaging.homography(from: quad, to: square)
-        let back = try CodeImaging.homography(from: square, to: quad.map(offset.apply))
-        let out = try PixelBuffer(width: Int(side + 2 * margin), height: Int(side + 2 * margin), pixelFormat: .gray)
-        try CodeImaging.warp(
-            crop, into: out, homography: forward, interpolation: Int32(CVB_INTER_LINEAR),
-            border: Int32(CVB_BORDER_REPLICATE))
+        let (out, back) = try Self.warped(
+            crop, from: quad, to: square, width: Int(side + 2 * margin), height: Int(side + 2 * margin),
+            toFrame: offset.apply)
         if try attempt(out, back) { return true }
         if passes.binarize,
             try attempt(try CodeImaging.thresholded(out, kind: Int32(CVB_THRESHOLD_OTSU)), back)
@@ -628,6 +621,22 @@ private struct ScanRun {
         }
         if passes.inverted, try attempt(try CodeImaging.inverted(out), back) { return true }
         return false
+    }
+
+    /// `source` warped so that the points `from` (its pixels) land on `to`, into a new gray
+    /// `width` × `height` image (`CodeImaging.warp`: linear, edges replicated), and the map from
+    /// that image's pixels back to the frame's (`toFrame` maps `source`'s pixels there).
+    static func warped(
+        _ source: PixelBuffer, from: [CGPoint], to: [CGPoint], width: Int, height: Int,
+        toFrame: (CGPoint) -> CGPoint
+    ) throws(CaptureError) -> (image: PixelBuffer, back: Homography) {
+        let forward = try CodeImaging.homography(from: from, to: to)
+        let back = try CodeImaging.homography(from: to, to: from.map(toFrame))
+        let image = try PixelBuffer(width: width, height: height, pixelFormat: .gray)
+        try CodeImaging.warp(
+            source, into: image, homography: forward, interpolation: Int32(CVB_INTER_LINEAR),
+            border: Int32(CVB_BORDER_REPLICATE))
+        return (image, back)
     }
 
     /// One ZBar scan, counted (scans and pixels).

@@ -631,7 +631,7 @@ public final class FaceDetector: @unchecked Sendable {
 
     /// The YuNet network for `width` × `height` input (see `sizedYuNets`): created at that size
     /// on first use (`cvb_yunet_create`); `yuNet`, reshaped, once the limit is reached or when
-    /// creating one fails.
+    /// creating one fails; nil when no YuNet model loaded (Haar).
     private func sizedYuNet(width: Int, height: Int) -> OpaquePointer? {
         let key = width << 32 | height
         if let handle = sizedYuNets[key] { return handle }
@@ -686,7 +686,7 @@ public final class FaceDetector: @unchecked Sendable {
         }
         var img = scaled.bridgeImage
         var count: Int32 = 0
-        if let yuNet = yuNetHandle ?? (yuNet == nil ? nil : sizedYuNet(width: w, height: h)) {
+        if let yuNet = yuNetHandle ?? sizedYuNet(width: w, height: h) {
             let capacity = 1024
             var rows = [Float](repeating: 0, count: capacity * Int(CVB_YUNET_ROW))
             let status = rows.withUnsafeMutableBufferPointer {
