@@ -2,13 +2,24 @@
 #include "bridge_internal.hpp"
 
 #include <opencv2/imgproc.hpp>
+#include <opencv2/dnn.hpp>
 #include <opencv2/objdetect.hpp>
+
+#include <array>
+#include <cmath>
+#include <vector>
 
 using namespace cvb;
 
+// Either OpenCV's own YuNet 2022mar runner, or a plain network for the 2023 models, which
+// OpenCV 4.6's FaceDetectorYN cannot read (other output names); `net` is empty for the former.
 struct cvb_yunet {
     cv::Ptr<cv::FaceDetectorYN> detector;
+    cv::dnn::Net net;
     cv::Size size;
+    float score_threshold;
+    float nms_threshold;
+    int top_k;
 };
 
 struct cvb_cascade {
@@ -17,26 +28,90 @@ struct cvb_cascade {
 
 extern "C" {
 
+static bool is_yunet_2023(const cv::dnn::Net &net) {
+    for (const auto &name : net.getUnconnectedOutLayersNames())
+        if (name == "cls_8") return true;
+    return false;
+}
+
 cvb_yunet *cvb_yunet_create(const char *model_path, int32_t width, int32_t height, float score_threshold,
                             float nms_threshold, int32_t top_k, cvb_error *err) {
     return guarded_ptr<cvb_yunet>(err, [&]() -> cvb_yunet * {
         cv::Size size(width, height);
-        auto detector = cv::FaceDetectorYN::create(model_path, "", size, score_threshold, nms_threshold, top_k);
-        if (!detector) {
+        auto *d = new cvb_yunet();
+        d->size = size;
+        d->score_threshold = score_threshold;
+        d->nms_threshold = nms_threshold;
+        d->top_k = top_k;
+        cv::dnn::Net net = cv::dnn::readNetFromONNX(model_path);
+        if (is_yunet_2023(net)) {
+            d->net = net;
+            return d;
+        }
+        d->detector = cv::FaceDetectorYN::create(model_path, "", size, score_threshold, nms_threshold, top_k);
+        if (!d->detector) {
+            delete d;
             set_error(err, -1, "OpenCV returned no YuNet detector");
             return nullptr;
         }
-        auto *d = new cvb_yunet();
-        d->detector = detector;
-        d->size = size;
         return d;
     });
 }
 
 void cvb_yunet_release(cvb_yunet *detector) { delete detector; }
 
-void cvb_yunet_set_score_threshold(cvb_yunet *detector, float score_threshold) {
-    detector->detector->setScoreThreshold(score_threshold);
+int32_t cvb_yunet_is_2023(const cvb_yunet *detector) { return detector->net.empty() ? 0 : 1; }
+
+// The 2023 models' heads, per stride: cls and obj (sigmoids), bbox (dx, dy, log w, log h in
+// strides) and kps (five points in strides), each (1, cells, k). Decoded as OpenCV 4.8's
+// FaceDetectorYN does; the frame is padded at the bottom and right to multiples of 32.
+static cv::Mat detect_2023(cvb_yunet *d, const cv::Mat &image) {
+    static const int strides[3] = {8, 16, 32};
+    int padded_w = (image.cols + 31) / 32 * 32, padded_h = (image.rows + 31) / 32 * 32;
+    cv::Mat input = image;
+    if (padded_w != image.cols || padded_h != image.rows)
+        cv::copyMakeBorder(image, input, 0, padded_h - image.rows, 0, padded_w - image.cols, cv::BORDER_CONSTANT,
+                           cv::Scalar::all(0));
+    d->net.setInput(cv::dnn::blobFromImage(input));
+    static const std::vector<std::string> names = {"cls_8",  "cls_16",  "cls_32",  "obj_8", "obj_16", "obj_32",
+                                                   "bbox_8", "bbox_16", "bbox_32", "kps_8", "kps_16", "kps_32"};
+    std::vector<cv::Mat> outs;
+    d->net.forward(outs, names);
+    std::vector<cv::Rect2d> boxes;
+    std::vector<float> scores;
+    std::vector<std::array<float, CVB_YUNET_ROW>> rows;
+    for (int i = 0; i < 3; i++) {
+        int s = strides[i], cols = padded_w / s, cells = cols * (padded_h / s);
+        const float *cls = outs[i].ptr<float>(), *obj = outs[3 + i].ptr<float>();
+        const float *bbox = outs[6 + i].ptr<float>(), *kps = outs[9 + i].ptr<float>();
+        if ((int)outs[i].total() < cells || (int)outs[6 + i].total() < cells * 4 || (int)outs[9 + i].total() < cells * 10)
+            throw std::runtime_error("the YuNet 2023 model's outputs do not match the input size");
+        for (int cell = 0; cell < cells; cell++) {
+            float score = std::sqrt(std::min(1.f, std::max(0.f, cls[cell])) * std::min(1.f, std::max(0.f, obj[cell])));
+            if (score < d->score_threshold) continue;
+            int r = cell / cols, c = cell % cols;
+            const float *b = bbox + cell * 4, *k = kps + cell * 10;
+            float cx = (c + b[0]) * s, cy = (r + b[1]) * s, w = std::exp(b[2]) * s, h = std::exp(b[3]) * s;
+            std::array<float, CVB_YUNET_ROW> row;
+            row[0] = cx - w / 2;
+            row[1] = cy - h / 2;
+            row[2] = w;
+            row[3] = h;
+            for (int p = 0; p < 5; p++) {
+                row[4 + 2 * p] = (k[2 * p] + c) * s;
+                row[5 + 2 * p] = (k[2 * p + 1] + r) * s;
+            }
+            row[14] = score;
+            boxes.emplace_back(row[0], row[1], w, h);
+            scores.push_back(score);
+            rows.push_back(row);
+        }
+    }
+    std::vector<int> keep;
+    cv::dnn::NMSBoxes(boxes, scores, d->score_threshold, d->nms_threshold, keep, 1.f, d->top_k);
+    cv::Mat faces((int)keep.size(), CVB_YUNET_ROW, CV_32F);
+    for (size_t i = 0; i < keep.size(); i++) std::copy(rows[keep[i]].begin(), rows[keep[i]].end(), faces.ptr<float>((int)i));
+    return faces;
 }
 
 int cvb_yunet_detect(cvb_yunet *detector, const cvb_image *image, float *rows, int32_t capacity,
@@ -48,12 +123,16 @@ int cvb_yunet_detect(cvb_yunet *detector, const cvb_image *image, float *rows, i
             return -1;
         }
         cv::Mat m = as_mat(image);
-        if (m.size() != detector->size) {
-            detector->detector->setInputSize(m.size());
-            detector->size = m.size();
-        }
         cv::Mat faces;
-        detector->detector->detect(m, faces);
+        if (!detector->net.empty()) {
+            faces = detect_2023(detector, m);
+        } else {
+            if (m.size() != detector->size) {
+                detector->detector->setInputSize(m.size());
+                detector->size = m.size();
+            }
+            detector->detector->detect(m, faces);
+        }
         if (faces.empty()) return 0;
         cv::Mat f;
         faces.convertTo(f, CV_32F);

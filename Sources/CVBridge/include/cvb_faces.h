@@ -10,7 +10,9 @@
 extern "C" {
 #endif
 
-/// A YuNet face detector (`cv::FaceDetectorYN`). One thread at a time per handle.
+/// A YuNet face detector: YuNet 2022mar through `cv::FaceDetectorYN`, the 2023 models (YuNet-n,
+/// YuNet-s) through `cv::dnn::Net` with the decode OpenCV 4.8's `FaceDetectorYN` uses. One thread
+/// at a time per handle.
 typedef struct cvb_yunet cvb_yunet;
 /// A Haar cascade classifier (`cv::CascadeClassifier`). One thread at a time per handle.
 typedef struct cvb_cascade cvb_cascade;
@@ -19,17 +21,20 @@ typedef struct cvb_cascade cvb_cascade;
 /// left mouth corner as (x, y) pairs, then the score.
 enum { CVB_YUNET_ROW = 15 };
 
-/// Loads a YuNet ONNX model (`cv::FaceDetectorYN::create(model, "", {width, height},
-/// score_threshold, nms_threshold, top_k)`). Returns NULL and fills `err` when the model cannot
-/// be read or parsed.
+/// Loads a YuNet ONNX model (`cv::dnn::readNetFromONNX`). A 2023 model (outputs `cls_8` …
+/// `kps_32`) runs as that network; any other goes to `cv::FaceDetectorYN::create(model, "",
+/// {width, height}, score_threshold, nms_threshold, top_k)`. Both report candidates scoring at
+/// least `score_threshold` after `cv::dnn::NMSBoxes` at `nms_threshold`, the best `top_k`.
+/// Returns NULL and fills `err` when the model cannot be read or parsed.
 cvb_yunet *cvb_yunet_create(const char *model_path, int32_t width, int32_t height, float score_threshold,
                             float nms_threshold, int32_t top_k, cvb_error *err);
 /// Frees the detector; NULL is ignored.
 void cvb_yunet_release(cvb_yunet *detector);
-/// Changes the score threshold (`setScoreThreshold`).
-void cvb_yunet_set_score_threshold(cvb_yunet *detector, float score_threshold);
-/// Runs the detector on a BGR image (`setInputSize` to the image's size when it differs, then
-/// `detect`). Writes up to `capacity` rows of CVB_YUNET_ROW floats to `rows` (pixels of `image`)
+/// 1 when the detector runs a 2023 model, else 0.
+int32_t cvb_yunet_is_2023(const cvb_yunet *detector);
+/// Runs the detector on a BGR image (2022mar: `setInputSize` to the image's size when it
+/// differs, then `detect`; 2023: the image padded with black to multiples of 32 at the bottom
+/// and right, `blobFromImage`, `forward`, decode, `NMSBoxes`). Writes up to `capacity` rows of CVB_YUNET_ROW floats to `rows` (pixels of `image`)
 /// and the number of faces found to `count` (which may exceed `capacity`). Returns 0 or -1.
 int cvb_yunet_detect(cvb_yunet *detector, const cvb_image *image, float *rows, int32_t capacity,
                      int32_t *count, cvb_error *err);
