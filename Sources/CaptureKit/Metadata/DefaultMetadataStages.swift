@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 
-/// The default face stage: `FaceDetector` (YuNet 2022mar from Models/, Haar alt2 as the
+/// The default face stage: `FaceDetector` (YuNet-n 2023 from Models/, Haar alt2 as the
 /// fallback) followed by `FaceTracker`.
 ///
 /// A whole-frame search begins every `scanInterval` of frame time. On video whose frames come

@@ -32,68 +32,43 @@ public struct FaceDetection: Sendable, Hashable {
     }
 }
 
-/// Finds faces in one image, without a session (like ZBar's image scanner): OpenCV's YuNet
-/// (`cv::FaceDetectorYN`, Models/face_detection_yunet_2022mar.onnx) with the Haar cascade
-/// (`cv::CascadeClassifier`, Models/haarcascade_frontalface_alt2.xml) as the fallback when
-/// YuNet cannot be loaded.
+/// Finds faces in one image, without a session (like ZBar's image scanner): YuNet-n 2023
+/// (Models/face_detection_yunet_n_2023.onnx, run through `cv::dnn` by the shim) with the Haar
+/// cascade (`cv::CascadeClassifier`, Models/haarcascade_frontalface_alt2.xml) as the fallback
+/// when YuNet cannot be loaded. Any YuNet file can be given to `init(configuration:yuNetModel:haarCascade:)`,
+/// including YuNet 2022mar (through `cv::FaceDetectorYN`).
 ///
-/// What cvcam adds to plain YuNet, each measured by `Tools/bench-faces`:
+/// What cvcam adds to plain YuNet; each part is kept only because it pays on the real-photo dev
+/// set (`Tools/bench-faces`, figures in `Tools/Bench/README.md`):
 /// - **Detection resolution.** The image (or the region of interest) is scaled so its long side
-///   lies in `minimumDetectionDimension…maximumDetectionDimension` (default 640…1280): small
-///   photos are enlarged (YuNet misses faces under ~20 px; a masked child's face in a 400 px
-///   fixture photo is found only so), large frames are reduced to bound the cost. No camera
-///   preset is enlarged; an enlarged photo costs what a 640 px frame costs. With `tileSize` set, frames reduced that way are also scanned at full
-///   resolution in overlapping tiles, and all candidates are merged by non-maximum suppression.
-///
-///   Smallest face found reliably (face width in frame pixels; `Tools/bench-faces` pastes
-///   grace_hopper.jpg at decreasing sizes at four places over a face-free photo; "reliably" =
-///   at all four places and at every larger size):
-///
-///   | preset    | `realTime`          | `standard`          | `tiled`              | plain YuNet, 0.9 |
-///   |-----------|---------------------|---------------------|----------------------|------------------|
-///   | 640x480   | 12 px (run at 640)  | 12 px (run at 640)  | 12 px (no tiles)     | 32 px            |
-///   | 1280x720  | 24 px (run at 640)  | 12 px (run at 1280) | 12 px (no tiles)     | > 128 px (*)     |
-///   | 1920x1080 | 32 px (run at 640)  | 20 px (run at 1280) | 14 px (1280 + tiles) | 14 px            |
-///
-///   (*) at threshold 0.9 YuNet missed even 128 px faces at two of the four places. These are
-///   clean, sharp faces: expect roughly twice these sizes on real, blurred, badly lit ones.
-///   Cost at 1920x1080: `standard` ≈ 0.45× plain YuNet at full size, `tiled` ≈ 1.6–2.1×;
-///   `realTime` runs YuNet on 640x360 for 720p and 1080p frames alike, about a quarter of a
-///   1280x720 run. `CaptureMetadataOutput` uses `realTime` unless told otherwise.
+///   lies in `minimumDetectionDimension…maximumDetectionDimension`: `standard` searches photos
+///   up to 2048 px at their own size; `realTime` reduces every video frame to a 640 px long
+///   side, trading small faces for frame rate. Nothing is enlarged by default: with YuNet-n an
+///   enlarged small photo raised a cat's score over the threshold and lowered a masked face's. With `tileSize`
+///   set, frames reduced that way are also scanned at full resolution in overlapping tiles.
+/// - **Smallest face** `minimumFaceSize`: candidates the network saw shorter than 16 px are
+///   dropped. Below that YuNet's boxes are mostly texture, not faces.
+/// - **Score threshold** `scoreThreshold`, 0.7. The 2023 models' scores top out near 0.93, so
+///   OpenCV's 0.9 for 2022mar would drop most faces.
 /// - **Content gate.** A frame whose luma standard deviation is below `minimumFrameContrast`
-///   (black, near-black, a lens cap) is not searched at all: YuNet 2022mar reports large
-///   phantom faces (scores up to 0.84) on such frames. The luma is sampled (256×256 picked
-///   pixels), so the gate is nearly free; a black 720p frame costs 0.3 ms instead of ~76 ms.
-/// - **Plausibility checks per face**: the box shrunk to 16×16 must have luma deviation
-///   ≥ `minimumContrast` (phantoms on black and noise frames have ~0–2, real faces 20–60; on
-///   the bench set what it rejects the geometry check rejects too, it stays as a nearly free
-///   second line against noise phantoms); the five landmarks must lie inside the box
-///   horizontally (±5 %) and between 15 % and 95 % of its height (cat-face and phantom
-///   detections put them outside);
-///   along the axis perpendicular to the eye line the nose must be below the eyes and the mouth
-///   below the nose; the eyes may be at most `maximumEyeDistanceRatio` of the box width apart
-///   (`checksLandmarkGeometry`). YuNet's landmarks break down on faces tilted by more than
-///   ~25°, so a face failing this with a score ≥ `uprightRecheckScore` (0.9; the animal and
-///   texture false faces seen score ≤ 0.8) is looked at again turned upright, and kept when
-///   its upright landmarks pass. Measured on the bench set: without the geometry check false
-///   faces per face-free image go from 0 to 0.21 and F1 from 0.92 to 0.86.
-/// - **Score threshold** `scoreThreshold`, default 0.75 (OpenCV's sample default is 0.9): the
-///   checks above remove the false faces that a lower threshold would otherwise let in. On the
-///   fixtures plus rescaled copies (bench-faces), 0.7 let a cat face in from enlarged small
-///   images (scores 0.70–0.73) and 0.8 lost two real faces.
+///   (black, a lens cap) is not searched at all: it costs nothing, and YuNet 2022mar reports
+///   phantom faces on such frames.
+/// - **Optional checks** (off by default: on the dev set they cost recall with YuNet-n and
+///   removed no false face): a box contrast floor `minimumContrast`, and the landmark geometry
+///   check `checksLandmarkGeometry` (landmarks inside the box, nose below the eyes, mouth below
+///   the nose, eyes at most `maximumEyeDistanceRatio` of the width apart), with a second look
+///   turned upright for faces scoring at least `uprightRecheckScore`.
 ///
 /// Angles come from the landmarks in pixels (before normalising, so non-square frames do not
 /// distort them):
 /// - roll = the angle of the line from the right eye (image left) to the left eye, `atan2(dy, dx)`
-///   in degrees: positive clockwise in the image. YuNet's landmarks overshoot on tilted faces
-///   (grace_hopper.jpg turned 20° reads 19–25° one way, 37–43° the other); with
+///   in degrees: positive clockwise in the image. Landmarks overshoot on tilted faces; with
 ///   `maximumRollRefinements` > 0 (`accurateAngles`) tilted faces are looked at again turned
-///   upright and the residual roll is added: error ≤ 5° up to ±30°.
+///   upright and the residual roll is added.
 /// - yaw: in the frame rotated by −roll, the nose tip's horizontal offset from the midpoint of
 ///   the eye centre and the mouth centre, divided by the eye distance `d`, is r ≈ k·tan(yaw)
 ///   for a nose that stands k·d in front of the face plane (k ≈ 0.5; the eye distance shrinks
-///   with cos(yaw)). So yaw = atan(r / 0.5). A rough estimate: good to about ±10° within ±45°,
-///   increasingly compressed beyond that, and YuNet's landmarks are unreliable past ~60°.
+///   with cos(yaw)). So yaw = atan(r / 0.5): a rough estimate within ±45°, compressed beyond.
 ///
 /// Threading: thread-safe; calls are serialised (one OpenCV detector per instance). Use one
 /// instance per thread for parallel detection.
@@ -113,6 +88,9 @@ public final class FaceDetector: @unchecked Sendable {
     public struct Configuration: Sendable, Hashable {
         /// Faces scoring below this are dropped (YuNet scores 0…1).
         public var scoreThreshold: Double
+        /// Faces shorter than this many pixels as the network saw them (after detection
+        /// scaling) are dropped; 0 keeps all. YuNet's own floor is about 10 px.
+        public var minimumFaceSize: Double
         /// Check the landmark geometry of each face (see `FaceDetector`).
         public var checksLandmarkGeometry: Bool
         /// Faces failing the landmark check with at least this score get a second look turned
@@ -152,13 +130,15 @@ public final class FaceDetector: @unchecked Sendable {
 
         /// Creates a configuration; the defaults are `standard`.
         public init(
-            scoreThreshold: Double = 0.75, checksLandmarkGeometry: Bool = true, uprightRecheckScore: Double? = 0.9,
-            minimumDetectionDimension: Int? = 640,
-            maximumDetectionDimension: Int? = 1280, tileSize: Int? = nil, tileOverlap: Double = 0.25,
-            nmsThreshold: Double = 0.3, minimumFrameContrast: Double = 2, minimumContrast: Double = 10,
-            maximumEyeDistanceRatio: Double = 0.65, rollRefinementThreshold: Double = 8, maximumRollRefinements: Int = 0, haarScaleFactor: Double = 1.1, haarMinimumNeighbours: Int = 4
+            scoreThreshold: Double = 0.7, minimumFaceSize: Double = 16, checksLandmarkGeometry: Bool = false,
+            uprightRecheckScore: Double? = nil, minimumDetectionDimension: Int? = nil,
+            maximumDetectionDimension: Int? = 2048, tileSize: Int? = nil, tileOverlap: Double = 0.25,
+            nmsThreshold: Double = 0.3, minimumFrameContrast: Double = 2, minimumContrast: Double = 0,
+            maximumEyeDistanceRatio: Double = 0.65, rollRefinementThreshold: Double = 8, maximumRollRefinements: Int = 0,
+            haarScaleFactor: Double = 1.1, haarMinimumNeighbours: Int = 4
         ) {
             self.scoreThreshold = scoreThreshold
+            self.minimumFaceSize = minimumFaceSize
             self.checksLandmarkGeometry = checksLandmarkGeometry
             self.uprightRecheckScore = uprightRecheckScore
             self.minimumDetectionDimension = minimumDetectionDimension
@@ -175,32 +155,33 @@ public final class FaceDetector: @unchecked Sendable {
             self.haarMinimumNeighbours = haarMinimumNeighbours
         }
 
-        /// The default for single images and photos (`FaceDetector()`): detection at a 640…1280 px
-        /// long side, checks on, threshold 0.75.
+        /// The default for single images and photos (`FaceDetector()`): photos up to 2048 px
+        /// searched at their own size (faces from about 20 px), larger ones reduced to 2048 px.
         public static let standard = Configuration()
-        /// For live video: every frame is scaled to a 640 px long side (a 640x360 YuNet run for
-        /// 720p and 1080p frames, about a quarter of a 1280x720 run: ~25 ms here), so faces keep
-        /// up with a 720p30 camera on a two-core board, at the price of the smallest face found
-        /// (see the table in `FaceDetector`). `CaptureMetadataOutput`'s default.
-        public static let realTime = Configuration(minimumDetectionDimension: 640, maximumDetectionDimension: 640)
-        /// The default plus full-resolution 640 px tiles for frames over 1280 px (distant faces
-        /// in 1080p), at roughly 3–4× the cost of `standard` on such frames.
-        public static let tiled = Configuration(tileSize: 640)
+        /// For live video: frames are reduced to a 640 px long side, so faces keep up with a
+        /// 720p30 camera on a two-core board, at the price of the smallest face found (about
+        /// 16 px × the frame's long side / 640). `CaptureMetadataOutput`'s default.
+        public static let realTime = Configuration(maximumDetectionDimension: 640)
+        /// `standard` at most 1280 px, plus full-resolution 640 px tiles for larger frames
+        /// (distant faces in 1080p video), at roughly 3–4× the cost of a 1280 px search.
+        public static let tiled = Configuration(maximumDetectionDimension: 1280, tileSize: 640)
         /// `standard` plus roll refined for up to two tilted faces per image (error ≤ 5° up to
         /// ±30° instead of up to 25° too much), at one 160×160 YuNet run per refined face.
         public static let accurateAngles = Configuration(maximumRollRefinements: 2)
-        /// YuNet as OpenCV runs it: the image at its own size, no checks, one threshold (0.9 is
-        /// OpenCV's sample default). For comparisons.
+        /// YuNet as OpenCV runs it: the image at its own size, no checks, no size floor, one
+        /// threshold (0.9 is OpenCV's sample default for 2022mar). For comparisons.
         public static func plain(scoreThreshold: Double = 0.9) -> Configuration {
             Configuration(
-                scoreThreshold: scoreThreshold, checksLandmarkGeometry: false, uprightRecheckScore: nil,
+                scoreThreshold: scoreThreshold, minimumFaceSize: 0, checksLandmarkGeometry: false, uprightRecheckScore: nil,
                 minimumDetectionDimension: nil, maximumDetectionDimension: nil, minimumFrameContrast: 0,
                 minimumContrast: 0, rollRefinementThreshold: .infinity)
         }
     }
 
-    /// File names looked up in the Models folder.
-    public static let yuNetModelName = "face_detection_yunet_2022mar.onnx"
+    /// File names looked up in the Models folder: YuNet-n 2023, the default model.
+    public static let yuNetModelName = "face_detection_yunet_n_2023.onnx"
+    /// YuNet 2022mar, what OpenCV 4.6's own `FaceDetectorYN` runs (shipped for comparisons).
+    public static let yuNet2022ModelName = "face_detection_yunet_2022mar.onnx"
     /// File name of the Haar fallback.
     public static let haarCascadeName = "haarcascade_frontalface_alt2.xml"
 
@@ -693,8 +674,9 @@ public final class FaceDetector: @unchecked Sendable {
                 cvb_yunet_detect(yuNet, &img, $0.baseAddress, Int32(capacity), &count, &err)
             }
             guard status == 0 else { throw CaptureError(.detectionFailed, "YuNet failed: \(err.text)") }
-            return (0..<min(Int(count), capacity)).map { i in
+            return (0..<min(Int(count), capacity)).compactMap { i in
                 let r = Array(rows[(i * Int(CVB_YUNET_ROW))..<((i + 1) * Int(CVB_YUNET_ROW))]).map(Double.init)
+                guard r[3] >= configuration.minimumFaceSize else { return nil }
                 let origin = back(r[0], r[1])
                 let corner = back(r[0] + r[2], r[1] + r[3])
                 let marks = (0..<5).map { back(r[4 + 2 * $0], r[5 + 2 * $0]) }

@@ -75,9 +75,9 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
     private let logger = Logger(label: "cvcam.metadata")
 
     /// Creates an output with the default detectors: YuNet faces with
-    /// `FaceDetector.Configuration.realTime` (frames scaled to a 640 px long side: faces and QR
-    /// on a 720p30 camera analysed at about its frame rate on two cores, 1080p30 at about 28 fps;
-    /// faces from about 24 px wide at 720p) and ZBar codes helped by OpenCV (`CodeDetector`).
+    /// `FaceDetector.Configuration.realTime` (frames scaled to a 640 px long side, so faces and
+    /// QR on a 720p30 camera are analysed at its frame rate on two cores; faces from about
+    /// 32 px tall at 720p) and codes from `CodeDetector`.
     public override init() {
         faceStage = DefaultFaceStage.makeOrNil(.realTime)
         codeStage = DefaultCodeStage.makeOrNil()
@@ -85,8 +85,8 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
     }
 
     /// Creates an output whose face detector uses `faceDetection`: `.standard` (frames up to
-    /// 1280 px analysed at their own size: smaller faces, about 4× the CPU of `.realTime` at
-    /// 720p) or `.tiled` (distant faces in 1080p). Codes as in `init()`.
+    /// 2048 px analysed at their own size: smaller faces, about 4× the CPU of `.realTime` at
+    /// 720p; the right choice for photos) or `.tiled` (distant faces in 1080p). Codes as in `init()`.
     public convenience init(faceDetection: FaceDetector.Configuration) {
         self.init(faceStage: DefaultFaceStage.makeOrNil(faceDetection), codeStage: DefaultCodeStage.makeOrNil())
     }
