@@ -19,9 +19,9 @@ struct FaceOptions: ParsableArguments {
 
     @Option(
         help: ArgumentHelp(
-            "Face detection: realtime (frames scaled to 640 px: keeps up with 720p30 on two cores; faces from ~24 px at 720p, ~32 px at 1080p), standard (frames up to 1280 px at their own size: faces from ~12 px, ~4x the CPU at 720p), tiled (standard plus full-size tiles above 1280 px: distant faces in 1080p).",
+            "Face detection: realtime (frames scaled to 640 px: keeps up with 720p30 on two cores; faces from ~32 px at 720p, ~48 px at 1080p), standard (images up to 2048 px at their own size: faces from ~20 px; ~4x the CPU of realtime at 720p), tiled (frames up to 1280 px plus full-size tiles beyond: distant faces in 1080p). Default: standard for image files and folders, realtime for cameras, video and synthetic input.",
             valueName: "mode"))
-    var faceDetection: Detection = .realtime
+    var faceDetection: Detection?
 
     @Option(
         help: ArgumentHelp(
@@ -35,18 +35,25 @@ struct FaceOptions: ParsableArguments {
         }
     }
 
-    /// A metadata output looking for faces inside `regionOfInterest` with this face detector
-    /// and scan interval. With `observer`, every analysed frame and exactly its faces also go
+    /// The detection mode asked for, or the default for the input: photos are searched at their
+    /// own size, live and video frames at 640 px so detection keeps up.
+    func detection(for input: InputOptions) -> Detection {
+        faceDetection ?? (["image", "folder"].contains(input.inputKind) ? .standard : .realtime)
+    }
+
+    /// A metadata output looking for faces inside the input's region of interest with this face
+    /// detector (see `detection(for:)`) and scan interval. With `observer`, every analysed frame and exactly its faces also go
     /// there (`FaceObservingStage`). Throws `CLIError.noFaceModel` when no face model loads.
     func faceOutput(
-        regionOfInterest: CGRect, observing observer: (@Sendable (SampleBuffer, [MetadataFaceObject]) -> Void)? = nil
+        for input: InputOptions, observing observer: (@Sendable (SampleBuffer, [MetadataFaceObject]) -> Void)? = nil
     ) throws -> CaptureMetadataOutput {
+        let regionOfInterest = input.regionOfInterest
         let metadata =
             try observer.map {
                 CaptureMetadataOutput(
-                    faceStage: FaceObservingStage(wrapping: DefaultFaceStage(detector: try detector()), observer: $0),
+                    faceStage: FaceObservingStage(wrapping: DefaultFaceStage(detector: try detector(for: input)), observer: $0),
                     codeStage: nil)
-            } ?? CaptureMetadataOutput(faceDetection: faceDetection.configuration)
+            } ?? CaptureMetadataOutput(faceDetection: detection(for: input).configuration)
         guard metadata.availableMetadataObjectTypes.contains(.face) else { throw CLIError.noFaceModel }
         try metadata.setMetadataObjectTypes([.face])
         metadata.rectOfInterest = regionOfInterest
@@ -55,9 +62,9 @@ struct FaceOptions: ParsableArguments {
     }
 
     /// This face detector alone. Throws `CLIError.noFaceModel` when no face model loads.
-    func detector() throws -> FaceDetector {
+    func detector(for input: InputOptions) throws -> FaceDetector {
         do {
-            return try FaceDetector(configuration: faceDetection.configuration)
+            return try FaceDetector(configuration: detection(for: input).configuration)
         } catch {
             throw CLIError.noFaceModel
         }

@@ -31,7 +31,7 @@ struct Faces: ParsableCommand {
 
     func run() throws {
         let job = try CaptureJob(input: input, output: output)
-        let metadata = try faceOptions.faceOutput(regionOfInterest: input.regionOfInterest)
+        let metadata = try faceOptions.faceOutput(for: input)
         metadata.faceUpdateInterval = everyFrame ? .infinity : updateInterval
         let log = FaceLog(printer: job.printer, everyFrame: everyFrame)
         metadata.setMetadataObjectsDelegate(log, queue: DispatchQueue(label: "cvcam.faces.log"))

@@ -116,7 +116,7 @@ struct Snap: ParsableCommand {
         try job.add(clock)
         var metadata: CaptureMetadataOutput?
         if waitForFace {
-            let faces = try faceOptions.faceOutput(regionOfInterest: input.regionOfInterest)
+            let faces = try faceOptions.faceOutput(for: input)
             faces.setMetadataObjectsDelegate(shutter, queue: DispatchQueue(label: "cvcam.snap.faces"))
             try job.add(faces)
             metadata = faces

@@ -106,7 +106,7 @@ struct Watch: ParsableCommand {
         let watcher = SnapshotWatcher(
             trigger: SnapshotTrigger(configuration: triggerConfiguration), store: store, printer: job.printer)
         // Every analysed frame with exactly its faces goes to the watcher (see FaceObservingStage).
-        let metadata = try faceOptions.faceOutput(regionOfInterest: input.regionOfInterest) { frame, faces in
+        let metadata = try faceOptions.faceOutput(for: input) { frame, faces in
             watcher.consider(frame, faces: faces)
         }
         try job.add(metadata)

@@ -7,8 +7,18 @@ import Testing
 /// `--face-detection`: parsed by every face command, and it really picks the detector the
 /// metadata output runs (the built binary on a 1280x720 image with one small face).
 @Suite struct FaceDetectionOptionTests {
-    @Test func everyFaceCommandTakesTheModeAndDefaultsToRealtime() throws {
-        #expect(try Faces.parse([]).faceOptions.faceDetection == .realtime)
+    @Test func everyFaceCommandTakesTheModeAndDefaultsByInput() throws {
+        let camera = try Faces.parse([])
+        #expect(camera.faceOptions.faceDetection == nil)
+        #expect(camera.faceOptions.detection(for: camera.input) == .realtime)
+        let video = try Faces.parse(["--input", "synthetic:frames=1"])
+        #expect(video.faceOptions.detection(for: video.input) == .realtime)
+        let photos = try Faces.parse(["--input", CLI.fixture("images")])
+        #expect(photos.faceOptions.detection(for: photos.input) == .standard)
+        let photo = try Faces.parse(["--input", CLI.fixture("images/grace_hopper.jpg")])
+        #expect(photo.faceOptions.detection(for: photo.input) == .standard)
+        let forced = try Faces.parse(["--input", CLI.fixture("images"), "--face-detection", "realtime"])
+        #expect(forced.faceOptions.detection(for: forced.input) == .realtime)
         #expect(try Faces.parse(["--face-detection", "standard"]).faceOptions.faceDetection == .standard)
         #expect(try Watch.parse(["--dir", "shots", "--face-detection", "tiled"]).faceOptions.faceDetection == .tiled)
         #expect(try Snap.parse(["-o", "a.jpg", "--face-detection", "standard"]).faceOptions.faceDetection == .standard)
@@ -22,10 +32,10 @@ import Testing
     }
 
     @Test func theScanIntervalIsParsedCheckedAndGivenToTheOutput() throws {
-        let full = CGRect(x: 0, y: 0, width: 1, height: 1)
-        #expect(try Faces.parse([]).faceOptions.faceOutput(regionOfInterest: full).faceScanInterval == 0.1)
-        let every = try Snap.parse(["-o", "a.jpg", "--face-scan-interval", "0"]).faceOptions
-        #expect(try every.faceOutput(regionOfInterest: full).faceScanInterval == 0)
+        let faces = try Faces.parse([])
+        #expect(try faces.faceOptions.faceOutput(for: faces.input).faceScanInterval == 0.1)
+        let every = try Snap.parse(["-o", "a.jpg", "--face-scan-interval", "0"])
+        #expect(try every.faceOptions.faceOutput(for: every.input).faceScanInterval == 0)
         #expect(try Watch.parse(["--dir", "shots", "--face-scan-interval", "0.5"]).faceOptions.faceScanInterval == 0.5)
         do {
             _ = try Faces.parseAsRoot(["--face-scan-interval", "-1"])
@@ -35,9 +45,10 @@ import Testing
         }
     }
 
-    /// A face 16 px wide in a 1280x720 image: 8 px once the default scales the frame to
-    /// 640x360, too small for YuNet; `standard` runs at the frame's own size and finds it.
-    @Test func standardFindsASixteenPixelFaceTheRealtimeDefaultGivesUp() throws {
+    /// A face 16 px wide in a 1280x720 image: 8 px once `realtime` scales the frame to
+    /// 640x360, too small for YuNet; `standard`, the default for images, runs at the frame's
+    /// own size and finds it.
+    @Test func theImageDefaultFindsASixteenPixelFaceRealtimeGivesUp() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("cvcam-fd-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -65,8 +76,8 @@ import Testing
                 return CGRect(x: x * 1280, y: y * 720, width: w * 1280, height: h * 720)
             }
         }
-        #expect(try enteredBoxes([]).isEmpty)
-        let standard = try enteredBoxes(["--face-detection", "standard"])
+        #expect(try enteredBoxes(["--face-detection", "realtime"]).isEmpty)
+        let standard = try enteredBoxes([])
         #expect(standard.count == 1)
         #expect(standard.contains { $0.intersectionOverUnion(face) >= 0.5 }, "\(standard)")
     }
