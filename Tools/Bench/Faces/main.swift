@@ -1,9 +1,11 @@
-// bench-faces: cvcam's FaceDetector beside plain YuNet (OpenCV's default threshold 0.9 and the
-// best threshold on this set) and the plain Haar cascade, measured in the same run on the same
-// images: accuracy on Tests/Fixtures/faces plus generated face-free frames, per-frame cost at
-// 640x480 and 1280x720, and the smallest face found reliably at each preset size.
+// bench-faces: cvcam's FaceDetector beside plain YuNet (2022mar, YuNet-n and YuNet-s 2023, each at
+// its best threshold) and the plain Haar cascade, measured in the same run on the same images:
+// first the real-photo dev set (../shared/devsets/faces; skipped with a message when absent),
+// then the fixtures plus generated face-free frames, per-frame cost at 640x480 and 1280x720, and
+// the smallest face found reliably at each preset size.
 //
-// Run it with Tools/bench-faces (release build). Prints Markdown.
+// Run it with Tools/bench-faces (release build). Prints Markdown. Options: --devset DIR,
+// --devset-only, --no-devset, --details (cvcam's misses on the fixtures).
 import CaptureKit
 import Foundation
 
@@ -11,6 +13,19 @@ let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingL
     .deletingLastPathComponent().deletingLastPathComponent()
 let fixtures = root.appendingPathComponent("Tests/Fixtures/faces")
 let models = root.appendingPathComponent("Models")
+let arguments = CommandLine.arguments
+
+if !arguments.contains("--no-devset") && !arguments.contains("--details") {
+    let given = arguments.firstIndex(of: "--devset").flatMap { arguments.indices.contains($0 + 1) ? arguments[$0 + 1] : nil }
+    let folder = given.map { URL(fileURLWithPath: $0) }
+        ?? root.deletingLastPathComponent().appendingPathComponent("shared/devsets/faces")
+    if FileManager.default.fileExists(atPath: folder.appendingPathComponent("manifest.json").path) {
+        try devSetReport(folder, models: models)
+    } else {
+        print("Dev set not found at \(folder.path): its section is skipped (give its folder with --devset DIR).\n")
+    }
+    if arguments.contains("--devset-only") { exit(0) }
+}
 
 struct Manifest: Decodable {
     struct Entry: Decodable {
@@ -120,8 +135,10 @@ for (w, h) in [(640, 480), (1280, 720)] {
 
 let cvcam = try FaceDetector(configuration: .standard, modelsDirectory: models)
 let cvcamRealTime = try FaceDetector(configuration: .realTime, modelsDirectory: models)
-let yuNetDefault = try FaceDetector(configuration: .plain(scoreThreshold: 0.9), modelsDirectory: models)
-let yuNetLow = try FaceDetector(configuration: .plain(scoreThreshold: 0.3), modelsDirectory: models)
+let yuNet2022Model = models.appendingPathComponent(FaceDetector.yuNet2022ModelName)
+let yuNetNModel = models.appendingPathComponent(FaceDetector.yuNetModelName)
+let yuNet2022 = try FaceDetector(configuration: .plain(scoreThreshold: 0.9), yuNetModel: yuNet2022Model, haarCascade: nil)
+let yuNetLow = try FaceDetector(configuration: .plain(scoreThreshold: 0.3), yuNetModel: yuNetNModel, haarCascade: nil)
 let haar = try FaceDetector(
     configuration: .plain(), yuNetModel: nil, haarCascade: models.appendingPathComponent(FaceDetector.haarCascadeName))
 guard cvcam.backend == .yuNet else { fail("YuNet did not load from \(models.path)") }
@@ -132,7 +149,7 @@ func run(_ detector: FaceDetector) throws -> [(Sample, [FaceDetection])] {
 }
 
 let cvcamCounts = score(try run(cvcam))
-let yuNetDefaultCounts = score(try run(yuNetDefault))
+let yuNet2022Counts = score(try run(yuNet2022))
 let lowResults = try run(yuNetLow)
 var best = (threshold: 0.3, counts: score(lowResults, threshold: 0.3))
 for t in stride(from: 0.35, through: 0.951, by: 0.05) {
@@ -141,7 +158,7 @@ for t in stride(from: 0.35, through: 0.951, by: 0.05) {
         best = (t, c)
     }
 }
-let yuNetBest = try FaceDetector(configuration: .plain(scoreThreshold: best.threshold), modelsDirectory: models)
+let yuNetBest = try FaceDetector(configuration: .plain(scoreThreshold: best.threshold), yuNetModel: yuNetNModel, haarCascade: nil)
 let haarCounts = score(try run(haar))
 let realTimeCounts = score(try run(cvcamRealTime))
 
@@ -167,23 +184,25 @@ func cost(_ detectors: [FaceDetector], frame: PixelBuffer, rounds: Int) throws -
     return times.map { $0.sorted()[$0.count / 2] }
 }
 
-let timed = [cvcam, yuNetDefault, yuNetBest, haar, cvcamRealTime]
+let timed = [cvcam, yuNetBest, yuNet2022, haar, cvcamRealTime]
 let ms480 = try cost(timed, frame: try timingFrame(640, 480), rounds: 15)
 let ms720 = try cost(timed, frame: try timingFrame(1280, 720), rounds: 9)
+/// Plain YuNet-n on the 1280x720 frame already scaled to 640x360: the input `.realTime` runs at.
+let ms360 = try cost([yuNetBest], frame: try timingFrame(640, 360), rounds: 9)[0]
 
 func pct(_ x: Double) -> String { String(format: "%.3f", x) }
 func ms(_ x: Double) -> String { String(format: "%.1f", x) }
 
-print("## Faces: cvcam vs plain YuNet 2022mar and Haar alt2 (same run)\n")
+print("## Faces on the fixtures: cvcam vs plain YuNet-n, YuNet 2022mar and Haar alt2 (same run)\n")
 print("Set: \(samples.filter { !$0.faces.isEmpty }.count) photos with \(samples.reduce(0) { $0 + $1.faces.count }) faces (Tests/Fixtures/faces), "
     + "\(samples.filter { $0.faces.isEmpty }.count) face-free images (4 fixture negatives + black, near-black, noise and dark noise at 640x480 and 1280x720). "
     + "Match: IoU ≥ 0.5, face-mask VOC boxes compared after the convention shift (see source).\n")
-print("| detector | recall | precision | F1 | false faces / face-free image | ms 640x480 | ms 1280x720 | cost / YuNet 0.9 (480p, 720p) |")
+print("| detector | recall | precision | F1 | false faces / face-free image | ms 640x480 | ms 1280x720 | cost / plain YuNet-n (480p, 720p) |")
 print("|---|---|---|---|---|---|---|---|")
 let rows: [(String, Counts, Int)] = [
     ("cvcam FaceDetector (.standard)", cvcamCounts, 0),
-    ("YuNet plain, threshold 0.9", yuNetDefaultCounts, 1),
-    ("YuNet plain, best threshold \(String(format: "%.2f", best.threshold))", best.counts, 2),
+    ("YuNet-n plain, best threshold \(String(format: "%.2f", best.threshold))", best.counts, 1),
+    ("YuNet 2022mar plain, threshold 0.9", yuNet2022Counts, 2),
     ("Haar alt2 plain (1.1, 4 neighbours)", haarCounts, 3),
     ("cvcam FaceDetector (.realTime: the metadata output's default for video)", realTimeCounts, 4),
 ]
@@ -192,7 +211,8 @@ for (name, c, i) in rows {
 }
 
 let blackFrame = try render(SyntheticScene(size: .init(width: 1280, height: 720), background: .color(red: 0, green: 0, blue: 0)))
-let msBlack = try cost([cvcam, yuNetDefault], frame: blackFrame, rounds: 5)
+print(String(format: "\n`.realTime` on the 1280x720 frame: %.1f ms; plain YuNet-n on that frame scaled to 640x360 (the input `.realTime` runs at): %.1f ms, ratio %.2f×.", ms720[4], ms360, ms720[4] / ms360))
+let msBlack = try cost([cvcam, yuNetBest], frame: blackFrame, rounds: 5)
 print("\nOn a black 1280x720 frame the content gate skips the detector: cvcam \(ms(msBlack[0])) ms, plain YuNet \(ms(msBlack[1])) ms.")
 
 // MARK: - What each part contributes (ablation)
@@ -244,22 +264,14 @@ func variant(_ change: (inout FaceDetector.Configuration) -> Void) -> FaceDetect
 let variants: [(String, FaceDetector.Configuration)] = [
     ("cvcam .standard", .standard),
     ("− frame content gate", variant { $0.minimumFrameContrast = 0 }),
-    ("− box contrast check", variant { $0.minimumContrast = 0 }),
-    ("− landmark geometry check", variant { $0.checksLandmarkGeometry = false }),
-    ("− upright second look", variant { $0.uprightRecheckScore = nil }),
-    ("frame content gate alone", variant {
-        $0.minimumContrast = 0; $0.checksLandmarkGeometry = false; $0.uprightRecheckScore = nil
-    }),
-    ("contrast check without geometry check", variant { $0.checksLandmarkGeometry = false; $0.uprightRecheckScore = nil }),
-    ("− all checks (gate, contrast, geometry)", variant {
-        $0.minimumFrameContrast = 0; $0.minimumContrast = 0; $0.checksLandmarkGeometry = false; $0.uprightRecheckScore = nil
-    }),
-    ("− detection scaling (image at its own size)", variant { $0.minimumDetectionDimension = nil; $0.maximumDetectionDimension = nil }),
-    ("enlarging small images only to 480 px", variant { $0.minimumDetectionDimension = 480 }),
+    ("− smallest face 16 px", variant { $0.minimumFaceSize = 0 }),
+    ("+ box contrast check", variant { $0.minimumContrast = 10 }),
+    ("+ landmark geometry check, upright second look", variant { $0.checksLandmarkGeometry = true; $0.uprightRecheckScore = 0.9 }),
+    ("− detection scaling (image at its own size)", variant { $0.maximumDetectionDimension = nil }),
+    ("+ enlarging small images to 640 px", variant { $0.minimumDetectionDimension = 640 }),
     ("threshold 0.6", variant { $0.scoreThreshold = 0.6 }),
     ("threshold 0.75", variant { $0.scoreThreshold = 0.75 }),
     ("threshold 0.8", variant { $0.scoreThreshold = 0.8 }),
-    ("threshold 0.9", variant { $0.scoreThreshold = 0.9 }),
 ]
 print("\n## What each part does (\(extendedSamples.filter { !$0.faces.isEmpty }.count) photos with \(extendedSamples.reduce(0) { $0 + $1.faces.count }) faces, \(extendedSamples.filter { $0.faces.isEmpty }.count) face-free: the set above plus rescaled copies)\n")
 print("| variant | recall | precision | F1 | false faces / face-free image |")
@@ -272,7 +284,7 @@ for (name, configuration) in variants {
 let extendedLow = try extendedSamples.map { ($0, try yuNetLow.detect(in: $0.image)) }
 for t in [0.6, 0.7, 0.8, 0.9] {
     let c = score(extendedLow, threshold: t)
-    print("| YuNet plain, threshold \(t) | \(pct(c.recall)) | \(pct(c.precision)) | \(pct(c.f1)) | \(pct(c.falsePerFaceFree)) |")
+    print("| YuNet-n plain, threshold \(t) | \(pct(c.recall)) | \(pct(c.precision)) | \(pct(c.f1)) | \(pct(c.falsePerFaceFree)) |")
 }
 
 // MARK: - Smallest face per preset
@@ -302,18 +314,18 @@ func foundCount(_ detector: FaceDetector, preset: CaptureDevice.Dimensions, side
 }
 
 let cvcamTiled = try FaceDetector(configuration: .tiled, modelsDirectory: models)
-let ms1080 = try cost([cvcam, cvcamTiled, yuNetDefault], frame: try timingFrame(1920, 1080), rounds: 5)
+let ms1080 = try cost([cvcam, cvcamTiled, yuNetBest], frame: try timingFrame(1920, 1080), rounds: 5)
 print("\n## Cost at 1920x1080 (ms per frame, median of 5)\n")
-print("| cvcam .standard (reduced to 1280) | cvcam .tiled (1280 + 640 px tiles at full size) | YuNet plain at 1920x1080 |")
+print("| cvcam .standard (at its own size) | cvcam .tiled (1280 + 640 px tiles at full size) | YuNet-n plain at 1920x1080 |")
 print("|---|---|---|")
 print("| \(ms(ms1080[0])) (\(String(format: "%.2f×", ms1080[0] / ms1080[2]))) | \(ms(ms1080[1])) (\(String(format: "%.2f×", ms1080[1] / ms1080[2]))) | \(ms(ms1080[2])) |")
 let sides: [Double] = [128, 96, 80, 64, 56, 48, 40, 32, 28, 24, 20, 16, 14, 12, 10]
 print("\n## Smallest face found reliably (face width in frame pixels, found at all 4 places and at every larger size)\n")
-print("| preset | cvcam .realTime | cvcam .standard | cvcam .tiled | YuNet plain 0.9 |")
+print("| preset | cvcam .realTime | cvcam .standard | cvcam .tiled | YuNet-n plain, best threshold |")
 print("|---|---|---|---|---|")
 for preset in [CaptureDevice.Dimensions(width: 640, height: 480), .init(width: 1280, height: 720), .init(width: 1920, height: 1080)] {
     var cells: [String] = []
-    for detector in [cvcamRealTime, cvcam, cvcamTiled, yuNetDefault] {
+    for detector in [cvcamRealTime, cvcam, cvcamTiled, yuNetBest] {
         var smallest: Double?
         var detail: [String] = []
         for side in sides {
