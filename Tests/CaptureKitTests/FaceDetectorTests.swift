@@ -93,6 +93,48 @@ struct FaceDetectorTests {
         detector = try FaceFixtures.detector()
     }
 
+    /// The shim's YuNet 2023 path (`cv::dnn` with its own decode): chosen by the model's
+    /// outputs, it pads frames to multiples of 32 with black at the bottom and right, so a
+    /// 512×600 photo gives exactly the rows of the same photo padded by hand to 512×608.
+    @Test func theShimRunsYuNet2023OnAnyFrameSize() throws {
+        var err = cvb_error()
+        func load(_ name: String) throws -> OpaquePointer {
+            try #require(cvb_yunet_create(FaceFixtures.models.appendingPathComponent(name).path, 320, 320, 0.5, 0.3, 100, &err))
+        }
+        let n = try load(FaceDetector.yuNetModelName)
+        let old = try load(FaceDetector.yuNet2022ModelName)
+        defer {
+            cvb_yunet_release(n)
+            cvb_yunet_release(old)
+        }
+        #expect(cvb_yunet_is_2023(n) == 1 && cvb_yunet_is_2023(old) == 0)
+
+        func rows(_ handle: OpaquePointer, _ image: PixelBuffer) throws -> [[Float]] {
+            var view = FaceFixtures.bridge(image)
+            var out = [Float](repeating: 0, count: 16 * Int(CVB_YUNET_ROW))
+            var count: Int32 = 0
+            let status = out.withUnsafeMutableBufferPointer { cvb_yunet_detect(handle, &view, $0.baseAddress, 16, &count, &err) }
+            #expect(status == 0)
+            return (0..<Int(min(count, 16))).map { Array(out[($0 * Int(CVB_YUNET_ROW))..<(($0 + 1) * Int(CVB_YUNET_ROW))]) }
+        }
+        let photo = try FaceFixtures.image("images/grace_hopper.jpg")
+        #expect(photo.width == 512 && photo.height == 600)
+        let found = try rows(n, photo)
+        #expect(found.count == 1)
+        let face = try #require(found.first)
+        let box = CGRect(x: Double(face[0]), y: Double(face[1]), width: Double(face[2]), height: Double(face[3]))
+        #expect(box.intersectionOverUnion(CGRect(x: 176, y: 121, width: 181, height: 211)) >= 0.7, "\(box)")
+        for k in 0..<5 { #expect(box.contains(CGPoint(x: Double(face[4 + 2 * k]), y: Double(face[5 + 2 * k])))) }
+        #expect(face[14] > 0.7 && face[14] <= 1)
+
+        let padded = try PixelBuffer(width: 512, height: 608, pixelFormat: .bgr)
+        var dst = FaceFixtures.bridge(padded)
+        #expect(cvb_image_fill(&dst, 0, 0, 0, &err) == 0)
+        var src = FaceFixtures.bridge(photo)
+        #expect(cvb_image_blit(&dst, &src, 0, 0, 512, 600, &err) == 0)
+        #expect(try rows(n, padded) == found)
+    }
+
     @Test func findsModelsWithoutHelpAndUsesYuNet() throws {
         #expect(FaceDetector.locateModels() != nil)
         #expect(try FaceDetector().backend == .yuNet)
@@ -261,16 +303,16 @@ struct FaceDetectorTests {
         #expect(faces.contains { ($0.rollAngle ?? 0) > 10 })
     }
 
-    /// `.realTime` (the metadata output's default) analyses a 1280x720 frame at 640x360: a face
-    /// 32 px wide is found as by `.standard`, a 16 px one (8 px at 640x360) only by `.standard`,
-    /// which runs at the frame's own size. (bench-faces: smallest reliable 24 px vs 12 px.)
-    @Test func realTimeGivesUpOnlyTheSmallestFacesAt720p() throws {
+    /// `.realTime` (the metadata output's default) analyses a 1920x1080 frame at 640x360: a face
+    /// 48 px wide (16 px there) is found as by `.standard`, a 20 px one (7 px there, under
+    /// YuNet's floor) only by `.standard`, which runs at the frame's own size.
+    @Test func realTimeGivesUpOnlyTheSmallestFacesAt1080p() throws {
         let realTime = try FaceFixtures.detector(.realTime)
         func found(_ d: FaceDetector, side: Double, at place: (Double, Double)) throws -> Bool {
-            let (sprite, face) = FaceFixtures.graceHopper(width: side, centredAt: CGPoint(x: 1280 * place.0, y: 720 * place.1))
+            let (sprite, face) = FaceFixtures.graceHopper(width: side, centredAt: CGPoint(x: 1920 * place.0, y: 1080 * place.1))
             let frame = try FaceFixtures.render(
                 SyntheticScene(
-                    size: .init(width: 1280, height: 720),
+                    size: .init(width: 1920, height: 1080),
                     background: .image(path: FaceFixtures.faces.appendingPathComponent("negatives/rocket.jpg").path),
                     sprites: [sprite]))
             return try d.detect(in: frame).contains {
@@ -278,10 +320,10 @@ struct FaceDetectorTests {
             }
         }
         for place in [(0.3, 0.35), (0.7, 0.7)] {
-            #expect(try found(realTime, side: 32, at: place))
-            #expect(try found(detector, side: 32, at: place))
-            #expect(try found(detector, side: 16, at: place))
-            #expect(try !found(realTime, side: 16, at: place))
+            #expect(try found(realTime, side: 48, at: place))
+            #expect(try found(detector, side: 48, at: place))
+            #expect(try found(detector, side: 20, at: place))
+            #expect(try !found(realTime, side: 20, at: place))
         }
     }
 

@@ -5,7 +5,7 @@ import Testing
 @testable import cvcam
 
 /// `--face-detection`: parsed by every face command, and it really picks the detector the
-/// metadata output runs (the built binary on a 1280x720 image with one small face).
+/// metadata output runs (the built binary on a 1920x1080 image with one small face).
 @Suite struct FaceDetectionOptionTests {
     @Test func everyFaceCommandTakesTheModeAndDefaultsByInput() throws {
         let camera = try Faces.parse([])
@@ -45,19 +45,19 @@ import Testing
         }
     }
 
-    /// A face 16 px wide in a 1280x720 image: 8 px once `realtime` scales the frame to
+    /// A face 20 px wide in a 1920x1080 image: 7 px once `realtime` scales the frame to
     /// 640x360, too small for YuNet; `standard`, the default for images, runs at the frame's
     /// own size and finds it.
-    @Test func theImageDefaultFindsASixteenPixelFaceRealtimeGivesUp() throws {
+    @Test func theImageDefaultFindsATwentyPixelFaceRealtimeGivesUp() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("cvcam-fd-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         // grace_hopper.jpg's face box is 176,121 181×211 in its 512×600 pixels.
         let (sprite, face) = SyntheticScene.Sprite.image(
             path: CLI.fixture("images/grace_hopper.jpg"), imageSize: .init(width: 512, height: 600),
-            placing: CGRect(x: 176, y: 121, width: 181, height: 211), width: 16, centredAt: CGPoint(x: 384, y: 252))
+            placing: CGRect(x: 176, y: 121, width: 181, height: 211), width: 20, centredAt: CGPoint(x: 576, y: 378))
         let scene = SyntheticScene(
-            size: .init(width: 1280, height: 720), background: .image(path: CLI.fixture("negatives/rocket.jpg")),
+            size: .init(width: 1920, height: 1080), background: .image(path: CLI.fixture("negatives/rocket.jpg")),
             sprites: [sprite])
         let source = try SyntheticCameraSource(scene: scene, pacing: .asFastAsPossible)
         try source.open(format: source.formats[0], frameDuration: MediaTime.frameDuration(framesPerSecond: 30))
@@ -73,7 +73,7 @@ import Testing
                 guard object["event"] as? String == "enter", let box = object["box"] as? [String: Double],
                     let x = box["x"], let y = box["y"], let w = box["w"], let h = box["h"]
                 else { return nil }
-                return CGRect(x: x * 1280, y: y * 720, width: w * 1280, height: h * 720)
+                return CGRect(x: x * 1920, y: y * 1080, width: w * 1920, height: h * 1080)
             }
         }
         #expect(try enteredBoxes(["--face-detection", "realtime"]).isEmpty)

@@ -46,7 +46,7 @@ public struct FaceDetection: Sendable, Hashable {
 ///   side, trading small faces for frame rate. Nothing is enlarged by default: with YuNet-n an
 ///   enlarged small photo raised a cat's score over the threshold and lowered a masked face's. With `tileSize`
 ///   set, frames reduced that way are also scanned at full resolution in overlapping tiles.
-/// - **Smallest face** `minimumFaceSize`: candidates the network saw shorter than 16 px are
+/// - **Smallest face** `minimumFaceSize`: candidates shorter than 16 px of the image are
 ///   dropped. Below that YuNet's boxes are mostly texture, not faces.
 /// - **Score threshold** `scoreThreshold`, 0.7. The 2023 models' scores top out near 0.93, so
 ///   OpenCV's 0.9 for 2022mar would drop most faces.
@@ -88,8 +88,8 @@ public final class FaceDetector: @unchecked Sendable {
     public struct Configuration: Sendable, Hashable {
         /// Faces scoring below this are dropped (YuNet scores 0…1).
         public var scoreThreshold: Double
-        /// Faces shorter than this many pixels as the network saw them (after detection
-        /// scaling) are dropped; 0 keeps all. YuNet's own floor is about 10 px.
+        /// Faces shorter than this many pixels of the image are dropped; 0 keeps all. (A reduced
+        /// image has YuNet's own floor too: about 10 px at the detection scale.)
         public var minimumFaceSize: Double
         /// Check the landmark geometry of each face (see `FaceDetector`).
         public var checksLandmarkGeometry: Bool
@@ -676,7 +676,7 @@ public final class FaceDetector: @unchecked Sendable {
             guard status == 0 else { throw CaptureError(.detectionFailed, "YuNet failed: \(err.text)") }
             return (0..<min(Int(count), capacity)).compactMap { i in
                 let r = Array(rows[(i * Int(CVB_YUNET_ROW))..<((i + 1) * Int(CVB_YUNET_ROW))]).map(Double.init)
-                guard r[3] >= configuration.minimumFaceSize else { return nil }
+                guard r[3] * sy >= configuration.minimumFaceSize else { return nil }
                 let origin = back(r[0], r[1])
                 let corner = back(r[0] + r[2], r[1] + r[3])
                 let marks = (0..<5).map { back(r[4 + 2 * $0], r[5 + 2 * $0]) }

@@ -140,7 +140,9 @@ func devSetRow(_ name: String, _ s: DevScore, ms: Double, reference: Double) -> 
 
 /// The dev-set section of the report: plain YuNet models at their best thresholds beside cvcam's
 /// configurations, then what each part of cvcam's default buys.
-func devSetReport(_ folder: URL, models: URL) throws {
+/// Returns the threshold at which plain YuNet-n scored its best F1, for the fixture tables.
+@discardableResult
+func devSetReport(_ folder: URL, models: URL) throws -> Double? {
     let images = try loadDevSet(folder)
     let sharedModels = folder.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("models")
     let fm = FileManager.default
@@ -163,6 +165,7 @@ func devSetReport(_ folder: URL, models: URL) throws {
         + "and its ratio to plain YuNet-n.\n")
     var rows: [(String, DevScore, Double)] = []
     var plainN: DevRun?
+    var plainNThreshold: Double?
     var bestPlain = (name: "", f1: 0.0)
     for (name, url, longSide) in peers {
         var low = FaceDetector.Configuration.plain(scoreThreshold: 0.3)
@@ -173,7 +176,7 @@ func devSetReport(_ folder: URL, models: URL) throws {
         chosen.scoreThreshold = best.threshold
         let run = try runDevSet(try FaceDetector(configuration: chosen, yuNetModel: url, haarCascade: nil), on: images)
         rows.append(("\(name), threshold \(String(format: "%.2f", best.threshold))", best.score, run.medianMilliseconds))
-        if url == yuNetN, longSide == nil { plainN = run }
+        if url == yuNetN, longSide == nil { (plainN, plainNThreshold) = (run, best.threshold) }
         if longSide == nil, best.score.f1 > bestPlain.f1 { bestPlain = (name, best.score.f1) }
     }
     let standard = try runDevSet(try FaceDetector(configuration: .standard, modelsDirectory: models), on: images)
@@ -221,4 +224,5 @@ func devSetReport(_ folder: URL, models: URL) throws {
         line(name, scoreDevSet(try runDevSet(try FaceDetector(configuration: configuration, modelsDirectory: models), on: images), images))
     }
     print("")
+    return plainNThreshold
 }
