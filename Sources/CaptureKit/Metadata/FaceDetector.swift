@@ -46,7 +46,7 @@ public struct FaceDetection: Sendable, Hashable {
 ///   side, trading small faces for frame rate. Nothing is enlarged by default: with YuNet-n an
 ///   enlarged small photo raised a cat's score over the threshold and lowered a masked face's. With `tileSize`
 ///   set, frames reduced that way are also scanned at full resolution in overlapping tiles.
-/// - **Smallest face** `minimumFaceSize`: candidates shorter than 16 px of the image are
+/// - **Smallest face** `minimumFaceSize`: candidates shorter than 15 px of the image are
 ///   dropped. Below that YuNet's boxes are mostly texture, not faces.
 /// - **Score threshold** `scoreThreshold`, 0.7. The 2023 models' scores top out near 0.93, so
 ///   OpenCV's 0.9 for 2022mar would drop most faces.
@@ -130,7 +130,7 @@ public final class FaceDetector: @unchecked Sendable {
 
         /// Creates a configuration; the defaults are `standard`.
         public init(
-            scoreThreshold: Double = 0.7, minimumFaceSize: Double = 16, checksLandmarkGeometry: Bool = false,
+            scoreThreshold: Double = 0.7, minimumFaceSize: Double = 15, checksLandmarkGeometry: Bool = false,
             uprightRecheckScore: Double? = nil, minimumDetectionDimension: Int? = nil,
             maximumDetectionDimension: Int? = 2048, tileSize: Int? = nil, tileOverlap: Double = 0.25,
             nmsThreshold: Double = 0.3, minimumFrameContrast: Double = 2, minimumContrast: Double = 0,
@@ -160,7 +160,7 @@ public final class FaceDetector: @unchecked Sendable {
         public static let standard = Configuration()
         /// For live video: frames are reduced to a 640 px long side, so faces keep up with a
         /// 720p30 camera on a two-core board, at the price of the smallest face found (about
-        /// 16 px × the frame's long side / 640). `CaptureMetadataOutput`'s default.
+        /// 10 px × the frame's long side / 640, YuNet's own floor). `CaptureMetadataOutput`'s default.
         public static let realTime = Configuration(maximumDetectionDimension: 640)
         /// `standard` at most 1280 px, plus full-resolution 640 px tiles for larger frames
         /// (distant faces in 1080p video), at roughly 3–4× the cost of a 1280 px search.

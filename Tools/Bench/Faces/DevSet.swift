@@ -198,8 +198,9 @@ func devSetReport(_ folder: URL, models: URL) throws -> Double? {
         return c
     }
     let variants: [(String, FaceDetector.Configuration)] = [
-        ("− smallest face 16 px (keep all sizes)", variant { $0.minimumFaceSize = 0 }),
+        ("− smallest face 15 px (keep all sizes)", variant { $0.minimumFaceSize = 0 }),
         ("smallest face 12 px", variant { $0.minimumFaceSize = 12 }),
+        ("smallest face 16 px", variant { $0.minimumFaceSize = 16 }),
         ("smallest face 20 px", variant { $0.minimumFaceSize = 20 }),
         ("+ landmark geometry check, upright second look ≥ 0.9", variant {
             $0.checksLandmarkGeometry = true; $0.uprightRecheckScore = 0.9

@@ -270,7 +270,7 @@ func variant(_ change: (inout FaceDetector.Configuration) -> Void) -> FaceDetect
 let variants: [(String, FaceDetector.Configuration)] = [
     ("cvcam .standard", .standard),
     ("− frame content gate", variant { $0.minimumFrameContrast = 0 }),
-    ("− smallest face 16 px", variant { $0.minimumFaceSize = 0 }),
+    ("− smallest face 15 px", variant { $0.minimumFaceSize = 0 }),
     ("+ box contrast check", variant { $0.minimumContrast = 10 }),
     ("+ landmark geometry check, upright second look", variant { $0.checksLandmarkGeometry = true; $0.uprightRecheckScore = 0.9 }),
     ("− detection scaling (image at its own size)", variant { $0.maximumDetectionDimension = nil }),
