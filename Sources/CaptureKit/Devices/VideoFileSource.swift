@@ -90,11 +90,10 @@ public final class VideoFileSource: FrameSource, @unchecked Sendable {
     public func nextFrame(isCancelled: @Sendable () -> Bool) throws(CaptureError) -> SourceFrame? {
         guard let reader, let pool else { return nil }
         let buffer = try pool.makeBuffer()
-        var image = buffer.bridgeImage
         var positionMs = 0.0
         var index: Int64 = 0
         var err = cvb_error()
-        switch cvb_video_reader_read(reader, &image, &positionMs, &index, &err) {
+        switch buffer.withBridgeImage({ cvb_video_reader_read(reader, &$0, &positionMs, &index, &err) }) {
         case Int32(CVB_READ_FRAME):
             let n = framesRead
             framesRead += 1
