@@ -29,7 +29,7 @@ final class CaptureJob: @unchecked Sendable {
     init(input options: InputOptions, output: OutputOptions, device chosen: CaptureDevice? = nil) throws {
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = output.verbose ? .debug : .error
+            handler.logLevel = output.verbose ? .debug : .warning
             return handler
         }
         self.options = options

@@ -54,7 +54,7 @@ enum InputFile {
     static func openError(_ path: String, errno: Int32, code: CaptureError.Code) -> CaptureError {
         switch errno {
         case ENOENT, ENOTDIR:
-            CaptureError(.fileNotFound, "no file or folder at \(path): check the path", path: path, errno: errno)
+            CaptureError(.fileNotFound, "no file at \(path): check the path", path: path, errno: errno)
         case EACCES, EPERM:
             CaptureError(
                 .permissionDenied, "cannot read \(path): permission denied; check its permissions and its folders'",
