@@ -29,7 +29,7 @@ final class CaptureJob: @unchecked Sendable {
     init(input options: InputOptions, output: OutputOptions, device chosen: CaptureDevice? = nil) throws {
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = output.verbose ? .debug : .error
+            handler.logLevel = output.verbose ? .debug : .warning
             return handler
         }
         self.options = options
@@ -147,14 +147,23 @@ final class CaptureJob: @unchecked Sendable {
     /// Seconds since the session started.
     var elapsed: Double { Date().timeIntervalSince(startedAt) }
 
+    /// How long a stop asked for by SIGINT/SIGTERM may take before the process ends anyway.
+    static let signalGracePeriod = 1.0
+
+    /// SIGINT/SIGTERM stop the session; if it has not ended `signalGracePeriod` later (a read
+    /// blocked in the kernel or a decoder), or on a second signal, the process `_exit`s with
+    /// 128 + the signal number, so a signal always ends cvcam.
     private func installSignalHandlers() {
+        let queue = DispatchQueue(label: "cvcam.signals")
         for sig in [SIGINT, SIGTERM] {
             signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: DispatchQueue(label: "cvcam.signals"))
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)
             source.setEventHandler { [weak self] in
-                guard let self else { return }
+                guard let self, !self.interrupted else { _exit(128 + sig) }
                 self.interrupted = true
-                try? self.session.stopRunning()
+                DispatchQueue.global().asyncAfter(deadline: .now() + Self.signalGracePeriod) { _exit(128 + sig) }
+                // Off this queue, so a stop that blocks cannot hold back the second signal.
+                DispatchQueue.global().async { try? self.session.stopRunning() }
             }
             source.resume()
             signalSources.append(source)

@@ -131,7 +131,9 @@ struct InputOptions: ParsableArguments {
                 let scene = try SyntheticSpec.parse(String(input.dropFirst("synthetic:".count)))
                 device = try CaptureDevice(syntheticScene: scene, pacing: framePacing)
             } else if inputKind == "folder" || inputKind == "image" {
-                device = try CaptureDevice(imagesAtPath: input, frameRate: fps ?? 10, pacing: framePacing)
+                device = try CaptureDevice(
+                    imagesAtPath: input, frameRate: fps ?? 10, pacing: framePacing,
+                    onSkippedImage: { FileHandle.standardError.write(Data("warning: skipped \($0)\n".utf8)) })
             } else {
                 device = try CaptureDevice(videoFileAtPath: input, pacing: framePacing)
             }

@@ -33,8 +33,9 @@ public final class ImageFolderSource: FrameSource, @unchecked Sendable {
     /// Lists the images at `path` (a folder, or one image file) and decodes the first to
     /// learn the frame size.
     ///
-    /// - Throws: `.fileNotFound` when nothing is at `path`; `.noImagesInFolder` when the folder
-    ///   holds no image files; `.unreadableImage` when the first image cannot be decoded.
+    /// - Throws: `.fileNotFound` when nothing is at `path`; `.permissionDenied` when it cannot
+    ///   be read; `.noImagesInFolder` when the folder holds no image files; `decode`'s errors
+    ///   for the first image.
     public init(
         path: String, frameRate: Double = 10, loops: Bool = false, pacing: FramePacing = .realTime,
         onSkippedImage: (@Sendable (CaptureError) -> Void)? = nil
@@ -42,12 +43,14 @@ public final class ImageFolderSource: FrameSource, @unchecked Sendable {
         guard frameRate > 0 else {
             throw CaptureError(.invalidConfiguration, "an image folder's frame rate must be above 0 (got \(frameRate))")
         }
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-            throw CaptureError(.fileNotFound, "no file or folder at \(path): check the path", path: path, errno: ENOENT)
-        }
-        if isDirectory.boolValue {
-            let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
+        if InputFile.isFolder(try InputFile.status(path, code: .unreadableImage)) {
+            // opendir first: a folder that cannot be read says so (with errno), not "holds no images".
+            guard let dir = opendir(path) else { throw InputFile.openError(path, errno: errno, code: .unreadableImage) }
+            closedir(dir)
+            let names: [String]
+            do { names = try FileManager.default.contentsOfDirectory(atPath: path) } catch {
+                throw CaptureError(.unreadableImage, "cannot list \(path): \(error.localizedDescription)", path: path)
+            }
             files = names
                 .filter { Self.imageExtensions.contains(($0 as NSString).pathExtension.lowercased()) && !$0.hasPrefix(".") }
                 .sorted { $0.localizedStandardCompare($1) == .orderedAscending }
@@ -75,14 +78,35 @@ public final class ImageFolderSource: FrameSource, @unchecked Sendable {
         ]
     }
 
-    /// Decodes one image file as BGR (`cvb_image_read`).
-    public static func decode(_ path: String, as format: PixelFormat = .bgr) throws(CaptureError) -> PixelBuffer {
+    /// The most pixels a decoded image may have unless a caller says otherwise: 100 megapixels
+    /// (300 MB as BGR), or `CVCAM_MAX_IMAGE_PIXELS` from the environment. Checked against the
+    /// header before decoding, so a small file declaring a huge image cannot exhaust memory.
+    public static let maximumPixels: Int = {
+        if let text = ProcessInfo.processInfo.environment["CVCAM_MAX_IMAGE_PIXELS"], let n = Int(text), n > 0 { return n }
+        return 100_000_000
+    }()
+
+    /// Decodes one image file as BGR (`cvb_image_read`), after checking it is a regular file
+    /// this user can read whose header declares at most `maximumPixels` pixels.
+    ///
+    /// - Throws: `.fileNotFound`, `.permissionDenied` (with errno), `.imageTooLarge`, or
+    ///   `.unreadableImage` when it is not a regular file or OpenCV cannot decode it.
+    public static func decode(
+        _ path: String, as format: PixelFormat = .bgr, maximumPixels: Int = ImageFolderSource.maximumPixels
+    ) throws(CaptureError) -> PixelBuffer {
+        try InputFile.withRegularFile(path, kind: "an image", code: .unreadableImage) { (fd) throws(CaptureError) in
+            guard let size = ImageHeader.dimensions(fd) else { return }
+            let (pixels, overflow) = size.width.multipliedReportingOverflow(by: size.height)
+            if overflow || pixels > maximumPixels {
+                throw CaptureError(
+                    .imageTooLarge,
+                    "\(path) declares \(size.width)x\(size.height) pixels, over the limit of \(maximumPixels) pixels "
+                        + "on decoded images: set CVCAM_MAX_IMAGE_PIXELS to raise it", path: path)
+            }
+        }
         var err = cvb_error()
         guard let mat = cvb_image_read(path, format.rawValue, &err) else {
-            let exists = FileManager.default.fileExists(atPath: path)
-            throw CaptureError(
-                exists ? .unreadableImage : .fileNotFound,
-                exists ? "\(path) is not an image OpenCV can decode" : "no image at \(path)", path: path)
+            throw CaptureError(.unreadableImage, "\(path) is not an image OpenCV can decode", path: path)
         }
         return PixelBuffer(ownedMat: mat, pixelFormat: format, pool: nil)
     }

@@ -190,10 +190,10 @@ public final class SyntheticCameraSource: FrameSource, @unchecked Sendable {
         guard let background, let pool else { return nil }
         if let count = scene.frameCount, index >= count { return nil }
         let frame = try pool.makeBuffer()
-        var dst = frame.bridgeImage
-        var src = background.bridgeImage
         var err = cvb_error()
-        try check(cvb_image_convert(&src, &dst, &err), err)
+        try PixelBuffer.withBridgeImages(background, frame) { (src, dst) throws(CaptureError) in
+            try check(cvb_image_convert(&src, &dst, &err), err)
+        }
         let t = scene.time(ofFrame: index)
         for (sprite, image) in zip(scene.sprites, spriteImages) {
             guard let r = sprite.rect(at: t) else { continue }
@@ -202,10 +202,13 @@ public final class SyntheticCameraSource: FrameSource, @unchecked Sendable {
             let w = Int32((r.width * scale.width).rounded())
             let h = Int32((r.height * scale.height).rounded())
             if let image {
-                var s = image.bridgeImage
-                try check(cvb_image_blit(&dst, &s, x, y, w, h, &err), err)
+                try PixelBuffer.withBridgeImages(image, frame) { (s, dst) throws(CaptureError) in
+                    try check(cvb_image_blit(&dst, &s, x, y, w, h, &err), err)
+                }
             } else if case .color(let red, let green, let blue) = sprite.content {
-                try check(cvb_image_fill_rect(&dst, x, y, w, h, blue, green, red, &err), err)
+                try frame.withBridgeImage { (dst) throws(CaptureError) in
+                    try check(cvb_image_fill_rect(&dst, x, y, w, h, blue, green, red, &err), err)
+                }
             }
         }
         defer { index += 1 }
@@ -227,14 +230,15 @@ public final class SyntheticCameraSource: FrameSource, @unchecked Sendable {
         var dst = buffer.bridgeImage
         var err = cvb_error()
         var status: Int32 = 0
+        defer { withExtendedLifetime(buffer) {} }
         switch background {
         case .color(let r, let g, let b):
             status = cvb_image_fill(&dst, b, g, r, &err)
         case .noise(let seed, let mean, let sd):
             status = cvb_image_fill_noise(&dst, seed, mean, sd, &err)
         case .image(let path):
-            var src = try ImageFolderSource.decode(path).bridgeImage
-            status = cvb_image_resize(&src, &dst, &err)
+            // The decoded image is a temporary: its view must not outlive it.
+            status = try ImageFolderSource.decode(path).withBridgeImage { src in cvb_image_resize(&src, &dst, &err) }
         case .colorBars:
             let bars: [(UInt8, UInt8, UInt8)] = [
                 (192, 192, 192), (192, 192, 0), (0, 192, 192), (0, 192, 0), (192, 0, 192), (192, 0, 0), (0, 0, 192),
@@ -281,9 +285,9 @@ public enum QRCodeImage {
         let gray = PixelBuffer(ownedMat: mat, pixelFormat: .gray, pool: nil)
         let bgr = try PixelBuffer(width: gray.width * moduleSize, height: gray.height * moduleSize, pixelFormat: .bgr)
         var dst = bgr.bridgeImage
+        defer { withExtendedLifetime(bgr) {} }
         if moduleSize == 1 {
-            var src = gray.bridgeImage
-            guard cvb_image_convert(&src, &dst, &err) == 0 else {
+            guard PixelBuffer.withBridgeImages(gray, bgr, { src, dst in cvb_image_convert(&src, &dst, &err) }) == 0 else {
                 throw CaptureError(.conversionFailed, "converting the QR code failed: \(err.text)")
             }
         } else {

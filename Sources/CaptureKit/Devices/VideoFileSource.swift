@@ -33,24 +33,20 @@ public final class VideoFileSource: FrameSource, @unchecked Sendable {
 
     /// Opens the file once to read its size, rate and frame count.
     ///
-    /// - Throws: `.fileNotFound` when nothing is at `path`; `.cannotOpenVideo` when the file
+    /// - Throws: `.fileNotFound` when nothing is at `path`; `.permissionDenied` when it cannot be
+    ///   read; `.cannotOpenVideo` when it is not a regular file (a FIFO, a socket), or when the file
     ///   is not a video OpenCV's FFmpeg backend can decode (a text file named `.mp4`, a
     ///   truncated MP4 without its index, a directory).
     public init(path: String, pacing: FramePacing = .realTime) throws(CaptureError) {
         self.path = path
         self.pacing = pacing
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-            throw CaptureError(.fileNotFound, "no file at \(path): check the path", path: path, errno: ENOENT)
-        }
-        guard !isDirectory.boolValue else {
+        guard !InputFile.isFolder(try InputFile.status(path, code: .cannotOpenVideo)) else {
             throw CaptureError(
                 .cannotOpenVideo, "\(path) is a folder, not a video file: open it as an image folder instead",
                 path: path)
         }
-        guard FileManager.default.isReadableFile(atPath: path) else {
-            throw CaptureError(.cannotOpenVideo, "cannot read \(path): check its permissions", path: path, errno: EACCES)
-        }
+        // FFmpeg opens the file twice (probe, then read): a FIFO would block the second open.
+        try InputFile.withRegularFile(path, kind: "a video", code: .cannotOpenVideo) { _ in }
         var info = cvb_video_info()
         var err = cvb_error()
         guard let probe = cvb_video_reader_open(path, &info, &err) else {
@@ -90,11 +86,10 @@ public final class VideoFileSource: FrameSource, @unchecked Sendable {
     public func nextFrame(isCancelled: @Sendable () -> Bool) throws(CaptureError) -> SourceFrame? {
         guard let reader, let pool else { return nil }
         let buffer = try pool.makeBuffer()
-        var image = buffer.bridgeImage
         var positionMs = 0.0
         var index: Int64 = 0
         var err = cvb_error()
-        switch cvb_video_reader_read(reader, &image, &positionMs, &index, &err) {
+        switch buffer.withBridgeImage({ cvb_video_reader_read(reader, &$0, &positionMs, &index, &err) }) {
         case Int32(CVB_READ_FRAME):
             let n = framesRead
             framesRead += 1

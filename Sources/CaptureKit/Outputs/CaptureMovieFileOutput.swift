@@ -1,5 +1,7 @@
+import CVBridge
 import Dispatch
 import Foundation
+import Logging
 import Synchronization
 
 /// Receives the start and end of recordings (`AVCaptureFileOutputRecordingDelegate`).
@@ -72,6 +74,8 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
     let fileCalls: any FileSystemCalls
     /// Writer-queue only.
     private var writer: MJPEGAVIWriter?
+    private var warnedAboutScaling = false
+    private let logger = Logger(label: "cvcam.movie")
     private var lastFragmentDuration = MediaTime.zero
 
     /// Creates a movie output.
@@ -177,7 +181,22 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
         let settings = recording.settings
         do throws(CaptureError) {
             let t = connection.transform
-            let frame = try converter.convert(sample, to: .bgr, rotation: t.rotation, mirrored: t.mirrored).pixelBuffer
+            var frame = try converter.convert(sample, to: .bgr, rotation: t.rotation, mirrored: t.mirrored).pixelBuffer
+            // An AVI has one frame size, the first frame's: later frames of another size (a folder
+            // of mixed images) are scaled to it, and the first such frame is logged.
+            if let writer, frame.width != writer.width || frame.height != writer.height {
+                if !warnedAboutScaling {
+                    warnedAboutScaling = true
+                    logger.warning(
+                        "frame \(sample.sequenceNumber) is \(frame.width)x\(frame.height): scaling frames to the movie's \(writer.width)x\(writer.height) (its first frame's size)")
+                }
+                let scaled = try PixelBuffer(width: writer.width, height: writer.height, pixelFormat: .bgr)
+                var err = cvb_error()
+                guard PixelBuffer.withBridgeImages(frame, scaled, { cvb_image_resize(&$0, &$1, &err) }) == 0 else {
+                    throw CaptureError(.conversionFailed, "scaling a frame to the movie's size failed: \(err.text)")
+                }
+                frame = scaled
+            }
             let jpeg = try PhotoEncoder.encode(
                 frame, codec: .jpeg(quality: settings.jpegQuality), rotation: 0, mirrored: false, device: nil,
                 captureDate: Date(), annotation: nil, converter: converter)

@@ -246,10 +246,8 @@ enum PhotoEncoder {
     static func thumbnail(of frame: PixelBuffer, fitting size: CaptureDevice.Dimensions) throws(CaptureError) -> PixelBuffer {
         let target = fitted(CaptureDevice.Dimensions(width: frame.width, height: frame.height), in: size)
         let out = try PixelBuffer(width: target.width, height: target.height, pixelFormat: .bgr)
-        var src = frame.bridgeImage
-        var dst = out.bridgeImage
         var err = cvb_error()
-        guard cvb_image_resize(&src, &dst, &err) == 0 else {
+        guard PixelBuffer.withBridgeImages(frame, out, { cvb_image_resize(&$0, &$1, &err) }) == 0 else {
             throw CaptureError(.conversionFailed, "scaling the preview thumbnail failed: \(err.text)")
         }
         return out

@@ -30,9 +30,7 @@ final class FrameConverter: Sendable {
         var current = source
         if target != source.pixelFormat {
             let converted = try buffer(width: source.width, height: source.height, format: target)
-            var src = source.bridgeImage
-            var dst = converted.bridgeImage
-            guard cvb_image_convert(&src, &dst, &err) == 0 else {
+            guard PixelBuffer.withBridgeImages(source, converted, { cvb_image_convert(&$0, &$1, &err) }) == 0 else {
                 throw CaptureError(
                     .conversionFailed, "cannot convert \(source.pixelFormat) to \(target): \(err.text)")
             }
@@ -43,9 +41,10 @@ final class FrameConverter: Sendable {
             let rotated = try buffer(
                 width: quarter ? current.height : current.width, height: quarter ? current.width : current.height,
                 format: target)
-            var src = current.bridgeImage
-            var dst = rotated.bridgeImage
-            guard cvb_image_rotate_mirror(&src, &dst, rotation, mirrored ? 1 : 0, &err) == 0 else {
+            let status = PixelBuffer.withBridgeImages(current, rotated) {
+                cvb_image_rotate_mirror(&$0, &$1, rotation, mirrored ? 1 : 0, &err)
+            }
+            guard status == 0 else {
                 throw CaptureError(.conversionFailed, "cannot rotate the frame by \(rotation)°: \(err.text)")
             }
             current = rotated

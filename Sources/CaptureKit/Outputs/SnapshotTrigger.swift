@@ -300,10 +300,12 @@ public final class SnapshotTrigger {
         let y0 = Int32((rect.minY * h).rounded(.down))
         let x1 = Int32((rect.maxX * w).rounded(.up))
         let y1 = Int32((rect.maxY * h).rounded(.up))
-        var image = measured.bridgeImage
         var err = cvb_error()
         var variance = 0.0
-        guard cvb_image_laplacian_variance(&image, x0, y0, x1 - x0, y1 - y0, &variance, &err) == 0 else {
+        let status = measured.withBridgeImage {
+            cvb_image_laplacian_variance(&$0, x0, y0, x1 - x0, y1 - y0, &variance, &err)
+        }
+        guard status == 0 else {
             throw CaptureError(.conversionFailed, "measuring sharpness failed: \(err.text)")
         }
         return variance

@@ -72,6 +72,8 @@ public struct CaptureError: Error, Sendable, Equatable, CustomStringConvertible 
         public static let noImagesInFolder = Code(rawValue: "noImagesInFolder")
         /// An image file could not be decoded.
         public static let unreadableImage = Code(rawValue: "unreadableImage")
+        /// An image's header declares more pixels than `ImageFolderSource.maximumPixels` allows.
+        public static let imageTooLarge = Code(rawValue: "imageTooLarge")
         /// A video ended before the frame count its container promised (truncated or corrupt).
         public static let truncatedVideo = Code(rawValue: "truncatedVideo")
         /// A video frame could not be decoded mid-stream.

@@ -13,15 +13,14 @@ public enum ImageFile {
 
     /// The encoded bytes of `buffer` (BGR or gray).
     public static func encode(_ buffer: PixelBuffer, as format: Format) throws(CaptureError) -> [UInt8] {
-        var image = buffer.bridgeImage
         var err = cvb_error()
         let (ext, params): (String, [Int32]) =
             switch format {
             case .jpeg(let quality): (".jpg", [1 /* IMWRITE_JPEG_QUALITY */, Int32(max(0, min(100, quality)))])
             case .png: (".png", [])
             }
-        let mat = params.withUnsafeBufferPointer { p in
-            cvb_image_encode(&image, ext, p.baseAddress, Int32(p.count), &err)
+        let mat = buffer.withBridgeImage { image in
+            params.withUnsafeBufferPointer { p in cvb_image_encode(&image, ext, p.baseAddress, Int32(p.count), &err) }
         }
         guard let mat else { throw CaptureError(.conversionFailed, "cannot encode the frame as \(ext): \(err.text)") }
         defer { cvb_mat_release(mat) }

@@ -79,7 +79,27 @@ public final class PixelBuffer: @unchecked Sendable {
         pixelFormat == .nv12 ? bytesPerRow * height * 3 / 2 : bytesPerRow * height
     }
 
-    /// A CVBridge view of the pixels, for calls into the bridge.
+    /// Calls `body` with a CVBridge view of the pixels. The view holds a raw pointer and no
+    /// reference, so it is valid only inside `body`, which keeps the buffer alive; use this
+    /// rather than `bridgeImage` whenever the buffer is a temporary.
+    func withBridgeImage<R, E: Error>(_ body: (inout cvb_image) throws(E) -> R) throws(E) -> R {
+        var image = bridgeImage
+        defer { withExtendedLifetime(self) {} }
+        return try body(&image)
+    }
+
+    /// `withBridgeImage` for a source and a destination.
+    static func withBridgeImages<R, E: Error>(
+        _ source: PixelBuffer, _ destination: PixelBuffer, _ body: (inout cvb_image, inout cvb_image) throws(E) -> R
+    ) throws(E) -> R {
+        try source.withBridgeImage { (src) throws(E) -> R in
+            try destination.withBridgeImage { (dst) throws(E) -> R in try body(&src, &dst) }
+        }
+    }
+
+    /// A CVBridge view of the pixels. It does not keep the buffer alive: Swift may free a buffer
+    /// after its last use, so a view of a temporary (`decode(path).bridgeImage`) dangles. Prefer
+    /// `withBridgeImage`.
     var bridgeImage: cvb_image {
         cvb_image(
             data: baseAddress.assumingMemoryBound(to: UInt8.self), width: Int32(width), height: Int32(height),

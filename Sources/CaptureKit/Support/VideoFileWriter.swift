@@ -49,9 +49,8 @@ public final class VideoFileWriter {
             throw CaptureError(
                 .writeFailed, "frame is \(buffer.width)x\(buffer.height) but \(path) is \(dimensions)", path: path)
         }
-        var image = buffer.bridgeImage
         var err = cvb_error()
-        guard cvb_video_writer_write(writer, &image, &err) == 0 else {
+        guard buffer.withBridgeImage({ cvb_video_writer_write(writer, &$0, &err) }) == 0 else {
             throw CaptureError(.writeFailed, "writing a frame to \(path) failed: \(err.text)", path: path)
         }
         frameCount += 1

@@ -289,10 +289,11 @@ public final class V4L2FrameSource: FrameSource, @unchecked Sendable {
             let pixels: PixelBuffer
             if s.isCompressed {
                 let frame = try pool.makeBuffer()
-                var dst = frame.bridgeImage
                 var err = cvb_error()
-                let status = cvb_image_decode_into(
-                    s.address(of: index).assumingMemoryBound(to: UInt8.self), Int(buffer.bytesused), &dst, &err)
+                let status = frame.withBridgeImage { dst in
+                    cvb_image_decode_into(
+                        s.address(of: index).assumingMemoryBound(to: UInt8.self), Int(buffer.bytesused), &dst, &err)
+                }
                 s.requeue(index)
                 guard status == 0 else { continue }  // a damaged JPEG (common on USB): drop the frame
                 pixels = frame

@@ -1,0 +1,118 @@
+import Foundation
+import Testing
+
+/// The built binary on inputs that used to hang, crash or mislead (issue #17): exit code,
+/// message, no crash (no exit at or above 128 unless a signal was sent) and bounded time.
+@Suite struct BadInputCLITests {
+    /// Runs cvcam, sending `signal` after `signalAfter` seconds when given; kills it after `limit`.
+    static func run(_ arguments: [String], signal: Int32? = nil, signalAfter: Double = 1, limit: Double = 20)
+        throws -> (status: Int32, stderr: String, seconds: Double)
+    {
+        let process = Process()
+        process.executableURL = CLI.binary
+        process.arguments = arguments
+        let err = Pipe()
+        process.standardError = err
+        process.standardOutput = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        let started = Date()
+        try process.run()
+        nonisolated(unsafe) var errData = Data()
+        let reader = Thread { errData = err.fileHandleForReading.readDataToEndOfFile() }
+        reader.start()
+        var signalled: Date?
+        while process.isRunning && Date().timeIntervalSince(started) < limit {
+            if let signal, signalled == nil, Date().timeIntervalSince(started) > signalAfter {
+                kill(process.processIdentifier, signal)
+                signalled = Date()
+            }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        while !reader.isFinished { Thread.sleep(forTimeInterval: 0.005) }
+        return (process.terminationStatus, String(decoding: errData, as: UTF8.self),
+                Date().timeIntervalSince(signalled ?? started))
+    }
+
+    @Test func fifoWithAWriterIsRefusedAtOnce() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("cvcam-fifo-\(UUID())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let fifo = dir.appendingPathComponent("in.mp4").path
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let writer = open(fifo, O_RDWR)
+        defer { close(writer) }
+        let r = try Self.run(["scan", "--input", fifo])
+        #expect(r.status == 1, "stderr: \(r.stderr)")
+        #expect(r.stderr.contains("FIFO"))
+        #expect(r.seconds < 5)
+    }
+
+    @Test func hugeDeclaredImageIsAClearErrorNotGigabytes() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("cvcam-huge-\(UUID())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("huge.png").path
+        try Data(InputRobustnessPNG.png(width: 32000, height: 32000)).write(to: URL(fileURLWithPath: path))
+        let r = try Self.run(["scan", "--input", path])
+        #expect(r.status == 1, "stderr: \(r.stderr)")
+        #expect(r.stderr.contains("32000x32000") && r.stderr.contains("CVCAM_MAX_IMAGE_PIXELS"))
+        var usage = rusage()
+        getrusage(RUSAGE_CHILDREN.rawValue, &usage)
+        #expect(usage.ru_maxrss < 500_000, "max RSS of a child \(usage.ru_maxrss) kB")
+    }
+
+    /// An AVI has one frame size: frames of other sizes are scaled to the first one's, with a warning.
+    @Test func recordFromMixedSizesWritesOneSize() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("cvcam-mixed-\(UUID())")
+        try FileManager.default.createDirectory(at: dir.appendingPathComponent("in"), withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        for (i, size) in ["32x32", "64x48", "80x60"].enumerated() {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
+            p.arguments = ["-v", "error", "-y", "-f", "lavfi", "-i", "testsrc=size=\(size)", "-frames:v", "1",
+                           dir.appendingPathComponent("in/img\(i).png").path]
+            try p.run()
+            p.waitUntilExit()
+        }
+        let movie = dir.appendingPathComponent("m.avi").path
+        let r = try Self.run(["record", "--input", dir.appendingPathComponent("in").path, "-o", movie])
+        #expect(r.status == 0, "stderr: \(r.stderr)")
+        #expect(r.stderr.contains("scaling frames to the movie's 32x32"))
+        let probe = Process()
+        probe.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
+        probe.arguments = ["-v", "error", "-i", movie, "-f", "framemd5", "-"]
+        let out = Pipe()
+        let err = Pipe()
+        probe.standardOutput = out
+        probe.standardError = err
+        try probe.run()
+        let frames = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        probe.waitUntilExit()
+        #expect(String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).isEmpty)
+        #expect(frames.split(separator: "\n").filter { $0.hasPrefix("0,") }.count == 3)
+    }
+
+    @Test(arguments: [SIGINT, SIGTERM]) func signalEndsAnEndlessRunWithinASecond(signal: Int32) throws {
+        let r = try Self.run(
+            ["faces", "--input", "synthetic:size=64x48", "--quiet"], signal: signal, signalAfter: 1.5)
+        #expect(r.seconds < 1.5, "took \(r.seconds) s after the signal; stderr: \(r.stderr)")
+        #expect(r.status == 0 || r.status == 128 + signal, "status \(r.status); stderr: \(r.stderr)")
+    }
+}
+
+/// The IHDR-only PNG (shared with CaptureKitTests' copy; test targets cannot share sources).
+enum InputRobustnessPNG {
+    static func png(width: UInt32, height: UInt32) -> [UInt8] {
+        func be(_ v: UInt32) -> [UInt8] { [24, 16, 8, 0].map { UInt8(truncatingIfNeeded: v >> $0) } }
+        let chunk = Array("IHDR".utf8) + be(width) + be(height) + [8, 2, 0, 0, 0]
+        var crc: UInt32 = 0xFFFF_FFFF
+        for byte in chunk {
+            crc ^= UInt32(byte)
+            for _ in 0..<8 { crc = crc & 1 == 1 ? 0xEDB8_8320 ^ (crc >> 1) : crc >> 1 }
+        }
+        return [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + be(13) + chunk + be(~crc)
+            + be(0) + Array("IEND".utf8) + [0xAE, 0x42, 0x60, 0x82]
+    }
+}
