@@ -2,6 +2,7 @@ import ArgumentParser
 import CaptureKit
 import Dispatch
 import Foundation
+import Synchronization
 import Logging
 
 /// Runs one capturing subcommand: opens the input, runs the session until the input ends or
@@ -149,10 +150,13 @@ final class CaptureJob: @unchecked Sendable {
 
     /// How long a stop asked for by SIGINT/SIGTERM may take before the process ends anyway.
     static let signalGracePeriod = 1.0
+    /// Set once the stop a signal asked for has returned (see `installSignalHandlers`).
+    private let stopReturned = Atomic<Bool>(false)
 
-    /// SIGINT/SIGTERM stop the session; if it has not ended `signalGracePeriod` later (a read
-    /// blocked in the kernel or a decoder), or on a second signal, the process `_exit`s with
-    /// 128 + the signal number, so a signal always ends cvcam.
+    /// SIGINT/SIGTERM stop the session; if the stop has not returned `signalGracePeriod` later
+    /// (a read blocked in the kernel or a decoder), or on a second signal, the process `_exit`s
+    /// with 128 + the signal number, so a signal always ends cvcam. A stop that returned in
+    /// time disarms the watchdog: finishing files and the summary are not cut short.
     private func installSignalHandlers() {
         let queue = DispatchQueue(label: "cvcam.signals")
         for sig in [SIGINT, SIGTERM] {
@@ -161,9 +165,14 @@ final class CaptureJob: @unchecked Sendable {
             source.setEventHandler { [weak self] in
                 guard let self, !self.interrupted else { _exit(128 + sig) }
                 self.interrupted = true
-                DispatchQueue.global().asyncAfter(deadline: .now() + Self.signalGracePeriod) { _exit(128 + sig) }
+                DispatchQueue.global().asyncAfter(deadline: .now() + Self.signalGracePeriod) {
+                    if !self.stopReturned.load(ordering: .acquiring) { _exit(128 + sig) }
+                }
                 // Off this queue, so a stop that blocks cannot hold back the second signal.
-                DispatchQueue.global().async { try? self.session.stopRunning() }
+                DispatchQueue.global().async {
+                    try? self.session.stopRunning()
+                    self.stopReturned.store(true, ordering: .releasing)
+                }
             }
             source.resume()
             signalSources.append(source)
