@@ -42,14 +42,13 @@ struct Record: ParsableCommand {
         guard (outputFile as NSString).pathExtension.lowercased() == "avi" else {
             throw ValidationError("-o must end in .avi (got '\(outputFile)'); cvcam records Motion-JPEG AVI.")
         }
-        if let duration, !(duration > 0) { throw ValidationError("--duration must be above 0 seconds (got \(duration)).") }
+        // Up to a year of recorded time.
+        try OptionRange.check(duration, 0.001...31_622_400, "--duration", unit: " seconds")
         if let maxSize, Self.parseBytes(maxSize) == nil {
             throw ValidationError("--max-size must be a number of bytes above 0, optionally with K, M or G (got '\(maxSize)').")
         }
-        guard fragmentInterval > 0 else {
-            throw ValidationError("--fragment-interval must be above 0 seconds (got \(fragmentInterval)).")
-        }
-        guard (1...100).contains(quality) else { throw ValidationError("--quality must be 1 to 100 (got \(quality)).") }
+        try OptionRange.check(fragmentInterval, OptionRange.positiveSeconds, "--fragment-interval", unit: " seconds")
+        try OptionRange.check(quality, 1...100, "--quality")
     }
 
     /// "50M" → 52428800; nil when not a positive size.

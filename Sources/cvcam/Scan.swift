@@ -28,7 +28,10 @@ struct Scan: ParsableCommand {
     var once = false
 
     func validate() throws {
-        guard repeatInterval >= 0 else { throw ValidationError("--repeat-interval must be 0 or more.") }
+        try OptionRange.check(repeatInterval, OptionRange.seconds, "--repeat-interval", unit: " seconds")
+        if types.split(separator: ",", omittingEmptySubsequences: false).contains(where: { $0.isEmpty }) {
+            throw ValidationError("--types must list code types separated by commas, e.g. qr,ean13 (got '\(types)').")
+        }
     }
 
     func run() throws {

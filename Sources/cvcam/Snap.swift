@@ -58,12 +58,12 @@ struct Snap: ParsableCommand {
         guard Self.extensions.contains(ext) else {
             throw ValidationError("-o must end in .jpg, .jpeg or .png (got '\(outputFile)').")
         }
-        guard count >= 1 && count <= 10_000 else { throw ValidationError("--count must be 1 to 10000 (got \(count)).") }
-        guard interval >= 0 else { throw ValidationError("--interval must be 0 or more seconds (got \(interval)).") }
-        if let timeout, !(timeout > 0) { throw ValidationError("--timeout must be above 0 seconds (got \(timeout)).") }
-        guard (1...100).contains(quality) else { throw ValidationError("--quality must be 1 to 100 (got \(quality)).") }
+        try OptionRange.check(count, 1...10_000, "--count")
+        try OptionRange.check(interval, OptionRange.seconds, "--interval", unit: " seconds")
+        try OptionRange.check(timeout, OptionRange.positiveSeconds, "--timeout", unit: " seconds")
+        try OptionRange.check(quality, 1...100, "--quality")
         if let photoSize, photoSize.lowercased() != "max", InputOptions.parseSize(photoSize) == nil {
-            throw ValidationError("--photo-size must be 'max' or WxH, e.g. 1920x1080 (got '\(photoSize)').")
+            throw ValidationError("--photo-size must be 'max' or WxH, e.g. 1920x1080, each side 1 to 16384 (got '\(photoSize)').")
         }
     }
 

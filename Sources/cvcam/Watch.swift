@@ -69,19 +69,19 @@ struct Watch: ParsableCommand {
     var quality: Int = 92
 
     func validate() throws {
-        guard (0...1).contains(minFaceSize) else { throw ValidationError("--min-face-size must be 0 to 1 (got \(minFaceSize)).") }
-        guard (0...1).contains(minScore) else { throw ValidationError("--min-score must be 0 to 1 (got \(minScore)).") }
-        guard (0...180).contains(maxRoll) else { throw ValidationError("--max-roll must be 0 to 180 degrees (got \(maxRoll)).") }
-        guard (0...180).contains(maxYaw) else { throw ValidationError("--max-yaw must be 0 to 180 degrees (got \(maxYaw)).") }
-        if let minSharpness, minSharpness < 0 { throw ValidationError("--min-sharpness must be 0 or more (got \(minSharpness)).") }
-        guard (1...300).contains(bestOf) else { throw ValidationError("--best-of must be 1 to 300 frames (got \(bestOf)).") }
-        if let faceCooldown, faceCooldown < 0 { throw ValidationError("--face-cooldown must be 0 or more seconds (got \(faceCooldown)).") }
-        guard cooldown >= 0 else { throw ValidationError("--cooldown must be 0 or more seconds (got \(cooldown)).") }
-        guard (0...30).contains(preFrames) else { throw ValidationError("--pre-frames must be 0 to 30 (got \(preFrames)).") }
-        if let maxPerWindow, maxPerWindow < 1 { throw ValidationError("--max-per-window must be 1 or more (got \(maxPerWindow)).") }
-        guard window > 0 else { throw ValidationError("--window must be above 0 seconds (got \(window)).") }
-        if let every, !(every > 0) { throw ValidationError("--every must be above 0 seconds (got \(every)).") }
-        guard (1...100).contains(quality) else { throw ValidationError("--quality must be 1 to 100 (got \(quality)).") }
+        try OptionRange.check(minFaceSize, 0...1, "--min-face-size")
+        try OptionRange.check(minScore, 0...1, "--min-score")
+        try OptionRange.check(maxRoll, 0...180, "--max-roll", unit: " degrees")
+        try OptionRange.check(maxYaw, 0...180, "--max-yaw", unit: " degrees")
+        try OptionRange.check(minSharpness, 0...1_000_000, "--min-sharpness")
+        try OptionRange.check(bestOf, 1...300, "--best-of", unit: " frames")
+        try OptionRange.check(faceCooldown, OptionRange.seconds, "--face-cooldown", unit: " seconds")
+        try OptionRange.check(cooldown, OptionRange.seconds, "--cooldown", unit: " seconds")
+        try OptionRange.check(preFrames, 0...30, "--pre-frames")
+        try OptionRange.check(maxPerWindow, 1...1_000_000, "--max-per-window")
+        try OptionRange.check(window, OptionRange.positiveSeconds, "--window", unit: " seconds")
+        try OptionRange.check(every, OptionRange.positiveSeconds, "--every", unit: " seconds")
+        try OptionRange.check(quality, 1...100, "--quality")
     }
 
     /// The trigger configuration the flags describe.
