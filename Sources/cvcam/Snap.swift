@@ -149,12 +149,12 @@ struct Snap: ParsableCommand {
         }
         if job.runtimeError != nil || outcome.failed > 0 { throw ExitCode(ExitStatus.runtimeError) }
         if waitForFace && !outcome.faceSeen {
-            if !output.quiet { FileHandle.standardError.write(Data("cvcam: no face was seen; no photo taken.\n".utf8)) }
+            if !output.quiet { TerminalText.printError("cvcam: no face was seen; no photo taken.") }
             throw ExitCode(ExitStatus.nothingFound)
         }
         if outcome.written < count && !job.interrupted {
-            FileHandle.standardError.write(
-                Data("cvcam: only \(outcome.written) of \(count) photos were taken before the input ended or --timeout passed.\n".utf8))
+            TerminalText.printError(
+                "cvcam: only \(outcome.written) of \(count) photos were taken before the input ended or --timeout passed.")
             throw ExitCode(ExitStatus.runtimeError)
         }
     }

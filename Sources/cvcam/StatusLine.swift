@@ -34,7 +34,7 @@ final class StatusLine: @unchecked Sendable {
 
     private func draw(_ text: String) {
         lock.withLock {
-            FileHandle.standardError.write(Data(("\r\u{1B}[2K" + text).utf8))
+            FileHandle.standardError.write(Data(("\r\u{1B}[2K" + TerminalText.escaped(text)).utf8))
             visible = true
         }
     }
