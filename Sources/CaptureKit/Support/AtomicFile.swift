@@ -147,7 +147,7 @@ public enum AtomicFile {
     }
 
     /// What to tell a user about a failed write.
-    static func advice(for errno: Int32, folder: String) -> String {
+    public static func advice(for errno: Int32, folder: String) -> String {
         switch errno {
         case ENOSPC, EDQUOT: "the disk holding \(folder) is full; free space or choose another folder"
         case EACCES, EPERM: "\(folder) is not writable by this user; choose another folder or change its permissions"

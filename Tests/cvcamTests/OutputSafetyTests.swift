@@ -1,0 +1,90 @@
+import Foundation
+import Testing
+
+/// A run that fails or crashes never destroys what was there before (issue #17, class 5).
+@Suite struct OutputSafetyTests {
+    let support = SnapWatchRecordTests()
+    static let scene = "synthetic:size=160x120,fps=10,frames=8"
+
+    func bytes(_ url: URL) throws -> Data { try Data(contentsOf: url) }
+
+    @Test func failedOverwriteKeepsTheOldFile() throws {
+        let dir = try support.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let out = dir.appendingPathComponent("keep.avi")
+        #expect(try CLI.run(["record", "-o", out.path, "--input", Self.scene]).status == 0)
+        let before = try bytes(out)
+        let typo = try CLI.run(["record", "-o", out.path, "--overwrite", "--input", dir.appendingPathComponent("typo.mp4").path])
+        #expect(typo.status == 1)
+        #expect(try bytes(out) == before)
+        // Nothing is left beside it but the lock file.
+        let names = try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted()
+        #expect(names == [".keep.avi.lock", "keep.avi"])
+        // A complete new recording does replace it.
+        let replaced = try CLI.run(["record", "-o", out.path, "--overwrite", "--input", "synthetic:size=160x120,fps=10,frames=3"])
+        #expect(replaced.status == 0, "\(replaced.stderr)")
+        #expect(try support.movieFrames(out).declared == 3)
+    }
+
+    @Test func outputThatIsTheInputOrAFolderIsRefused() throws {
+        let dir = try support.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let movie = dir.appendingPathComponent("in.avi")
+        #expect(try CLI.run(["record", "-o", movie.path, "--input", Self.scene]).status == 0)
+        let before = try bytes(movie)
+        let same = try CLI.run(["record", "-o", movie.path, "--overwrite", "--input", movie.path])
+        #expect(same.status == 1)
+        #expect(same.stderr.contains("is the input file"), "\(same.stderr)")
+        #expect(try bytes(movie) == before)
+
+        let folder = dir.appendingPathComponent("folder.avi")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try Data("precious".utf8).write(to: folder.appendingPathComponent("inside.txt"))
+        let intoFolder = try CLI.run(["record", "-o", folder.path, "--overwrite", "--input", Self.scene])
+        #expect(intoFolder.status == 1)
+        #expect(intoFolder.stderr.contains("is a folder"), "\(intoFolder.stderr)")
+        #expect(try String(contentsOf: folder.appendingPathComponent("inside.txt"), encoding: .utf8) == "precious")
+    }
+
+    @Test func aSecondRecorderToTheSamePathIsRefused() throws {
+        let dir = try support.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let out = dir.appendingPathComponent("busy.avi")
+        let (first, stdout, _) = try support.start(["record", "-o", out.path, "--input", "synthetic:size=160x120,fps=10", "--realtime", "--json"])
+        let firstLine = stdout.fileHandleForReading.availableData  // the `recording` event: it holds the lock
+        #expect(!firstLine.isEmpty)
+        let second = try CLI.run(["record", "-o", out.path, "--overwrite", "--input", Self.scene])
+        #expect(second.status == 1)
+        #expect(second.stderr.contains("Another cvcam is recording to"), "\(second.stderr)")
+        kill(first.processIdentifier, SIGINT)
+        first.waitUntilExit()
+        #expect(first.terminationStatus == 0)
+        #expect(try support.movieFrames(out).declared > 0)
+    }
+
+    /// `cvcam record … | true`: the reader is gone, the recording still gets every frame.
+    @Test func aClosedStdoutDoesNotCostTheRecording() throws {
+        let dir = try support.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let out = dir.appendingPathComponent("piped.avi")
+        let process = Process()
+        process.executableURL = CLI.binary
+        process.arguments = ["record", "-o", out.path, "--input", "synthetic:size=160x120,fps=10,frames=25", "--json"]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        try pipe.fileHandleForReading.close()
+        try process.run()
+        process.waitUntilExit()
+        #expect(process.terminationReason == .exit && process.terminationStatus == 0)
+        let probe = Process()
+        probe.executableURL = URL(fileURLWithPath: "/usr/bin/ffprobe")
+        probe.arguments = ["-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", out.path]
+        let probeOut = Pipe()
+        probe.standardOutput = probeOut
+        try probe.run()
+        let text = String(decoding: probeOut.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        probe.waitUntilExit()
+        #expect(text.trimmingCharacters(in: .whitespacesAndNewlines) == "25")
+    }
+}
