@@ -48,6 +48,9 @@ struct Snap: ParsableCommand {
         valueName: "max|WxH"))
     var photoSize: String?
 
+    @Flag(help: "Replace photos that exist (otherwise an existing file is refused before anything runs).")
+    var overwrite = false
+
     @Flag(help: "Fire the camera's flash for each photo (V4L2 cameras with a flash LED control).")
     var flash = false
 
@@ -79,6 +82,11 @@ struct Snap: ParsableCommand {
     }
 
     func run() throws {
+        let urls = Self.fileURLs(for: outputFile, count: count)
+        // Refused up front; the write itself also never replaces without --overwrite (link(2)).
+        if !overwrite, let existing = urls.first(where: { FileManager.default.fileExists(atPath: $0.path) }) {
+            throw CLIError.message("\(existing.path) exists; choose another name or pass --overwrite.")
+        }
         // A single image ends after one frame, before a shutter could be pressed: repeat it.
         var device: CaptureDevice?
         if input.inputKind == "image", let path = input.input {
@@ -101,10 +109,10 @@ struct Snap: ParsableCommand {
             photoDimensions = { size }
         }
         let shutter = Shutter(
-            photoOutput: photos, urls: Self.fileURLs(for: outputFile, count: count), codec: codec, interval: interval,
+            photoOutput: photos, urls: urls, codec: codec, interval: interval,
             waitForFace: waitForFace, printer: job.printer,
             photoDimensions: photoDimensions,
-            flashMode: flash ? .on : .off
+            flashMode: flash ? .on : .off, overwrite: overwrite
         ) { [job] in
             DispatchQueue.global().async { try? job.session.stopRunning() }
         }
@@ -179,6 +187,8 @@ final class Shutter: CaptureVideoDataOutputSampleBufferDelegate, CaptureMetadata
     /// `maxPhotoDimensions` for each photo (nil: the capture size).
     let photoDimensions: @Sendable () -> CaptureDevice.Dimensions?
     let flashMode: PhotoFlashMode
+    /// Whether photos may replace existing files (--overwrite).
+    let overwrite: Bool
     let stop: @Sendable () -> Void
 
     private let lock = NSLock()
@@ -196,8 +206,9 @@ final class Shutter: CaptureVideoDataOutputSampleBufferDelegate, CaptureMetadata
     init(
         photoOutput: CapturePhotoOutput, urls: [URL], codec: PhotoCodec, interval: Double, waitForFace: Bool,
         printer: EventPrinter, photoDimensions: @escaping @Sendable () -> CaptureDevice.Dimensions? = { nil },
-        flashMode: PhotoFlashMode = .off, stop: @escaping @Sendable () -> Void
+        flashMode: PhotoFlashMode = .off, overwrite: Bool = false, stop: @escaping @Sendable () -> Void
     ) {
+        self.overwrite = overwrite
         self.photoDimensions = photoDimensions
         self.flashMode = flashMode
         self.photoOutput = photoOutput
@@ -296,6 +307,7 @@ final class Shutter: CaptureVideoDataOutputSampleBufferDelegate, CaptureMetadata
         guard var settings else { return }
         // Only for a shutter press ('max' asks the photo output), outside `lock`.
         settings.maxPhotoDimensions = photoDimensions()
+        settings.replacesExistingFile = overwrite
         do {
             try photoOutput.capturePhoto(with: settings, delegate: self)
         } catch {

@@ -11,7 +11,8 @@ struct Watch: ParsableCommand {
             A face counts when it passes every gate (--min-face-size, --min-score, --max-roll, \
             --max-yaw, --min-sharpness). A new face opens a best-frame window of --best-of \
             frames; the sharpest, most frontal frame of it is written to --dir as \
-            snapshot-<ms>-f<faceIDs>.jpg, full resolution, with the record (time, faceIDs, \
+            snapshot-<run>-<pid>-<ms>-f<faceIDs>.jpg (<run>: the run's start in wall-clock ms, so \
+            runs into one folder never collide; an existing file is never replaced), full resolution, with the record (time, faceIDs, \
             boxes, scores, reason) as JSON in EXIF UserComment and --pre-frames earlier frames \
             as <name>-pre-NN.jpg. Each snapshot prints a `snapshot` event (path, reason, \
             faceIDs). Files are written atomically. SIGINT or SIGTERM writes the snapshots still \
@@ -101,8 +102,10 @@ struct Watch: ParsableCommand {
             throw CLIError.message("Cannot create the snapshot folder \(dir): \(error.localizedDescription)")
         }
         let job = try CaptureJob(input: input, output: output)
-        let store = SnapshotStore(
+        var store = SnapshotStore(
             folder: folder, quality: quality, device: job.device, rotation: Int32(input.rotate), mirrored: input.mirror)
+        // Unique across runs into one folder: the run's start (wall-clock ms) and process ID.
+        store.namePrefix = "snapshot-\(Int64(Date().timeIntervalSince1970 * 1000))-\(getpid())"
         let watcher = SnapshotWatcher(
             trigger: SnapshotTrigger(configuration: triggerConfiguration), store: store, printer: job.printer)
         // Every analysed frame with exactly its faces goes to the watcher (see FaceObservingStage).

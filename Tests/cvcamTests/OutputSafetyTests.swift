@@ -87,4 +87,36 @@ import Testing
         probe.waitUntilExit()
         #expect(text.trimmingCharacters(in: .whitespacesAndNewlines) == "25")
     }
+
+    @Test func snapNeverReplacesAPhotoWithoutOverwrite() throws {
+        let dir = try support.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let out = dir.appendingPathComponent("photo.jpg")
+        try Data("old photo".utf8).write(to: out)
+        let refused = try CLI.run(["snap", "-o", out.path, "--input", SnapWatchRecordTests.face])
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("exists; choose another name or pass --overwrite"), "\(refused.stderr)")
+        #expect(try bytes(out) == Data("old photo".utf8))
+        let replaced = try CLI.run(["snap", "-o", out.path, "--overwrite", "--input", SnapWatchRecordTests.face])
+        #expect(replaced.status == 0, "\(replaced.stderr)")
+        let photo = try bytes(out)
+        #expect(photo.starts(with: [0xFF, 0xD8]))
+        // EXIF names the input by its file name only, never by its local folder.
+        let folder = URL(fileURLWithPath: SnapWatchRecordTests.face).deletingLastPathComponent().path
+        #expect(photo.range(of: Data(folder.utf8)) == nil)
+        #expect(photo.range(of: Data("astronaut.png".utf8)) != nil)
+    }
+
+    @Test func twoWatchRunsIntoOneFolderKeepEverySnapshot() throws {
+        let dir = try support.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let arguments = ["watch", "--dir", dir.path, "--input", SnapWatchRecordTests.faceScene, "--pre-frames", "1"]
+        #expect(try CLI.run(arguments).status == 0)
+        let first = try FileManager.default.contentsOfDirectory(atPath: dir.path)
+        #expect(first.count == 2)
+        #expect(try CLI.run(arguments).status == 0)
+        let both = try FileManager.default.contentsOfDirectory(atPath: dir.path)
+        #expect(both.count == 2 * first.count)
+        #expect(Set(first).isSubset(of: Set(both)))
+    }
 }
