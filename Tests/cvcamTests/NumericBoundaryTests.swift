@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import cvcam
+
 /// Every numeric option and every `synthetic:` key refuses absurd numbers with a usage error
 /// that names it: exit 64, never a trap (exit ≥ 128), in bounded time (issue #17, class 1).
 @Suite struct NumericBoundaryTests {
@@ -93,5 +95,11 @@ import Testing
             let result = try CLI.run(arguments)
             #expect(result.status == 64, "\(arguments): \(result.status) \(result.stderr)")
         }
+    }
+
+    /// The status line's ETA from a rate near zero, infinite or NaN.
+    @Test(arguments: [1e-300, .leastNonzeroMagnitude, .infinity, .nan, -1.0])
+    func progressWithAnAbsurdRateDoesNotTrap(_ rate: Double) {
+        #expect(StatusLine.progress(done: 1, total: 10, perSecond: rate).hasPrefix("[##"))
     }
 }

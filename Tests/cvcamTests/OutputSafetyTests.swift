@@ -8,12 +8,17 @@ import Testing
 
     func bytes(_ url: URL) throws -> Data { try Data(contentsOf: url) }
 
+    /// Records `Self.scene` to `name` in `dir`; returns the file and its bytes.
+    func recorded(_ name: String, in dir: URL) throws -> (url: URL, bytes: Data) {
+        let url = dir.appendingPathComponent(name)
+        #expect(try CLI.run(["record", "-o", url.path, "--input", Self.scene]).status == 0)
+        return (url, try bytes(url))
+    }
+
     @Test func failedOverwriteKeepsTheOldFile() throws {
         let dir = try support.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let out = dir.appendingPathComponent("keep.avi")
-        #expect(try CLI.run(["record", "-o", out.path, "--input", Self.scene]).status == 0)
-        let before = try bytes(out)
+        let (out, before) = try recorded("keep.avi", in: dir)
         let typo = try CLI.run(["record", "-o", out.path, "--overwrite", "--input", dir.appendingPathComponent("typo.mp4").path])
         #expect(typo.status == 1)
         #expect(try bytes(out) == before)
@@ -29,9 +34,7 @@ import Testing
     @Test func outputThatIsTheInputOrAFolderIsRefused() throws {
         let dir = try support.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let movie = dir.appendingPathComponent("in.avi")
-        #expect(try CLI.run(["record", "-o", movie.path, "--input", Self.scene]).status == 0)
-        let before = try bytes(movie)
+        let (movie, before) = try recorded("in.avi", in: dir)
         let same = try CLI.run(["record", "-o", movie.path, "--overwrite", "--input", movie.path])
         #expect(same.status == 1)
         #expect(same.stderr.contains("is the input file"), "\(same.stderr)")
