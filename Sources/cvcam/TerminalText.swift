@@ -50,8 +50,10 @@ enum TerminalText {
         return out
     }
 
-    /// Writes `text` (escaped) and a newline to stderr.
+    /// Writes `text` (escaped line by line: ArgumentParser's messages end with usage lines) and
+    /// a newline to stderr.
     static func printError(_ text: String) {
-        try? FileHandle.standardError.write(contentsOf: Data((escaped(text) + "\n").utf8))
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map { escaped(String($0)) }
+        try? FileHandle.standardError.write(contentsOf: Data((lines.joined(separator: "\n") + "\n").utf8))
     }
 }

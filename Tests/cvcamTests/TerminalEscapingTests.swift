@@ -42,4 +42,12 @@ import Testing
             #expect(all.contains("invoice_"), "the name should still be shown: \(all.debugDescription)")
         }
     }
+
+    /// Usage errors keep their usage lines (escaping is per line).
+    @Test func usageErrorsStayReadable() throws {
+        let result = try CLI.run(["scan", "--input", "synthetic:fps=nan\u{1B}[2J"])
+        #expect(result.status == 64)
+        #expect(result.stderr.contains("\nUsage: cvcam scan"), "\(result.stderr.debugDescription)")
+        #expect(!result.stderr.unicodeScalars.contains(where: isRaw))
+    }
 }
