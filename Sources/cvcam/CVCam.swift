@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 
 /// The `cvcam` command: AVFoundation-style capture for Linux cameras, from the shell.
 @main
@@ -17,6 +18,27 @@ struct CVCam: ParsableCommand {
         version: "0.1.0",
         subcommands: [Devices.self, Faces.self, Scan.self, Snap.self, Watch.self, Record.self]
     )
+
+    /// ArgumentParser's main, except that error messages (which quote file names and library
+    /// messages) are escaped before they reach the terminal, and a closed stdout is not fatal.
+    static func main() {
+        // A reader that went away (`cvcam record … | head`) must not kill a recording mid-file:
+        // writes then fail with EPIPE, which the printer ignores.
+        signal(SIGPIPE, SIG_IGN)
+        do {
+            var command = try parseAsRoot()
+            try command.run()
+        } catch {
+            let code = exitCode(for: error)
+            let message = fullMessage(for: error)
+            if code == .success {
+                if !message.isEmpty { print(message) }  // --help, --version: our own text
+            } else if !message.isEmpty {
+                TerminalText.printError(message)
+            }
+            Foundation.exit(code.rawValue)
+        }
+    }
 }
 
 /// Exit codes documented in `--help` and the README (zbarimg's convention).

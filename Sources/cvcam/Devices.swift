@@ -50,10 +50,10 @@ struct Devices: ParsableCommand {
             return
         }
         for (index, (device, report)) in reports.enumerated() {
-            print("[\(index)] \(device.localizedName)")
-            print("    unique ID: \(device.uniqueID)")
+            print("[\(index)] \(TerminalText.escaped(device.localizedName))")
+            print("    unique ID: \(TerminalText.escaped(device.uniqueID))")
             if let report {
-                print(report.text.split(separator: "\n", omittingEmptySubsequences: false).map { "    " + $0 }.joined(separator: "\n"))
+                print(report.text.split(separator: "\n", omittingEmptySubsequences: false).map { "    " + TerminalText.escaped(String($0)) }.joined(separator: "\n"))
             } else {
                 for format in device.formats { print("    \(format)") }
             }

@@ -17,6 +17,8 @@ final class EventPrinter: @unchecked Sendable {
     let preview: PreviewMapping?
     private let lock = NSLock()
     private let statusLine: StatusLine?
+    /// Set when stdout's reader went away (EPIPE): printing stops, the work goes on.
+    private var stdoutClosed = false
 
     init(json: Bool, preview: PreviewMapping?, statusLine: StatusLine?) {
         self.json = json
@@ -33,11 +35,14 @@ final class EventPrinter: @unchecked Sendable {
             object["type"] = type
             line = Self.encode(object)
         } else {
-            line = text()
+            // Text lines carry file names and payloads: escaped here, once, for every event.
+            line = TerminalText.escaped(text())
         }
         lock.withLock {
             statusLine?.clear()
-            FileHandle.standardOutput.write(Data((line + "\n").utf8))
+            guard !stdoutClosed else { return }
+            // The throwing write: the non-throwing one traps on EPIPE.
+            do { try FileHandle.standardOutput.write(contentsOf: Data((line + "\n").utf8)) } catch { stdoutClosed = true }
         }
     }
 
@@ -45,7 +50,7 @@ final class EventPrinter: @unchecked Sendable {
         guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else {
             return "{\"schema\":\(schemaVersion),\"type\":\"error\",\"message\":\"unencodable event\"}"
         }
-        return String(decoding: data, as: UTF8.self)
+        return TerminalText.jsonEscaped(String(decoding: data, as: UTF8.self))
     }
 
     // MARK: Formatting helpers

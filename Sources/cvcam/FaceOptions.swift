@@ -30,9 +30,7 @@ struct FaceOptions: ParsableArguments {
     var faceScanInterval: Double = 0.1
 
     func validate() throws {
-        guard faceScanInterval >= 0, faceScanInterval.isFinite else {
-            throw ValidationError("--face-scan-interval must be 0 or more seconds, not \(faceScanInterval)")
-        }
+        try OptionRange.check(faceScanInterval, OptionRange.seconds, "--face-scan-interval", unit: " seconds")
     }
 
     /// The detection mode asked for, or the default for the input: photos are searched at their

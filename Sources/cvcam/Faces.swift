@@ -26,7 +26,7 @@ struct Faces: ParsableCommand {
     var everyFrame = false
 
     func validate() throws {
-        guard updateInterval >= 0 else { throw ValidationError("--update-interval must be 0 or more.") }
+        try OptionRange.check(updateInterval, OptionRange.seconds, "--update-interval", unit: " seconds")
     }
 
     func run() throws {

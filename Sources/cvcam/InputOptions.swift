@@ -67,14 +67,12 @@ struct InputOptions: ParsableArguments {
                 "Unknown preset '\(preset)'. Allowed: \(SessionPreset.allCases.map(\.rawValue).joined(separator: ", ")).")
         }
         if let size, Self.parseSize(size) == nil {
-            throw ValidationError("--size must look like 1280x720 (got '\(size)').")
+            throw ValidationError("--size must look like 1280x720, each side 1 to 16384 (got '\(size)').")
         }
         if let view, Self.parseSize(view) == nil {
-            throw ValidationError("--view must look like 1080x1920 (got '\(view)').")
+            throw ValidationError("--view must look like 1080x1920, each side 1 to 16384 (got '\(view)').")
         }
-        if let fps, !(fps > 0 && fps <= 1000) {
-            throw ValidationError("--fps must be above 0 (got \(fps)).")
-        }
+        try OptionRange.check(fps, OptionRange.framesPerSecond, "--fps")
         if ![0, 90, 180, 270].contains(rotate) {
             throw ValidationError("--rotate must be 0, 90, 180 or 270 (got \(rotate)).")
         }
@@ -85,17 +83,27 @@ struct InputOptions: ParsableArguments {
             throw ValidationError(
                 "--rect-of-interest must be x,y,w,h with numbers in 0…1 and a non-empty area (got '\(rectOfInterest)').")
         }
+        // The scene is parsed here so a bad spec is a usage error (64), before anything opens.
+        if let input, input.hasPrefix("synthetic:") {
+            do { _ = try SyntheticSpec.parse(String(input.dropFirst("synthetic:".count))) } catch {
+                throw ValidationError("\(error)")
+            }
+        }
     }
 
     static func parseSize(_ text: String) -> CaptureDevice.Dimensions? {
         let parts = text.lowercased().split(separator: "x")
-        guard parts.count == 2, let w = Int(parts[0]), let h = Int(parts[1]), w > 0, h > 0 else { return nil }
+        guard parts.count == 2, let w = Int(parts[0]), let h = Int(parts[1]),
+            OptionRange.pixels.contains(w), OptionRange.pixels.contains(h)
+        else { return nil }
         return .init(width: w, height: h)
     }
 
     static func parseRect(_ text: String) -> CGRect? {
-        let numbers = text.split(separator: ",").compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }
-        guard numbers.count == 4, numbers.allSatisfy({ $0 >= 0 && $0 <= 1 }), numbers[2] > 0, numbers[3] > 0,
+        // Every field must be a number: "0.1,abc,0.2,0.3,0.4" is refused, not read as four numbers.
+        let fields = text.split(separator: ",", omittingEmptySubsequences: false)
+        let numbers = fields.compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }
+        guard fields.count == 4, numbers.count == 4, numbers.allSatisfy({ $0 >= 0 && $0 <= 1 }), numbers[2] > 0, numbers[3] > 0,
             numbers[0] + numbers[2] <= 1.000001, numbers[1] + numbers[3] <= 1.000001
         else { return nil }
         return CGRect(x: numbers[0], y: numbers[1], width: numbers[2], height: numbers[3])

@@ -13,8 +13,12 @@ struct Record: ParsableCommand {
             --fragment-interval seconds of recorded time the file is made playable on disk, so \
             even a killed recorder leaves a file that plays up to its last fragment.
 
+            The movie is written beside FILE under a temporary name and put in place when it \
+            is complete, so a failed or killed run never costs the file that was there before. \
+            -o naming a folder or the input, or a file another cvcam is recording, is refused.
+
             Exit codes: 0 the file was finalised; 1 runtime error (input failed, the file could \
-            not be written); 64 usage error.
+            not be written, -o refused); 64 usage error.
             """)
 
     @OptionGroup var input: InputOptions
@@ -35,21 +39,20 @@ struct Record: ParsableCommand {
     @Option(help: "JPEG quality of each frame, 1…100.")
     var quality: Int = 85
 
-    @Flag(help: "Replace FILE if it exists.")
+    @Flag(help: "Replace FILE if it exists (only once the new recording is complete).")
     var overwrite = false
 
     func validate() throws {
         guard (outputFile as NSString).pathExtension.lowercased() == "avi" else {
             throw ValidationError("-o must end in .avi (got '\(outputFile)'); cvcam records Motion-JPEG AVI.")
         }
-        if let duration, !(duration > 0) { throw ValidationError("--duration must be above 0 seconds (got \(duration)).") }
+        // Up to a year of recorded time.
+        try OptionRange.check(duration, 0.001...31_622_400, "--duration", unit: " seconds")
         if let maxSize, Self.parseBytes(maxSize) == nil {
             throw ValidationError("--max-size must be a number of bytes above 0, optionally with K, M or G (got '\(maxSize)').")
         }
-        guard fragmentInterval > 0 else {
-            throw ValidationError("--fragment-interval must be above 0 seconds (got \(fragmentInterval)).")
-        }
-        guard (1...100).contains(quality) else { throw ValidationError("--quality must be 1 to 100 (got \(quality)).") }
+        try OptionRange.check(fragmentInterval, OptionRange.positiveSeconds, "--fragment-interval", unit: " seconds")
+        try OptionRange.check(quality, 1...100, "--quality")
     }
 
     /// "50M" → 52428800; nil when not a positive size.
@@ -67,12 +70,8 @@ struct Record: ParsableCommand {
 
     func run() throws {
         let url = URL(fileURLWithPath: outputFile)
-        if FileManager.default.fileExists(atPath: url.path) {
-            guard overwrite else {
-                throw CLIError.message("\(outputFile) exists; choose another name or pass --overwrite.")
-            }
-            try FileManager.default.removeItem(at: url)
-        }
+        // Nothing under `url` is touched until the new recording is complete.
+        let guarded = try OutputFileGuard(target: url, input: input.input, overwrite: overwrite)
         let job = try CaptureJob(input: input, output: output)
         let movie = CaptureMovieFileOutput()
         movie.movieFragmentInterval = MediaTime(seconds: fragmentInterval)
@@ -82,11 +81,11 @@ struct Record: ParsableCommand {
         try job.add(movie)
         let format = job.device.activeFormat.dimensions
         let size = input.rotate % 180 == 0 ? format : CaptureDevice.Dimensions(width: format.height, height: format.width)
-        let recorder = Recorder(printer: job.printer, size: size) { [job] in
+        let recorder = Recorder(printer: job.printer, path: url.path, size: size) { [job] in
             DispatchQueue.global().async { try? job.session.stopRunning() }
         }
         // Recording begins with the session's first frame.
-        try movie.startRecording(to: url, recordingDelegate: recorder)
+        try movie.startRecording(to: guarded.temporary, recordingDelegate: recorder)
         try job.run { [job] in
             String(
                 format: "recording %@  %.1f s  %@", url.lastPathComponent, movie.recordedDuration.seconds,
@@ -95,6 +94,19 @@ struct Record: ParsableCommand {
         }
         let ending = recorder.waitUntilFinished()
         job.reportRuntimeError()
+        let complete = job.runtimeError == nil && (ending.map { Self.completeEndings.contains($0.code) } ?? true)
+        // A failed run still leaves its partial (playable) recording when there was no old file.
+        if complete || !FileManager.default.fileExists(atPath: url.path) {
+            do { try guarded.commit(overwrite: overwrite) } catch {
+                job.printer.emit("error", ["code": "writeFailed", "message": "\(error)"], text: "error: \(error)")
+                throw ExitCode(ExitStatus.runtimeError)
+            }
+        } else {
+            guarded.discard()
+            job.printer.emit(
+                "error", ["code": "notReplaced", "message": "the recording failed; \(url.path) was left as it was"],
+                text: "error: the recording failed; \(url.path) was left as it was")
+        }
         // What is in the file, read back from it.
         let bytes = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int64) ?? 0
         let frames = bytes > 0 ? ((try? VideoFileSource(path: url.path))?.declaredFrameCount ?? 0) : 0
@@ -127,21 +139,24 @@ struct Record: ParsableCommand {
 final class Recorder: CaptureFileOutputRecordingDelegate, @unchecked Sendable {
     // @unchecked: `ending` is written once before `finished` is signalled and read after it.
     let printer: EventPrinter
+    /// The file the user named (the recording itself goes to a temporary name beside it).
+    let path: String
     let size: CaptureDevice.Dimensions
     let stop: @Sendable () -> Void
     private let finished = DispatchSemaphore(value: 0)
     private var ending: CaptureError?
 
-    init(printer: EventPrinter, size: CaptureDevice.Dimensions, stop: @escaping @Sendable () -> Void) {
+    init(printer: EventPrinter, path: String, size: CaptureDevice.Dimensions, stop: @escaping @Sendable () -> Void) {
         self.printer = printer
+        self.path = path
         self.size = size
         self.stop = stop
     }
 
     func fileOutput(_ output: CaptureMovieFileOutput, didStartRecordingTo fileURL: URL, from connections: [CaptureConnection]) {
         printer.emit(
-            "recording", ["path": fileURL.path, "width": size.width, "height": size.height],
-            text: "recording \(fileURL.path)  \(size)")
+            "recording", ["path": path, "width": size.width, "height": size.height],
+            text: "recording \(path)  \(size)")
     }
 
     func fileOutput(

@@ -28,7 +28,10 @@ struct Scan: ParsableCommand {
     var once = false
 
     func validate() throws {
-        guard repeatInterval >= 0 else { throw ValidationError("--repeat-interval must be 0 or more.") }
+        try OptionRange.check(repeatInterval, OptionRange.seconds, "--repeat-interval", unit: " seconds")
+        if types.split(separator: ",", omittingEmptySubsequences: false).contains(where: { $0.isEmpty }) {
+            throw ValidationError("--types must list code types separated by commas, e.g. qr,ean13 (got '\(types)').")
+        }
     }
 
     func run() throws {
@@ -116,24 +119,7 @@ final class CodeLog: CaptureMetadataOutputObjectsDelegate, @unchecked Sendable {
     }
 
     /// Text with control characters escaped, so a payload cannot move the terminal's cursor.
-    static func escape(_ text: String) -> String {
-        var out = ""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) {
-                    out += String(format: "\\x%02x", scalar.value)
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        return out
-    }
+    static func escape(_ text: String) -> String { TerminalText.escaped(text, backslash: true) }
 
     /// Bytes as printable ASCII with everything else as \xNN.
     static func escape(bytes: [UInt8]) -> String {

@@ -48,6 +48,9 @@ struct Snap: ParsableCommand {
         valueName: "max|WxH"))
     var photoSize: String?
 
+    @Flag(help: "Replace photos that exist (otherwise an existing file is refused before anything runs).")
+    var overwrite = false
+
     @Flag(help: "Fire the camera's flash for each photo (V4L2 cameras with a flash LED control).")
     var flash = false
 
@@ -58,12 +61,12 @@ struct Snap: ParsableCommand {
         guard Self.extensions.contains(ext) else {
             throw ValidationError("-o must end in .jpg, .jpeg or .png (got '\(outputFile)').")
         }
-        guard count >= 1 && count <= 10_000 else { throw ValidationError("--count must be 1 to 10000 (got \(count)).") }
-        guard interval >= 0 else { throw ValidationError("--interval must be 0 or more seconds (got \(interval)).") }
-        if let timeout, !(timeout > 0) { throw ValidationError("--timeout must be above 0 seconds (got \(timeout)).") }
-        guard (1...100).contains(quality) else { throw ValidationError("--quality must be 1 to 100 (got \(quality)).") }
+        try OptionRange.check(count, 1...10_000, "--count")
+        try OptionRange.check(interval, OptionRange.seconds, "--interval", unit: " seconds")
+        try OptionRange.check(timeout, OptionRange.positiveSeconds, "--timeout", unit: " seconds")
+        try OptionRange.check(quality, 1...100, "--quality")
         if let photoSize, photoSize.lowercased() != "max", InputOptions.parseSize(photoSize) == nil {
-            throw ValidationError("--photo-size must be 'max' or WxH, e.g. 1920x1080 (got '\(photoSize)').")
+            throw ValidationError("--photo-size must be 'max' or WxH, e.g. 1920x1080, each side 1 to 16384 (got '\(photoSize)').")
         }
     }
 
@@ -79,6 +82,11 @@ struct Snap: ParsableCommand {
     }
 
     func run() throws {
+        let urls = Self.fileURLs(for: outputFile, count: count)
+        // Refused up front; the write itself also never replaces without --overwrite (link(2)).
+        if !overwrite, let existing = urls.first(where: { FileManager.default.fileExists(atPath: $0.path) }) {
+            throw CLIError.message("\(existing.path) exists; choose another name or pass --overwrite.")
+        }
         // A single image ends after one frame, before a shutter could be pressed: repeat it.
         var device: CaptureDevice?
         if input.inputKind == "image", let path = input.input {
@@ -101,10 +109,10 @@ struct Snap: ParsableCommand {
             photoDimensions = { size }
         }
         let shutter = Shutter(
-            photoOutput: photos, urls: Self.fileURLs(for: outputFile, count: count), codec: codec, interval: interval,
+            photoOutput: photos, urls: urls, codec: codec, interval: interval,
             waitForFace: waitForFace, printer: job.printer,
             photoDimensions: photoDimensions,
-            flashMode: flash ? .on : .off
+            flashMode: flash ? .on : .off, overwrite: overwrite
         ) { [job] in
             DispatchQueue.global().async { try? job.session.stopRunning() }
         }
@@ -149,12 +157,12 @@ struct Snap: ParsableCommand {
         }
         if job.runtimeError != nil || outcome.failed > 0 { throw ExitCode(ExitStatus.runtimeError) }
         if waitForFace && !outcome.faceSeen {
-            if !output.quiet { FileHandle.standardError.write(Data("cvcam: no face was seen; no photo taken.\n".utf8)) }
+            if !output.quiet { TerminalText.printError("cvcam: no face was seen; no photo taken.") }
             throw ExitCode(ExitStatus.nothingFound)
         }
         if outcome.written < count && !job.interrupted {
-            FileHandle.standardError.write(
-                Data("cvcam: only \(outcome.written) of \(count) photos were taken before the input ended or --timeout passed.\n".utf8))
+            TerminalText.printError(
+                "cvcam: only \(outcome.written) of \(count) photos were taken before the input ended or --timeout passed.")
             throw ExitCode(ExitStatus.runtimeError)
         }
     }
@@ -179,6 +187,8 @@ final class Shutter: CaptureVideoDataOutputSampleBufferDelegate, CaptureMetadata
     /// `maxPhotoDimensions` for each photo (nil: the capture size).
     let photoDimensions: @Sendable () -> CaptureDevice.Dimensions?
     let flashMode: PhotoFlashMode
+    /// Whether photos may replace existing files (--overwrite).
+    let overwrite: Bool
     let stop: @Sendable () -> Void
 
     private let lock = NSLock()
@@ -196,8 +206,9 @@ final class Shutter: CaptureVideoDataOutputSampleBufferDelegate, CaptureMetadata
     init(
         photoOutput: CapturePhotoOutput, urls: [URL], codec: PhotoCodec, interval: Double, waitForFace: Bool,
         printer: EventPrinter, photoDimensions: @escaping @Sendable () -> CaptureDevice.Dimensions? = { nil },
-        flashMode: PhotoFlashMode = .off, stop: @escaping @Sendable () -> Void
+        flashMode: PhotoFlashMode = .off, overwrite: Bool = false, stop: @escaping @Sendable () -> Void
     ) {
+        self.overwrite = overwrite
         self.photoDimensions = photoDimensions
         self.flashMode = flashMode
         self.photoOutput = photoOutput
@@ -296,6 +307,7 @@ final class Shutter: CaptureVideoDataOutputSampleBufferDelegate, CaptureMetadata
         guard var settings else { return }
         // Only for a shutter press ('max' asks the photo output), outside `lock`.
         settings.maxPhotoDimensions = photoDimensions()
+        settings.replacesExistingFile = overwrite
         do {
             try photoOutput.capturePhoto(with: settings, delegate: self)
         } catch {

@@ -34,7 +34,7 @@ final class StatusLine: @unchecked Sendable {
 
     private func draw(_ text: String) {
         lock.withLock {
-            FileHandle.standardError.write(Data(("\r\u{1B}[2K" + text).utf8))
+            FileHandle.standardError.write(Data(("\r\u{1B}[2K" + TerminalText.escaped(text)).utf8))
             visible = true
         }
     }
@@ -54,7 +54,8 @@ final class StatusLine: @unchecked Sendable {
         let width = 20
         let filled = Int(fraction * Double(width))
         let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
-        let remaining = perSecond > 0 ? Double(total - done) / perSecond : 0
+        // Capped below 100 hours: a rate near zero must not overflow the conversion to Int.
+        let remaining = perSecond > 0 ? min(max(0, Double(total - done) / perSecond), 359_999) : 0
         return String(format: "[%@] %3.0f%% ETA %d:%02d", bar, fraction * 100, Int(remaining) / 60, Int(remaining) % 60)
     }
 }

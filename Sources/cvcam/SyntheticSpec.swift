@@ -20,13 +20,15 @@ enum SyntheticSpec {
             let (key, value) = (pair[0], pair[1])
             switch key {
             case "size":
-                guard let s = InputOptions.parseSize(value) else { throw CLIError.message("synthetic: size must be WxH") }
+                guard let s = InputOptions.parseSize(value) else {
+                    throw CLIError.message("synthetic: size must be WxH, each side 1 to 16384 (got '\(value)')")
+                }
                 size = s
             case "fps":
-                guard let v = Double(value), v > 0 else { throw CLIError.message("synthetic: fps must be above 0") }
-                fps = v
+                fps = try number(value, OptionRange.framesPerSecond, key)
             case "frames":
-                guard let v = Int(value), v > 0 else { throw CLIError.message("synthetic: frames must be above 0") }
+                guard let v = Int(value) else { throw CLIError.message("synthetic: frames must be a whole number (got '\(value)')") }
+                try OptionRange.check(v, 1...100_000_000, "synthetic: frames")
                 frames = v
             case "background":
                 switch value {
@@ -37,10 +39,14 @@ enum SyntheticSpec {
                 default: background = .image(path: value)
                 }
             case "image": images.append(value)
-            case "qr": codes.append(value)
+            case "qr":
+                // The largest QR code (version 40, low correction) holds 2953 bytes.
+                guard value.utf8.count <= 2953 else {
+                    throw CLIError.message("synthetic: qr holds at most 2953 bytes (got \(value.utf8.count))")
+                }
+                codes.append(value)
             case "speed":
-                guard let v = Double(value) else { throw CLIError.message("synthetic: speed must be a number") }
-                speed = v
+                speed = try number(value, -100_000...100_000, key, unit: " pixels per second")
             default:
                 throw CLIError.message(
                     "synthetic: unknown key '\(key)'; use size, fps, frames, background, image, qr, speed")
@@ -56,6 +62,13 @@ enum SyntheticSpec {
                     velocity: CGSize(width: speed, height: 0)))
         }
         let codeSide = min(size.height / 2, size.width / max(1, codes.count) - 10)
+        // A sprite needs a positive size: a QR code at least its 21 modules, an image one pixel.
+        guard codes.isEmpty || codeSide >= 21 else {
+            throw CLIError.message("synthetic: \(codes.count) qr code(s) do not fit in a \(size) frame; use a larger size or fewer codes")
+        }
+        guard images.isEmpty || side >= 1 else {
+            throw CLIError.message("synthetic: image needs a frame at least 3 pixels high (got \(size))")
+        }
         for (i, text) in codes.enumerated() {
             let x = (size.width / max(1, codes.count)) * i + 5
             sprites.append(
@@ -65,5 +78,12 @@ enum SyntheticSpec {
                     origin: CGPoint(x: Double(x), y: Double((size.height - codeSide) / 2))))
         }
         return SyntheticScene(size: size, frameRate: fps, frameCount: frames, background: background, sprites: sprites)
+    }
+
+    /// A number for `key`, range-checked like an option.
+    private static func number(_ text: String, _ range: ClosedRange<Double>, _ key: String, unit: String = "") throws -> Double {
+        guard let v = Double(text) else { throw CLIError.message("synthetic: \(key) must be a number (got '\(text)')") }
+        try OptionRange.check(v, range, "synthetic: \(key)", unit: unit)
+        return v
     }
 }

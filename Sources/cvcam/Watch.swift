@@ -11,7 +11,8 @@ struct Watch: ParsableCommand {
             A face counts when it passes every gate (--min-face-size, --min-score, --max-roll, \
             --max-yaw, --min-sharpness). A new face opens a best-frame window of --best-of \
             frames; the sharpest, most frontal frame of it is written to --dir as \
-            snapshot-<ms>-f<faceIDs>.jpg, full resolution, with the record (time, faceIDs, \
+            snapshot-<run>-<pid>-<ms>-f<faceIDs>.jpg (<run>: the run's start in wall-clock ms, so \
+            runs into one folder never collide; an existing file is never replaced), full resolution, with the record (time, faceIDs, \
             boxes, scores, reason) as JSON in EXIF UserComment and --pre-frames earlier frames \
             as <name>-pre-NN.jpg. Each snapshot prints a `snapshot` event (path, reason, \
             faceIDs). Files are written atomically. SIGINT or SIGTERM writes the snapshots still \
@@ -69,19 +70,19 @@ struct Watch: ParsableCommand {
     var quality: Int = 92
 
     func validate() throws {
-        guard (0...1).contains(minFaceSize) else { throw ValidationError("--min-face-size must be 0 to 1 (got \(minFaceSize)).") }
-        guard (0...1).contains(minScore) else { throw ValidationError("--min-score must be 0 to 1 (got \(minScore)).") }
-        guard (0...180).contains(maxRoll) else { throw ValidationError("--max-roll must be 0 to 180 degrees (got \(maxRoll)).") }
-        guard (0...180).contains(maxYaw) else { throw ValidationError("--max-yaw must be 0 to 180 degrees (got \(maxYaw)).") }
-        if let minSharpness, minSharpness < 0 { throw ValidationError("--min-sharpness must be 0 or more (got \(minSharpness)).") }
-        guard (1...300).contains(bestOf) else { throw ValidationError("--best-of must be 1 to 300 frames (got \(bestOf)).") }
-        if let faceCooldown, faceCooldown < 0 { throw ValidationError("--face-cooldown must be 0 or more seconds (got \(faceCooldown)).") }
-        guard cooldown >= 0 else { throw ValidationError("--cooldown must be 0 or more seconds (got \(cooldown)).") }
-        guard (0...30).contains(preFrames) else { throw ValidationError("--pre-frames must be 0 to 30 (got \(preFrames)).") }
-        if let maxPerWindow, maxPerWindow < 1 { throw ValidationError("--max-per-window must be 1 or more (got \(maxPerWindow)).") }
-        guard window > 0 else { throw ValidationError("--window must be above 0 seconds (got \(window)).") }
-        if let every, !(every > 0) { throw ValidationError("--every must be above 0 seconds (got \(every)).") }
-        guard (1...100).contains(quality) else { throw ValidationError("--quality must be 1 to 100 (got \(quality)).") }
+        try OptionRange.check(minFaceSize, 0...1, "--min-face-size")
+        try OptionRange.check(minScore, 0...1, "--min-score")
+        try OptionRange.check(maxRoll, 0...180, "--max-roll", unit: " degrees")
+        try OptionRange.check(maxYaw, 0...180, "--max-yaw", unit: " degrees")
+        try OptionRange.check(minSharpness, 0...1_000_000, "--min-sharpness")
+        try OptionRange.check(bestOf, 1...300, "--best-of", unit: " frames")
+        try OptionRange.check(faceCooldown, OptionRange.seconds, "--face-cooldown", unit: " seconds")
+        try OptionRange.check(cooldown, OptionRange.seconds, "--cooldown", unit: " seconds")
+        try OptionRange.check(preFrames, 0...30, "--pre-frames")
+        try OptionRange.check(maxPerWindow, 1...1_000_000, "--max-per-window")
+        try OptionRange.check(window, OptionRange.positiveSeconds, "--window", unit: " seconds")
+        try OptionRange.check(every, OptionRange.positiveSeconds, "--every", unit: " seconds")
+        try OptionRange.check(quality, 1...100, "--quality")
     }
 
     /// The trigger configuration the flags describe.
@@ -101,8 +102,10 @@ struct Watch: ParsableCommand {
             throw CLIError.message("Cannot create the snapshot folder \(dir): \(error.localizedDescription)")
         }
         let job = try CaptureJob(input: input, output: output)
-        let store = SnapshotStore(
+        var store = SnapshotStore(
             folder: folder, quality: quality, device: job.device, rotation: Int32(input.rotate), mirrored: input.mirror)
+        // Unique across runs into one folder: the run's start (wall-clock ms) and process ID.
+        store.namePrefix = "snapshot-\(Int64(Date().timeIntervalSince1970 * 1000))-\(getpid())"
         let watcher = SnapshotWatcher(
             trigger: SnapshotTrigger(configuration: triggerConfiguration), store: store, printer: job.printer)
         // Every analysed frame with exactly its faces goes to the watcher (see FaceObservingStage).

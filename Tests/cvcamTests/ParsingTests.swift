@@ -37,11 +37,11 @@ import Testing
         #expect(message(["--rotate", "45"]) == "--rotate must be 0, 90, 180 or 270 (got 45).")
         #expect(message(["--gravity", "wide"]) == "--gravity must be fit, fill or stretch (got 'wide').")
         #expect(message(["--preset", "huge"]).contains("Allowed: high, medium, low, photo, 640x480"))
-        #expect(message(["--size", "big"]) == "--size must look like 1280x720 (got 'big').")
-        #expect(message(["--view", "0x10"]) == "--view must look like 1080x1920 (got '0x10').")
+        #expect(message(["--size", "big"]) == "--size must look like 1280x720, each side 1 to 16384 (got 'big').")
+        #expect(message(["--view", "0x10"]) == "--view must look like 1080x1920, each side 1 to 16384 (got '0x10').")
         #expect(message(["--rect-of-interest", "0.5,0.5,0.6,0.2"]).contains("x,y,w,h with numbers in 0…1"))
         #expect(message(["--device", "0", "--input", "a.mp4"]) == "Use either --device or --input, not both.")
-        #expect(message(["--update-interval=-1"]) == "--update-interval must be 0 or more.")
+        #expect(message(["--update-interval=-1"]) == "--update-interval must be 0 to 86400 seconds (got -1).")
     }
 
     @Test func snapPhotoSizeAndFlashParse() throws {
@@ -52,7 +52,7 @@ import Testing
             _ = try Snap.parse(["-o", "a.jpg", "--photo-size", "huge"])
             Issue.record("expected a validation error")
         } catch {
-            #expect(Snap.message(for: error) == "--photo-size must be 'max' or WxH, e.g. 1920x1080 (got 'huge').")
+            #expect(Snap.message(for: error) == "--photo-size must be 'max' or WxH, e.g. 1920x1080, each side 1 to 16384 (got 'huge').")
         }
     }
 

@@ -384,9 +384,9 @@ import Testing
     @Test func validationMessagesNameTheAllowedValues() {
         #expect(message(Snap.self, ["-o", "a.gif"]) == "-o must end in .jpg, .jpeg or .png (got 'a.gif').")
         #expect(message(Snap.self, ["-o", "a.jpg", "--count", "0"]) == "--count must be 1 to 10000 (got 0).")
-        #expect(message(Snap.self, ["-o", "a.jpg", "--timeout", "0"]) == "--timeout must be above 0 seconds (got 0.0).")
-        #expect(message(Watch.self, ["--dir", "d", "--min-score", "2"]) == "--min-score must be 0 to 1 (got 2.0).")
-        #expect(message(Watch.self, ["--dir", "d", "--every", "0"]) == "--every must be above 0 seconds (got 0.0).")
+        #expect(message(Snap.self, ["-o", "a.jpg", "--timeout", "0"]) == "--timeout must be 0.001 to 86400 seconds (got 0).")
+        #expect(message(Watch.self, ["--dir", "d", "--min-score", "2"]) == "--min-score must be 0 to 1 (got 2).")
+        #expect(message(Watch.self, ["--dir", "d", "--every", "0"]) == "--every must be 0.001 to 86400 seconds (got 0).")
         #expect(message(Watch.self, ["--dir", "d", "--best-of", "0"]) == "--best-of must be 1 to 300 frames (got 0).")
         #expect(message(Record.self, ["-o", "m.mp4"]) == "-o must end in .avi (got 'm.mp4'); cvcam records Motion-JPEG AVI.")
         #expect(

@@ -115,6 +115,9 @@ public struct CapturePhotoSettings: Sendable {
     /// (`AtomicFile`); brackets add "-1", "-2", … before the extension. A failed write is the
     /// photo's error; capture goes on.
     public var fileURL: URL?
+    /// Whether the photo may replace an existing file at `fileURL` (otherwise the capture fails
+    /// with `.writeFailed` and the old file stays).
+    public var replacesExistingFile = true
     /// Stored with the photo (faces, reason); see `PhotoAnnotation`.
     public var annotation: PhotoAnnotation?
 
@@ -215,7 +218,7 @@ enum PhotoEncoder {
         case .jpeg(let quality):
             let jpeg = Data(try ImageFile.encode(frame, as: .jpeg(quality: quality)))
             let exif = PhotoExif(
-                make: device.map(make(of:)) ?? "cvcam", model: device?.localizedName ?? "unknown",
+                make: device.map(make(of:)) ?? "cvcam", model: device.map(model(of:)) ?? "unknown",
                 orientation: PhotoExif.orientation(rotation: rotation, mirrored: mirrored),
                 dateTimeOriginal: captureDate, pixelWidth: frame.width, pixelHeight: frame.height,
                 userComment: annotation?.jsonText())
@@ -229,6 +232,17 @@ enum PhotoEncoder {
                 inputID: CaptureInput.ID(rawValue: 0))
             let upright = try converter.convert(sample, to: .bgr, rotation: rotation, mirrored: mirrored)
             return Data(try ImageFile.encode(upright.pixelBuffer, as: .png))
+        }
+    }
+
+    /// EXIF Model: the camera's name; for files and folders only the last path component, so a
+    /// shared photo does not reveal where on the local disk its input was.
+    static func model(of device: CaptureDevice) -> String {
+        switch device.deviceType {
+        case .videoFile, .imageFolder:
+            let path = device.uniqueID.split(separator: ":", maxSplits: 1).last.map(String.init) ?? ""
+            return (device.deviceType == .videoFile ? "Video file " : "Images ") + (path as NSString).lastPathComponent
+        default: return device.localizedName
         }
     }
 

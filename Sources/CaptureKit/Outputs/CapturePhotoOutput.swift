@@ -508,10 +508,12 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
                 data = encoded
                 if let url = r.settings.fileURL {
                     let target = r.frames.count > 1 ? Self.bracketURL(url, index: i + 1) : url
-                    try AtomicFile.write(encoded, to: target, calls: fileCalls)
+                    let replacing = r.settings.replacesExistingFile
+                    try AtomicFile.write(encoded, to: target, replacing: replacing, calls: fileCalls)
                     if case .png = r.settings.codec, let annotation = r.settings.annotation {
                         try AtomicFile.write(
-                            Data(annotation.jsonText().utf8), to: target.appendingPathExtension("json"), calls: fileCalls)
+                            Data(annotation.jsonText().utf8), to: target.appendingPathExtension("json"), replacing: replacing,
+                            calls: fileCalls)
                     }
                     written = target
                 }

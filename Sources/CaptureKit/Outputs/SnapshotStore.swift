@@ -17,6 +17,9 @@ public struct SnapshotStore: Sendable {
     /// Clockwise rotation recorded as EXIF Orientation (the connection's), and mirroring.
     public var rotation: Int32
     public var mirrored: Bool
+    /// The start of every file name; give each run its own (e.g. with the start time) so runs
+    /// into one folder never collide. Existing files are never replaced.
+    public var namePrefix = "snapshot"
     let calls: any FileSystemCalls
 
     /// Creates a store writing into `folder` (which must exist).
@@ -33,11 +36,11 @@ public struct SnapshotStore: Sendable {
         self.calls = calls
     }
 
-    /// The file name a snapshot gets: `snapshot-<frame time in ms>-f<faceIDs>.jpg`.
+    /// The file name a snapshot gets: `<namePrefix>-<frame time in ms>-f<faceIDs>.jpg`.
     public func fileName(for snapshot: Snapshot) -> String {
         let ms = Int64((snapshot.frame.presentationTimeStamp.seconds * 1000).rounded())
         let ids = snapshot.triggeringFaceIDs.map(String.init).joined(separator: "-")
-        return String(format: "snapshot-%09lld-f%@.jpg", ms, ids)
+        return namePrefix + String(format: "-%09lld-f%@.jpg", ms, ids)
     }
 
     /// Encodes and writes `snapshot` (and its preceding frames); returns the photo's URL.
@@ -50,10 +53,10 @@ public struct SnapshotStore: Sendable {
         for (i, pre) in snapshot.precedingFrames.enumerated() {
             let data = try encode(pre.pixelBuffer, annotation: nil, date: captureDate, converter: converter)
             let name = url.deletingPathExtension().lastPathComponent + String(format: "-pre-%02d.jpg", i + 1)
-            try AtomicFile.write(data, to: folder.appendingPathComponent(name), calls: calls)
+            try AtomicFile.write(data, to: folder.appendingPathComponent(name), replacing: false, calls: calls)
         }
         let data = try encode(snapshot.frame.pixelBuffer, annotation: snapshot.annotation, date: captureDate, converter: converter)
-        try AtomicFile.write(data, to: url, calls: calls)
+        try AtomicFile.write(data, to: url, replacing: false, calls: calls)
         return url
     }
 

@@ -149,7 +149,8 @@ final class CaptureRunner: Sendable {
             }
             if paced {
                 if let firstPTS {
-                    let offset = max(0, frame.presentationTimeStamp.seconds - firstPTS.seconds)
+                    // Capped at a day: a file's absurd timestamps must not overflow the deadline.
+                    let offset = min(max(0, frame.presentationTimeStamp.seconds - firstPTS.seconds), 86_400)
                     if !sleep(until: clockStart + UInt64(offset * 1e9)) { return }
                 } else {
                     firstPTS = frame.presentationTimeStamp
@@ -165,7 +166,8 @@ final class CaptureRunner: Sendable {
                 skipped = Int(frame.sequenceNumber - last - 1)
             } else if resumedAfterStill, let lastPTS {
                 let gap = (frame.presentationTimeStamp.seconds - lastPTS.seconds) / max(frameDuration.seconds, 1e-6)
-                skipped = max(1, Int(gap.rounded()) - 1)
+                // Bounded: timestamps from a file may be anything, even NaN.
+                skipped = gap.isFinite ? max(1, Int(min(gap, 1e9).rounded()) - 1) : 1
             }
             if skipped > 0 {
                 for (output, connection) in targets {

@@ -26,8 +26,16 @@ protocol FileSystemCalls: Sendable {
     func rename(_ from: String, _ to: String) -> Result<Void, FileErrno>
     /// `unlink(2)`.
     func unlink(_ path: String) -> Result<Void, FileErrno>
+    /// `link(2)`: fails with EEXIST instead of replacing `to`.
+    func link(_ from: String, _ to: String) -> Result<Void, FileErrno>
     /// Bytes available to this user on the file system holding `path` (`statvfs(3)`: f_bavail × f_frsize).
     func availableBytes(at path: String) -> Result<Int64, FileErrno>
+}
+
+extension FileSystemCalls {
+    func link(_ from: String, _ to: String) -> Result<Void, FileErrno> {
+        Glibc.link(from, to) == 0 ? .success(()) : .failure(.current)
+    }
 }
 
 /// An `errno` value as an error, for the `FileSystemCalls` seam.
@@ -92,12 +100,16 @@ public enum AtomicFile {
     ///
     /// - Throws: `.writeFailed` naming the file, with errno: ENOSPC (disk full), EACCES or
     ///   EROFS (folder not writable), ENOENT (folder missing), EIO.
-    public static func write(_ data: Data, to url: URL) throws(CaptureError) {
-        try write(data, to: url, calls: SystemFileCalls())
+    ///
+    /// With `replacing` false an existing file is never replaced: the new one is put in place
+    /// with `link(2)` (which fails if the name exists) instead of `rename(2)`, and the write
+    /// throws `.writeFailed` with EEXIST.
+    public static func write(_ data: Data, to url: URL, replacing: Bool = true) throws(CaptureError) {
+        try write(data, to: url, replacing: replacing, calls: SystemFileCalls())
     }
 
     /// The testable form: the same steps through an injected `FileSystemCalls`.
-    static func write(_ data: Data, to url: URL, calls: any FileSystemCalls) throws(CaptureError) {
+    static func write(_ data: Data, to url: URL, replacing: Bool = true, calls: any FileSystemCalls) throws(CaptureError) {
         let path = url.path
         let folder = url.deletingLastPathComponent().path
         let temporary = folder + "/." + url.lastPathComponent + ".\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
@@ -125,7 +137,15 @@ public enum AtomicFile {
         }
         if failure == nil, case .failure(let e) = calls.fsync(fd) { failure = fail("flushing", e) }
         if case .failure(let e) = calls.close(fd), failure == nil { failure = fail("closing", e) }
-        if failure == nil, case .failure(let e) = calls.rename(temporary, path) { failure = fail("renaming into", e) }
+        if failure == nil, replacing, case .failure(let e) = calls.rename(temporary, path) { failure = fail("renaming into", e) }
+        if failure == nil, !replacing {
+            switch calls.link(temporary, path) {
+            case .success: _ = calls.unlink(temporary)
+            case .failure(let e) where e.rawValue == EEXIST:
+                failure = CaptureError(.writeFailed, "\(path) exists and was not replaced", path: path, errno: EEXIST)
+            case .failure(let e): failure = fail("linking into", e)
+            }
+        }
         if let failure {
             _ = calls.unlink(temporary)
             throw failure
@@ -147,7 +167,7 @@ public enum AtomicFile {
     }
 
     /// What to tell a user about a failed write.
-    static func advice(for errno: Int32, folder: String) -> String {
+    public static func advice(for errno: Int32, folder: String) -> String {
         switch errno {
         case ENOSPC, EDQUOT: "the disk holding \(folder) is full; free space or choose another folder"
         case EACCES, EPERM: "\(folder) is not writable by this user; choose another folder or change its permissions"
