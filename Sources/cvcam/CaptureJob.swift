@@ -29,9 +29,7 @@ final class CaptureJob: @unchecked Sendable {
     /// when given, replaces the one the options name (snap repeats a single image this way).
     init(input options: InputOptions, output: OutputOptions, device chosen: CaptureDevice? = nil) throws {
         LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = output.verbose ? .debug : .warning
-            return handler
+            EscapingLogHandler(label: label, logLevel: output.verbose ? .debug : .warning)
         }
         self.options = options
         device = try chosen ?? options.makeDevice()

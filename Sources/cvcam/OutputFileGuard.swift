@@ -5,16 +5,20 @@ import Foundation
 import Glibc
 #endif
 
-/// The write protocol for `record`'s movie: refuse what must not be written over, record beside
-/// the target under a temporary name, and put the result in place only when it is complete.
+/// The write protocol for `record`'s movie: refuse what must not be written over; when a file
+/// is to be replaced (`--overwrite`), record beside it under a temporary name and put the result
+/// in place only when it is complete; when the name is free, record under it directly, so a
+/// recorder killed mid-file still leaves a playable file under the name asked for.
 ///
 /// A typo in `--input`, a crash or a kill therefore never costs the file that was there
 /// before; a second cvcam recording to the same path is refused by an advisory lock
 /// (`flock(2)` on `.<name>.lock` beside the target, released by the kernel when the process ends).
 final class OutputFileGuard {
     let target: URL
-    /// Where the recording is written until it is complete.
+    /// Where the recording is written until it is complete: `target` itself when nothing was there.
     let temporary: URL
+    /// Whether the recording goes straight to `target` (nothing to replace).
+    var writesInPlace: Bool { temporary == target }
     private let lockDescriptor: Int32
 
     /// Checks `target` and takes the lock.
@@ -49,8 +53,12 @@ final class OutputFileGuard {
             throw CLIError.message("Another cvcam is recording to \(path); wait for it to finish or choose another name.")
         }
         lockDescriptor = fd
-        temporary = URL(fileURLWithPath: folder + "/." + target.lastPathComponent + ".\(getpid()).recording.avi")
-        unlink(temporary.path)  // a leftover of an earlier run with our pid
+        if exists {
+            temporary = URL(fileURLWithPath: folder + "/." + target.lastPathComponent + ".\(getpid()).recording.avi")
+            unlink(temporary.path)  // a leftover of an earlier run with our pid
+        } else {
+            temporary = target
+        }
     }
 
     deinit { close(lockDescriptor) }
@@ -58,6 +66,7 @@ final class OutputFileGuard {
     /// Puts the finished recording in place: over the old file with `overwrite` (`rename(2)`,
     /// atomic), otherwise only if the name is still free (`link(2)` + `unlink(2)`).
     func commit(overwrite: Bool) throws {
+        if writesInPlace { return }
         if overwrite {
             guard rename(temporary.path, target.path) == 0 else { throw failure("renaming into") }
         } else {
@@ -66,8 +75,11 @@ final class OutputFileGuard {
         }
     }
 
-    /// Removes the temporary file of a recording that will not be used.
-    func discard() { unlink(temporary.path) }
+    /// Removes the temporary file of a recording that will not be used (a recording made in
+    /// place replaced nothing and is kept).
+    func discard() {
+        if !writesInPlace { unlink(temporary.path) }
+    }
 
     private func failure(_ step: String) -> CLIError {
         let e = errno

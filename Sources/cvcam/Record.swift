@@ -96,7 +96,7 @@ struct Record: ParsableCommand {
         job.reportRuntimeError()
         let complete = job.runtimeError == nil && (ending.map { Self.completeEndings.contains($0.code) } ?? true)
         // A failed run still leaves its partial (playable) recording when there was no old file.
-        if complete || !FileManager.default.fileExists(atPath: url.path) {
+        if complete || guarded.writesInPlace || !FileManager.default.fileExists(atPath: url.path) {
             do { try guarded.commit(overwrite: overwrite) } catch {
                 job.printer.emit("error", ["code": "writeFailed", "message": "\(error)"], text: "error: \(error)")
                 throw ExitCode(ExitStatus.runtimeError)

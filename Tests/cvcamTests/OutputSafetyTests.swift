@@ -65,6 +65,26 @@ import Testing
         #expect(try support.movieFrames(out).declared > 0)
     }
 
+    /// A recorder killed outright (power loss, SIGKILL) with nothing at its path before leaves a
+    /// playable file under the name asked for; only a file being replaced is recorded beside it.
+    @Test func aKilledRecorderLeavesAPlayableFileUnderItsName() throws {
+        let dir = try support.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let out = dir.appendingPathComponent("killed.avi")
+        let (process, _, _) = try support.start([
+            "record", "-o", out.path, "--input", "synthetic:size=320x240,fps=20", "--realtime", "--fragment-interval", "0.5",
+            "--json",
+        ])
+        support.wait(for: process) {
+            ((try? FileManager.default.attributesOfItem(atPath: out.path)[.size] as? Int) ?? 0) > 20_000
+        }
+        #expect(process.isRunning)
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        #expect(try support.movieFrames(out).decoded > 0)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".recording.avi") }.isEmpty)
+    }
+
     /// `cvcam record … | true`: the reader is gone, the recording still gets every frame.
     @Test func aClosedStdoutDoesNotCostTheRecording() throws {
         let dir = try support.temporaryFolder()

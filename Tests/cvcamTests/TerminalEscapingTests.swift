@@ -41,6 +41,13 @@ import Testing
             #expect(!all.unicodeScalars.contains(where: isRaw), "\(json): \(all.debugDescription)")
             #expect(all.contains("invoice_"), "the name should still be shown: \(all.debugDescription)")
         }
+        // Beside a real photo the hostile file is skipped with a warning, escaped as well.
+        try FileManager.default.copyItem(
+            atPath: CLI.fixture("images/grace_hopper.jpg"), toPath: dir.appendingPathComponent("a.jpg").path)
+        let result = try CLI.run(["faces", "--input", dir.path])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.contains("warning: skipped") && result.stderr.contains("invoice_"), "\(result.stderr.debugDescription)")
+        #expect(!(result.stdout + result.stderr).unicodeScalars.contains(where: isRaw), "\(result.stderr.debugDescription)")
     }
 
     /// Usage errors keep their usage lines (escaping is per line).

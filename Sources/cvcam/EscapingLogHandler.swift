@@ -1,0 +1,28 @@
+import Foundation
+import Logging
+
+/// The CLI's log handler: swift-log's `StreamLogHandler` format on stderr, with the message
+/// and metadata passed through `TerminalText.escaped` first, because library messages carry
+/// file names, device names and payloads from outside.
+///
+/// Threading: thread-safe (each line is one `write` to stderr).
+struct EscapingLogHandler: LogHandler {
+    let label: String
+    var logLevel: Logger.Level
+    var metadata: Logger.Metadata = [:]
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(
+        level: Logger.Level, message: Logger.Message, metadata explicit: Logger.Metadata?, source: String,
+        file: String, function: String, line: UInt
+    ) {
+        let all = metadata.merging(explicit ?? [:]) { $1 }
+        let details = all.isEmpty ? "" : " " + all.sorted { $0.key < $1.key }.map { "\($0)=\($1)" }.joined(separator: " ")
+        let text = "\(level): \(label):\(details) \(message)"
+        FileHandle.standardError.write(Data((TerminalText.escaped(text) + "\n").utf8))
+    }
+}
