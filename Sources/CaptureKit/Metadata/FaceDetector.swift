@@ -43,7 +43,9 @@ public struct FaceDetection: Sendable, Hashable {
 /// - **Detection resolution.** The image (or the region of interest) is scaled so its long side
 ///   lies in `minimumDetectionDimension…maximumDetectionDimension`: `standard` searches photos
 ///   up to 2048 px at their own size; `realTime` reduces every video frame to a 640 px long
-///   side, trading small faces for frame rate. Nothing is enlarged by default: with YuNet-n an
+///   side, trading small faces for frame rate. `standard` also searches a larger image
+///   reduced to 640 px for faces of 60 px and more (`largeFaceDimension`): YuNet finds large
+///   faces better there. Nothing is enlarged by default: with YuNet-n an
 ///   enlarged small photo raised a cat's score over the threshold and lowered a masked face's. With `tileSize`
 ///   set, frames reduced that way are also scanned at full resolution in overlapping tiles.
 /// - **Smallest face** `minimumFaceSize`: candidates shorter than 15 px of the image are
@@ -106,6 +108,12 @@ public final class FaceDetector: @unchecked Sendable {
         public var tileSize: Int?
         /// Overlap between neighbouring tiles, 0…0.5.
         public var tileOverlap: Double
+        /// When set and a whole search runs at a long side over 1.25 × this, the region is also
+        /// searched reduced to this long side, keeping the faces found there that are at least
+        /// `largeFaceMinimumSize` pixels tall: YuNet finds large faces better in a smaller image.
+        public var largeFaceDimension: Int?
+        /// Smallest face, in image pixels, taken from the reduced search (`largeFaceDimension`).
+        public var largeFaceMinimumSize: Double
         /// Boxes overlapping a better one by more than this IoU are merged away (YuNet's NMS and
         /// the merge across tiles).
         public var nmsThreshold: Double
@@ -133,7 +141,7 @@ public final class FaceDetector: @unchecked Sendable {
             scoreThreshold: Double = 0.7, minimumFaceSize: Double = 15, checksLandmarkGeometry: Bool = false,
             uprightRecheckScore: Double? = nil, minimumDetectionDimension: Int? = nil,
             maximumDetectionDimension: Int? = 2048, tileSize: Int? = nil, tileOverlap: Double = 0.25,
-            nmsThreshold: Double = 0.3, minimumFrameContrast: Double = 2, minimumContrast: Double = 0,
+            largeFaceDimension: Int? = 640, largeFaceMinimumSize: Double = 60, nmsThreshold: Double = 0.3, minimumFrameContrast: Double = 2, minimumContrast: Double = 0,
             maximumEyeDistanceRatio: Double = 0.65, rollRefinementThreshold: Double = 8, maximumRollRefinements: Int = 0,
             haarScaleFactor: Double = 1.1, haarMinimumNeighbours: Int = 4
         ) {
@@ -145,6 +153,8 @@ public final class FaceDetector: @unchecked Sendable {
             self.maximumDetectionDimension = maximumDetectionDimension
             self.tileSize = tileSize
             self.tileOverlap = tileOverlap
+            self.largeFaceDimension = largeFaceDimension
+            self.largeFaceMinimumSize = largeFaceMinimumSize
             self.nmsThreshold = nmsThreshold
             self.minimumFrameContrast = minimumFrameContrast
             self.minimumContrast = minimumContrast
@@ -161,10 +171,10 @@ public final class FaceDetector: @unchecked Sendable {
         /// For live video: frames are reduced to a 640 px long side, so faces keep up with a
         /// 720p30 camera on a two-core board, at the price of the smallest face found (about
         /// 10 px × the frame's long side / 640, YuNet's own floor). `CaptureMetadataOutput`'s default.
-        public static let realTime = Configuration(maximumDetectionDimension: 640)
+        public static let realTime = Configuration(maximumDetectionDimension: 640, largeFaceDimension: nil)
         /// `standard` at most 1280 px, plus full-resolution 640 px tiles for larger frames
         /// (distant faces in 1080p video), at roughly 3–4× the cost of a 1280 px search.
-        public static let tiled = Configuration(maximumDetectionDimension: 1280, tileSize: 640)
+        public static let tiled = Configuration(maximumDetectionDimension: 1280, tileSize: 640, largeFaceDimension: nil)
         /// `standard` plus roll refined for up to two tilted faces per image (error ≤ 5° up to
         /// ±30° instead of up to 25° too much), at one 160×160 YuNet run per refined face.
         public static let accurateAngles = Configuration(maximumRollRefinements: 2)
@@ -173,7 +183,7 @@ public final class FaceDetector: @unchecked Sendable {
         public static func plain(scoreThreshold: Double = 0.9) -> Configuration {
             Configuration(
                 scoreThreshold: scoreThreshold, minimumFaceSize: 0, checksLandmarkGeometry: false, uprightRecheckScore: nil,
-                minimumDetectionDimension: nil, maximumDetectionDimension: nil, minimumFrameContrast: 0,
+                minimumDetectionDimension: nil, maximumDetectionDimension: nil, largeFaceDimension: nil, minimumFrameContrast: 0,
                 minimumContrast: 0, rollRefinementThreshold: .infinity)
         }
     }
@@ -396,7 +406,7 @@ public final class FaceDetector: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         let scale = scanScale(roi)
-        _ = try detectScaled(blank, region: roi, scale: scale)
+        _ = try scan(blank, roi)
         _ = try detectScaled(blank, region: roi, scale: scale / 2)
         _ = try detectScaled(blank, region: Self.half(upper: true, of: roi, scale: scale), scale: scale)
         _ = try detectScaled(blank, region: Self.half(upper: false, of: roi, scale: scale), scale: scale)
@@ -588,6 +598,12 @@ public final class FaceDetector: @unchecked Sendable {
     private func scan(_ image: PixelBuffer, _ roi: CGRect) throws(CaptureError) -> [Candidate] {
         let scale = scanScale(roi)
         var found = try detectScaled(image, region: roi, scale: scale)
+        let long = Double(max(roi.width, roi.height))
+        if let side = configuration.largeFaceDimension, long * scale > 1.25 * Double(side) {
+            found += try detectScaled(image, region: roi, scale: Double(side) / long).filter {
+                Double($0.box.height) >= configuration.largeFaceMinimumSize
+            }
+        }
         if let tile = configuration.tileSize, scale < 1, tile >= 64 {
             let step = max(32, Int(Double(tile) * (1 - min(0.5, max(0, configuration.tileOverlap)))))
             for y in Self.tileStarts(length: Int(roi.height), tile: tile, step: step) {

@@ -207,6 +207,7 @@ func devSetReport(_ folder: URL, models: URL) throws -> Double? {
         }),
         ("+ box contrast check (10)", variant { $0.minimumContrast = 10 }),
         ("− frame content gate", variant { $0.minimumFrameContrast = 0 }),
+        ("− search reduced to 640 px for large faces", variant { $0.largeFaceDimension = nil }),
         ("threshold 0.6", variant { $0.scoreThreshold = 0.6 }),
         ("threshold 0.65", variant { $0.scoreThreshold = 0.65 }),
         ("threshold 0.75", variant { $0.scoreThreshold = 0.75 }),
