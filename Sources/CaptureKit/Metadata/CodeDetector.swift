@@ -3,7 +3,15 @@ import Foundation
 import Synchronization
 
 /// Reads QR codes and barcodes in one image, with no session (like ZBar's image scanner):
-/// ZBar decodes, OpenCV helps it where ZBar alone fails.
+/// zxing-cpp and ZBar decode, OpenCV helps them where they alone fail.
+///
+/// zxing-cpp reads the 2-D types (QR, Micro QR, Data Matrix, Aztec, PDF417) in the whole frame
+/// first: its own localisation is cheap and it reads perspective and damaged codes ZBar misses.
+/// ZBar then reads the linear types, and for QR the areas of finder patterns no code read so
+/// far explains (small modules, several codes per frame), with the passes below; zxing-cpp also
+/// reads the images those passes rectify, and the inverted frame when a light-on-dark finder
+/// shows. A code both decoders read is reported once, with zxing-cpp's bytes (ZBar converts
+/// ECI-declared payloads to UTF-8 and does not say so).
 ///
 /// What it does beyond one ZBar scan (each step was kept because it measurably adds decodes
 /// on the `QRTestCorpus` categories; the numbers are in `bench-codes` and next to each pass):
@@ -24,7 +32,7 @@ import Synchronization
 /// Threading: thread-safe; calls are serialised on an internal lock (one ZBar scanner per
 /// detector). Use one detector per thread for parallel scanning.
 public final class CodeDetector: Sendable {
-    /// The code types this detector looks for (default: QR). Types ZBar lacks at run time are ignored.
+    /// The code types this detector looks for (default: QR). Types neither decoder reads here are ignored.
     public var metadataObjectTypes: Set<MetadataObjectType> {
         get { state.withLock { $0.types } }
         set { state.withLock { $0.types = newValue.intersection(Self.availableMetadataObjectTypes) } }
@@ -44,12 +52,12 @@ public final class CodeDetector: Sendable {
     }
 
     /// The code types this machine's ZBar can read (probed once with
-    /// `zbar_image_scanner_set_config(type, ZBAR_CFG_ENABLE, 1)`).
+    /// `zbar_image_scanner_set_config(type, ZBAR_CFG_ENABLE, 1)`), and the 2-D types zxing-cpp reads.
     public static var availableMetadataObjectTypes: Set<MetadataObjectType> { available }
 
     private static let available: Set<MetadataObjectType> = {
-        guard let scanner = try? ZBarScanner() else { return [] }
-        var out: Set<MetadataObjectType> = []
+        var out = ZXingFormat.types
+        guard let scanner = try? ZBarScanner() else { return out }
         for (type, z) in CodeSymbology.table {
             scanner.setConfig(symbology: z, config: CodeSymbology.configEnable, value: 0)
             if scanner.setConfig(symbology: z, config: CodeSymbology.configEnable, value: 1),
@@ -96,6 +104,13 @@ public final class CodeDetector: Sendable {
         /// still for upright codes (640x480 1.74 ms) but rotated codes failed the upright scan
         /// more often and paid for the fall-backs (2.28 → 3.35 ms); 3 px saved less.
         public var areaModuleSize = 2.5
+        /// zxing-cpp reads the whole frame first (2-D types), rectified areas, and the inverted
+        /// frame when a light-on-dark finder shows.
+        public var zxing = true
+        /// QR and Micro QR only, frames ≥ 360 px: zxing-cpp reads the frame only when
+        /// `FinderEvidence` sees a finder pattern at half, full or quarter size. Off: it makes
+        /// code-free frames cheaper but loses a dev-set photo whose finders it misses.
+        public var zxingFinderGate = false
         public init() {}
         /// One ZBar scan of the frame, nothing else.
         public static var zbarOnly: Passes {
@@ -108,6 +123,7 @@ public final class CodeDetector: Sendable {
             p.finderGate = false
             p.finderLocate = false
             p.areaModuleSize = 0
+            p.zxing = false
             return p
         }
     }
@@ -127,6 +143,8 @@ public final class CodeDetector: Sendable {
         public var rescues = 0
         /// OpenCV QR localisations.
         public var localisations = 0
+        /// `ZXing::ReadBarcodes` calls, any image.
+        public var zxingReads = 0
     }
 
     /// Pass counts so far (see `PassCounts`).
@@ -135,6 +153,7 @@ public final class CodeDetector: Sendable {
     private struct State: ~Copyable {
         var counts = PassCounts()
         var scanner: ZBarScanner
+        var zxing: ZXingReader
         var configured: Set<MetadataObjectType>?
         var types: Set<MetadataObjectType>
         var rectOfInterest = CGRect(x: 0, y: 0, width: 1, height: 1)
@@ -142,19 +161,20 @@ public final class CodeDetector: Sendable {
     }
     private let state: Mutex<State>
 
-    /// Creates a detector for `metadataObjectTypes` (default QR) (`zbar_image_scanner_create`).
-    public init(metadataObjectTypes: Set<MetadataObjectType> = [.qr]) throws(CaptureError) {
-        let scanner = try ZBarScanner()
-        state = Mutex(
-            State(scanner: scanner, types: metadataObjectTypes.intersection(Self.available)))
+    /// Creates a detector for `metadataObjectTypes` (default QR) (`zbar_image_scanner_create`,
+    /// `cvb_zxing_reader_create`).
+    public convenience init(metadataObjectTypes: Set<MetadataObjectType> = [.qr]) throws(CaptureError) {
+        try self.init(metadataObjectTypes: metadataObjectTypes, passes: Passes())
     }
 
     /// A detector running only `passes` (for `bench-codes`).
     @_spi(Benchmark) public init(metadataObjectTypes: Set<MetadataObjectType> = [.qr], passes: Passes) throws(CaptureError) {
         let scanner = try ZBarScanner()
+        let zxing = try ZXingReader()
         state = Mutex(
             State(
-                scanner: scanner, types: metadataObjectTypes.intersection(Self.available), passes: passes))
+                scanner: scanner, zxing: zxing, types: metadataObjectTypes.intersection(Self.available),
+                passes: passes))
     }
 
     /// Finds the codes in one frame (BGR, BGRA, gray, YUYV or NV12).
@@ -175,20 +195,19 @@ public final class CodeDetector: Sendable {
             if roi != PixelRect(x: 0, y: 0, width: pixelBuffer.width, height: pixelBuffer.height) {
                 gray = try CodeImaging.crop(gray, roi)
             }
-            var run = ScanRun(scanner: s.scanner, passes: s.passes, types: s.types)
+            var run = ScanRun(scanner: s.scanner, zxing: s.zxing, passes: s.passes, types: s.types)
             defer { s.counts = run.counts }
             run.counts = s.counts
             try run.scan(gray)
             let size = CGSize(width: pixelBuffer.width, height: pixelBuffer.height)
             return run.found.compactMap { symbol -> MetadataMachineReadableCodeObject? in
-                guard let type = CodeSymbology.type(zbar: symbol.zbarType) else { return nil }
                 let corners = symbol.points.map {
                     Self.deviceSpace(CGPoint(x: Double($0.x) + Double(roi.x), y: Double($0.y) + Double(roi.y)), in: size)
                 }
                 let bounds = QRTestCorpus.boundingBox(corners)
                 guard s.rectOfInterest.contains(CGPoint(x: bounds.midX, y: bounds.midY)) else { return nil }
                 return MetadataMachineReadableCodeObject(
-                    type: type, bounds: bounds, stringValue: CodeText.string(from: symbol.bytes), payload: symbol.bytes,
+                    type: symbol.type, bounds: bounds, stringValue: symbol.text, payload: symbol.bytes,
                     corners: corners, quality: symbol.quality, time: time, inputID: inputID)
             }
         }
@@ -275,22 +294,31 @@ public final class CodeDetector: Sendable {
 /// A 2× upscale pass was measured too and dropped: no extra decode, +48 ms per code-free photo.
 private struct ScanRun {
     let scanner: ZBarScanner
+    let zxing: ZXingReader
     let passes: CodeDetector.Passes
+    /// What each decoder looks for: ZBar every type it has a number for (QR and linear),
+    /// zxing-cpp the 2-D types.
     let types: Set<MetadataObjectType>
+    let zxingTypes: Set<MetadataObjectType>
     /// Symbols found so far, in the gray image's pixels.
     var found: [ScannedSymbol] = []
     var counts = CodeDetector.PassCounts()
     /// `FinderEvidence` on the half-size and full-size frame, once computed.
     var halfFinders: [FinderEvidence.Finder]?
     var fullFinders: [FinderEvidence.Finder]?
+    var quarterFinders: [FinderEvidence.Finder]?
+    /// The frame at half size, once computed.
+    var half: PixelBuffer?
 
     /// Cells of the gate's grid, in pixels.
     static let cell = 16
 
-    init(scanner: ZBarScanner, passes: CodeDetector.Passes, types: Set<MetadataObjectType>) {
+    init(scanner: ZBarScanner, zxing: ZXingReader, passes: CodeDetector.Passes, types: Set<MetadataObjectType>) {
         self.scanner = scanner
+        self.zxing = zxing
         self.passes = passes
-        self.types = types
+        self.types = types.filter { CodeSymbology.zbar($0) != nil }
+        self.zxingTypes = passes.zxing ? types.intersection(ZXingFormat.types) : []
     }
 
     mutating func scan(_ gray: PixelBuffer) throws(CaptureError) {
@@ -298,10 +326,42 @@ private struct ScanRun {
             add(try zbarScan(gray), mapping: nil)
             return
         }
+        // QR and Micro QR show finder patterns: with the gate, a frame without one is left
+        // unread, as cheap as ZBar's own finder gate makes it.
+        let finderGated = passes.zxingFinderGate && passes.finderGate && zxingTypes.isSubset(of: [.qr, .microQR])
+            && min(gray.width, gray.height) >= 360
+        var readFrame = !zxingTypes.isEmpty
+        if readFrame && finderGated { readFrame = try anyFinder(gray) }
+        if readFrame {
+            _ = try zxingRead(gray, mapping: nil, hints: .defaults(zxingTypes))
+        }
+        if !types.isEmpty {
+            try scanWithZBar(gray)
+        }
+        // zxing-cpp 1.4 has no inversion of its own: the inverted frame, when nothing was read
+        // and a light-centred finder shows (any frame, for types without finder patterns).
+        if found.isEmpty, passes.inverted, !zxingTypes.isEmpty {
+            let qrOnly = zxingTypes.isSubset(of: [.qr, .microQR])
+            if !qrOnly || (halfFinders ?? []).contains(where: { !$0.dark }) || (fullFinders ?? []).contains(where: { !$0.dark }) {
+                _ = try zxingRead(try CodeImaging.inverted(gray), mapping: nil, hints: .defaults(zxingTypes))
+            }
+        }
+    }
+
+    /// One zxing-cpp read, counted; true when it read a new symbol.
+    mutating func zxingRead(_ image: PixelBuffer, mapping: Homography?, hints: ZXingHints) throws(CaptureError) -> Bool {
+        counts.zxingReads += 1
+        let before = found.count
+        add(try zxing.read(image, hints: hints), mapping: mapping)
+        return found.count > before
+    }
+
+    /// ZBar's passes (QR and linear types), cheap first; see the type's comment.
+    mutating func scanWithZBar(_ gray: PixelBuffer) throws(CaptureError) {
         let big = min(gray.width, gray.height) >= 360
         var halfSize: PixelBuffer?
         if passes.halfScale && big {
-            let half = try CodeImaging.resized(gray, width: gray.width / 2, height: gray.height / 2)
+            let half = try halfImage(gray)
             halfSize = half
             let sx = Double(gray.width) / Double(half.width), sy = Double(gray.height) / Double(half.height)
             var wholeHalf = true
@@ -398,12 +458,31 @@ private struct ScanRun {
     /// Finders in the frame at a quarter of its size (modules over ~9 px, too large for the
     /// threshold's window at half size); counted as one finder check.
     mutating func quarterSizeFinders(_ half: PixelBuffer) throws(CaptureError) -> [FinderEvidence.Finder] {
+        if let quarterFinders { return quarterFinders }
         guard min(half.width, half.height) >= 64 else { return [] }
         counts.finderChecks += 1
         let quarter = try CodeImaging.resized(half, width: half.width / 2, height: half.height / 2)
         let finders = try FinderEvidence.finders(quarter, offset: passes.finderThresholdOffset)
         counts.findersSeen += finders.count
+        quarterFinders = finders
         return finders
+    }
+
+    /// `gray` at half size (`cvb_image_resize_with`), computed once per frame.
+    mutating func halfImage(_ gray: PixelBuffer) throws(CaptureError) -> PixelBuffer {
+        if let half { return half }
+        let h = try CodeImaging.resized(gray, width: gray.width / 2, height: gray.height / 2)
+        half = h
+        return h
+    }
+
+    /// Whether `FinderEvidence` sees a finder pattern at half, full or quarter size (modules
+    /// ~1.5–17 px); cheapest first, each check kept for the passes after.
+    mutating func anyFinder(_ gray: PixelBuffer) throws(CaptureError) -> Bool {
+        let half = try halfImage(gray)
+        if try !halfSizeFinders(half).isEmpty { return true }
+        if try !fullSizeFinders(gray).isEmpty { return true }
+        return try !quarterSizeFinders(half).isEmpty
     }
 
     /// Finders `FinderEvidence` sees in the half-size frame, in its pixels; computed once per
@@ -524,9 +603,9 @@ private struct ScanRun {
             source, from: [o, u, v, CGPoint(x: u.x + v.x - o.x, y: u.y + v.y - o.y)],
             to: [CGPoint(x: c, y: c), CGPoint(x: c + du, y: c), CGPoint(x: c, y: c + dv), CGPoint(x: c + du, y: c + dv)],
             width: w, height: h, toFrame: { CGPoint(x: $0.x * scale.0, y: $0.y * scale.1) })
-        if try attempt(upright, back) { return true }
+        if try attempt(upright, back, rectified: true) { return true }
         if passes.inverted && t.contains(where: { !$0.dark }) {
-            return try attempt(try CodeImaging.inverted(upright), back)
+            return try attempt(try CodeImaging.inverted(upright), back, rectified: true)
         }
         return false
     }
@@ -613,13 +692,13 @@ private struct ScanRun {
         let (out, back) = try Self.warped(
             crop, from: quad, to: square, width: Int(side + 2 * margin), height: Int(side + 2 * margin),
             toFrame: offset.apply)
-        if try attempt(out, back) { return true }
+        if try attempt(out, back, rectified: true) { return true }
         if passes.binarize,
             try attempt(try CodeImaging.thresholded(out, kind: Int32(CVB_THRESHOLD_OTSU)), back)
         {
             return true
         }
-        if passes.inverted, try attempt(try CodeImaging.inverted(out), back) { return true }
+        if passes.inverted, try attempt(try CodeImaging.inverted(out), back, rectified: true) { return true }
         return false
     }
 
@@ -646,10 +725,17 @@ private struct ScanRun {
         return try scanner.scan(image)
     }
 
-    /// Scans `image`; true when it read a new symbol.
-    mutating func attempt(_ image: PixelBuffer, _ mapping: Homography) throws(CaptureError) -> Bool {
+    /// Scans `image`; true when it read a new symbol. `rectified`: the image is a code's area
+    /// warped upright, which zxing-cpp reads too when ZBar read nothing there.
+    mutating func attempt(_ image: PixelBuffer, _ mapping: Homography, rectified: Bool = false) throws(CaptureError) -> Bool {
         let before = found.count
         add(try zbarScan(image), mapping: mapping)
+        if found.count == before, rectified, zxingTypes.contains(.qr) {
+            var hints = ZXingHints.defaults([.qr])
+            hints.tryRotate = false
+            hints.tryDownscale = false
+            return try zxingRead(image, mapping: mapping, hints: hints)
+        }
         return found.count > before
     }
 
@@ -697,23 +783,11 @@ private struct ScanRun {
         return [PixelRect(x: x0, y: y0, width: x1 - x0, height: y1 - y0)]
     }
 
-    /// Adds symbols not already found (same type and payload, overlapping position), mapping
-    /// their points back into the frame's pixels and putting QR corners in clockwise order.
+    /// Adds symbols not already found, mapping their points back into the frame's pixels.
     mutating func add(_ symbols: [ScannedSymbol], mapping: Homography?) {
         for var symbol in symbols {
             if let mapping { symbol.points = symbol.points.map(mapping.apply) }
-            if symbol.zbarType == 64 && symbol.points.count == 4 {
-                // ZBar lists QR corners top-left, bottom-left, bottom-right, top-right (in the
-                // symbol's frame): counter-clockwise on screen. Reverse to clockwise from top-left.
-                let p = symbol.points
-                symbol.points = [p[0], p[3], p[2], p[1]]
-            }
-            let box = QRTestCorpus.boundingBox(symbol.points)
-            let duplicate = found.contains {
-                $0.zbarType == symbol.zbarType && $0.bytes == symbol.bytes
-                    && QRTestCorpus.boundingBox($0.points).insetBy(dx: -4, dy: -4).intersects(box)
-            }
-            if !duplicate { found.append(symbol) }
+            if !found.contains(where: { $0.isSameCode(as: symbol) }) { found.append(symbol) }
         }
     }
 }
