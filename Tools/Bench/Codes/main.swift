@@ -87,12 +87,13 @@ final class PlainZBar {
         }
         return out
     }
+}
 
-    private func view(_ b: PixelBuffer) -> cvb_image {
-        cvb_image(
-            data: b.baseAddress.assumingMemoryBound(to: UInt8.self), width: Int32(b.width), height: Int32(b.height),
-            stride: Int32(b.bytesPerRow), format: b.pixelFormat.rawValue)
-    }
+/// A C view of `b`'s pixels for the shim.
+func view(_ b: PixelBuffer) -> cvb_image {
+    cvb_image(
+        data: b.baseAddress.assumingMemoryBound(to: UInt8.self), width: Int32(b.width), height: Int32(b.height),
+        stride: Int32(b.bytesPerRow), format: b.pixelFormat.rawValue)
 }
 
 /// Plain zxing-cpp as a user would call it: `ZXing::ReadBarcodes` with the library's default
@@ -108,12 +109,8 @@ final class PlainZXing {
     /// Each result's raw bytes (`bytes()`) and text (`text()`, zxing-cpp's character-set choice).
     func read(_ frame: PixelBuffer) -> [(bytes: [UInt8], text: String?)] {
         let gray = try! PixelBuffer(width: frame.width, height: frame.height, pixelFormat: .gray)
-        var src = cvb_image(
-            data: frame.baseAddress.assumingMemoryBound(to: UInt8.self), width: Int32(frame.width),
-            height: Int32(frame.height), stride: Int32(frame.bytesPerRow), format: frame.pixelFormat.rawValue)
-        var dst = cvb_image(
-            data: gray.baseAddress.assumingMemoryBound(to: UInt8.self), width: Int32(gray.width),
-            height: Int32(gray.height), stride: Int32(gray.bytesPerRow), format: gray.pixelFormat.rawValue)
+        var src = view(frame)
+        var dst = view(gray)
         var err = cvb_error()
         _ = cvb_image_convert(&src, &dst, &err)
         var hints = cvb_zxing_default_hints()
