@@ -7,6 +7,8 @@ import Synchronization
 ///
 /// zxing-cpp reads the 2-D types (QR, Micro QR, Data Matrix, Aztec, PDF417) in the whole frame
 /// first: its own localisation is cheap and it reads perspective and damaged codes ZBar misses.
+/// A detector for QR and Micro QR only skips that read where no finder pattern shows, so frames
+/// without a code stay cheap.
 /// ZBar then reads the linear types, and for QR the areas of finder patterns no code read so
 /// far explains (small modules, several codes per frame), with the passes below; zxing-cpp also
 /// reads the images those passes rectify, and the inverted frame when a light-on-dark finder
@@ -104,13 +106,19 @@ public final class CodeDetector: Sendable {
         /// still for upright codes (640x480 1.74 ms) but rotated codes failed the upright scan
         /// more often and paid for the fall-backs (2.28 → 3.35 ms); 3 px saved less.
         public var areaModuleSize = 2.5
-        /// zxing-cpp reads the whole frame first (2-D types), rectified areas, and the inverted
-        /// frame when a light-on-dark finder shows.
+        /// zxing-cpp reads the whole frame first (2-D types; see `zxingFinderGate`), rectified
+        /// areas, and the inverted frame when a light-on-dark finder shows.
         public var zxing = true
         /// QR and Micro QR only, frames ≥ 360 px: zxing-cpp reads the frame only when
-        /// `FinderEvidence` sees a finder pattern at half, full or quarter size. Off: it makes
-        /// code-free frames cheaper but loses a dev-set photo whose finders it misses.
-        public var zxingFinderGate = false
+        /// `FinderEvidence` sees a finder pattern (one is enough: Micro QR has one) at half, full
+        /// or quarter size, or in the gate's own full-size look (`zxingGateFullSizeOffset`).
+        /// Frames without a code skip zxing-cpp's whole-frame read, its largest cost there.
+        public var zxingFinderGate = true
+        /// The threshold offset of the gate's last look at full size, taken only when the
+        /// other finder checks saw nothing (nil: none). The checks' full-size offset 0 misses
+        /// the finders of some small codes in photos that a higher offset sees; a high offset
+        /// also sees fewer false finders in noise, so fewer code-free frames pass.
+        public var zxingGateFullSizeOffset: Double? = 15
         public init() {}
         /// One ZBar scan of the frame, nothing else.
         public static var zbarOnly: Passes {
@@ -326,8 +334,8 @@ private struct ScanRun {
             add(try zbarScan(gray), mapping: nil)
             return
         }
-        // QR and Micro QR show finder patterns: with the gate, a frame without one is left
-        // unread, as cheap as ZBar's own finder gate makes it.
+        // QR and Micro QR show finder patterns: with the gate, zxing-cpp leaves a frame without
+        // one unread (ZBar's own finder gate stops it too).
         let finderGated = passes.zxingFinderGate && passes.finderGate && zxingTypes.isSubset(of: [.qr, .microQR])
             && min(gray.width, gray.height) >= 360
         var readFrame = !zxingTypes.isEmpty
@@ -477,12 +485,18 @@ private struct ScanRun {
     }
 
     /// Whether `FinderEvidence` sees a finder pattern at half, full or quarter size (modules
-    /// ~1.5–17 px); cheapest first, each check kept for the passes after.
+    /// ~1.5–17 px), or at full size with `Passes.zxingGateFullSizeOffset`; cheapest first, each
+    /// check but the last kept for the passes after (counted as finder checks).
     mutating func anyFinder(_ gray: PixelBuffer) throws(CaptureError) -> Bool {
         let half = try halfImage(gray)
         if try !halfSizeFinders(half).isEmpty { return true }
         if try !fullSizeFinders(gray).isEmpty { return true }
-        return try !quarterSizeFinders(half).isEmpty
+        if try !quarterSizeFinders(half).isEmpty { return true }
+        guard let offset = passes.zxingGateFullSizeOffset else { return false }
+        counts.finderChecks += 1
+        let finders = try FinderEvidence.finders(gray, offset: offset)
+        counts.findersSeen += finders.count
+        return !finders.isEmpty
     }
 
     /// Finders `FinderEvidence` sees in the half-size frame, in its pixels; computed once per

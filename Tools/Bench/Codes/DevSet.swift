@@ -48,6 +48,8 @@ struct DevSetScore {
     var exact = 0, wrongTexts = 0, wrongPayloads = 0, falseDecodes = 0, negativesWithDecode = 0
     var times: [Double] = []
     var byCategory: [String: (exact: Int, codes: Int, wrong: Int)] = [:]
+    /// "image: text" of each code not read exactly.
+    var missed: [String] = []
 }
 
 func percentile(_ xs: [Double], _ p: Double) -> Double {
@@ -99,6 +101,8 @@ func percentile(_ xs: [Double], _ p: Double) -> Double {
                 if distinct.contains(where: { exact($0, c) }) {
                     scores[k].exact += 1
                     cat.exact += 1
+                } else {
+                    scores[k].missed.append("\(URL(fileURLWithPath: image.path).lastPathComponent): \((c.text ?? "<binary>").prefix(40))")
                 }
             }
             for o in distinct where !image.codes.contains(where: { exact(o, $0) }) {
@@ -137,4 +141,10 @@ func percentile(_ xs: [Double], _ p: Double) -> Double {
         print("| \(category) | \(n) | " + cells.joined(separator: " | ") + " |")
     }
     print("")
+    if listMisses {
+        for (k, reader) in readers.enumerated() {
+            print("\(reader.name) misses: " + scores[k].missed.joined(separator: "; "))
+        }
+        print("")
+    }
 }

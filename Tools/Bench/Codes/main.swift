@@ -2,16 +2,17 @@
 // gray frame) and plain zxing-cpp (library defaults, QR and Micro QR, one read of the gray
 // frame), measured in the same run on the same frames. Prints Markdown.
 //
-//   Tools/bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--zxing-gate] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--area-module PX] [--finders]
+//   Tools/bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--no-zxing-gate] [--gate-offset LEVELS|none] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--area-module PX] [--finders]
 //   Tools/bench-codes --devset-only [--devset DIR]
 //
 // The real-photo QR dev set (DIR, default ../shared/devsets/qr beside the package; skipped with
 // a message when absent) is scored first: see `DevSet.swift`. --devset-only stops after it;
-// --no-devset skips it.
+// --no-devset skips it; --misses lists each reader's codes not read exactly.
 //   Tools/bench-codes --samples 6 --profile [--only plain,nonUTF8]
 //
-// --zxing-gate lets zxing-cpp read a frame only where FinderEvidence sees a finder
-// (`Passes.zxingFinderGate`); --no-finder-gate runs cvcam as it was before the finder gate (every rescue pass on any
+// --no-zxing-gate lets zxing-cpp read every frame, not only where FinderEvidence sees a finder
+// (`Passes.zxingFinderGate`); --gate-offset sets the threshold offset of the gate's last
+// full-size look (`Passes.zxingGateFullSizeOffset`, none: no such look); --no-finder-gate runs cvcam as it was before the finder gate (every rescue pass on any
 // detailed frame); --finder-offset and --full-finder-offset set FinderEvidence's threshold
 // offset at half/quarter size (default 6) and at full size (default 0; before, 0 everywhere);
 // --area-module sets the module size finder areas are scaled to before ZBar (default 2; 0: none);
@@ -32,13 +33,15 @@ var samplesPerCategory = 40
 var seed: UInt64 = 2026
 var ablation = false
 var finderGate = true
-var zxingGate = false
+var zxingGate = true
+var gateOffset: Double?? = .none
 var finderOffset: Double?
 var fullFinderOffset: Double?
 var areaModule: Double?
 var devsetPath: String?
 var devsetOnly = false
 var noDevset = false
+var listMisses = false
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
 while let a = arguments.next() {
     switch a {
@@ -48,15 +51,17 @@ while let a = arguments.next() {
     case "--explore", "--finders", "--profile": break
     case "--only": _ = arguments.next()
     case "--no-finder-gate": finderGate = false
-    case "--zxing-gate": zxingGate = true
+    case "--no-zxing-gate": zxingGate = false
+    case "--gate-offset": gateOffset = Double(arguments.next() ?? "")
     case "--finder-offset": finderOffset = Double(arguments.next() ?? "")
     case "--full-finder-offset": fullFinderOffset = Double(arguments.next() ?? "")
     case "--area-module": areaModule = Double(arguments.next() ?? "")
     case "--devset": devsetPath = arguments.next()
     case "--devset-only": devsetOnly = true
     case "--no-devset": noDevset = true
+    case "--misses": listMisses = true
     default:
-        FileHandle.standardError.write("usage: bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--zxing-gate] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--area-module PX] [--finders] [--profile [--only CATEGORIES]] [--devset DIR] [--devset-only] [--no-devset]\n".data(using: .utf8)!)
+        FileHandle.standardError.write("usage: bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--no-zxing-gate] [--gate-offset LEVELS|none] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--area-module PX] [--finders] [--profile [--only CATEGORIES]] [--devset DIR] [--devset-only] [--no-devset] [--misses]\n".data(using: .utf8)!)
         exit(64)
     }
 }
@@ -175,6 +180,7 @@ let zxing = PlainZXing()
 var cvcamPasses = CodeDetector.Passes()
 cvcamPasses.finderGate = finderGate
 cvcamPasses.zxingFinderGate = zxingGate
+if let gateOffset { cvcamPasses.zxingGateFullSizeOffset = gateOffset }
 if let finderOffset { cvcamPasses.finderThresholdOffset = finderOffset }
 if let fullFinderOffset { cvcamPasses.fullSizeFinderThresholdOffset = fullFinderOffset }
 if let areaModule { cvcamPasses.areaModuleSize = areaModule }
@@ -186,6 +192,7 @@ if !noDevset {
     let dir = devsetPath ?? root.deletingLastPathComponent().appendingPathComponent("shared/devsets/qr").path
     try runDevSet(directory: dir)
 }
+
 if devsetOnly { exit(0) }
 
 print("Code types available here (ZBar, zxing-cpp): \(CodeDetector.availableMetadataObjectTypes.map(\.rawValue).sorted().joined(separator: ", ")). Plain ZBar runs its default configuration (all symbologies, text conversion); plain zxing-cpp its default hints for QR and Micro QR; cvcam looks for QR only, raw bytes.")
