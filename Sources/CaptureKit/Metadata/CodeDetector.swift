@@ -117,7 +117,8 @@ public final class CodeDetector: Sendable {
         /// The threshold offset of the gate's last look at full size, taken only when the
         /// other finder checks saw nothing (nil: none). The checks' full-size offset 0 misses
         /// the finders of some small codes in photos that a higher offset sees; a high offset
-        /// also sees fewer false finders in noise, so fewer code-free frames pass.
+        /// also sees fewer false finders in noise, so fewer code-free frames pass. It compares with
+        /// the local mean the offset-0 look computed (`ScanRun.fullSizeMean`): no second box filter.
         public var zxingGateFullSizeOffset: Double? = 15
         public init() {}
         /// One ZBar scan of the frame, nothing else.
@@ -317,6 +318,8 @@ private struct ScanRun {
     var quarterFinders: [FinderEvidence.Finder]?
     /// The frame at half size, once computed.
     var half: PixelBuffer?
+    /// The full-size frame's local mean (`fullSizeMean`), once computed.
+    var fullMean: PixelBuffer?
 
     /// Cells of the gate's grid, in pixels.
     static let cell = 16
@@ -457,7 +460,8 @@ private struct ScanRun {
         if let fullFinders { return fullFinders }
         counts.finderChecks += 1
         let read = found.map { QRTestCorpus.boundingBox($0.points) }
-        let finders = try FinderEvidence.finders(gray, ignoring: read, offset: passes.fullSizeFinderThresholdOffset)
+        let finders = try FinderEvidence.finders(
+            gray, mean: try fullSizeMean(gray), ignoring: read, offset: passes.fullSizeFinderThresholdOffset)
         counts.findersSeen += finders.count
         fullFinders = finders
         return finders
@@ -494,9 +498,18 @@ private struct ScanRun {
         if try !quarterSizeFinders(half).isEmpty { return true }
         guard let offset = passes.zxingGateFullSizeOffset else { return false }
         counts.finderChecks += 1
-        let finders = try FinderEvidence.finders(gray, offset: offset)
+        let finders = try FinderEvidence.finders(gray, mean: try fullSizeMean(gray), offset: offset)
         counts.findersSeen += finders.count
         return !finders.isEmpty
+    }
+
+    /// `FinderEvidence.localMean` of the full-size frame, computed once per frame: both full-size
+    /// looks compare with it.
+    mutating func fullSizeMean(_ gray: PixelBuffer) throws(CaptureError) -> PixelBuffer {
+        if let fullMean { return fullMean }
+        let m = try FinderEvidence.localMean(gray)
+        fullMean = m
+        return m
     }
 
     /// Finders `FinderEvidence` sees in the half-size frame, in its pixels; computed once per
@@ -810,7 +823,7 @@ private struct ScanRun {
 /// along any line through their centre), used to decide where to scan and whether the expensive
 /// rescue passes are worth running on a frame the first scans read nothing in.
 ///
-/// The image is binarised against its local mean (`cvb_image_threshold`, adaptive: dark is at
+/// The image is binarised against its local mean (`localMean`, `cvb_image_above_mean`: dark is at
 /// least `offset` levels below the mean of the 31×31 pixels around), then every second row is
 /// run-length scanned; a 1:1:3:1:1 window (either polarity, so inverted codes
 /// count) is kept only when the vertical and both diagonal lines through its centre show the
@@ -849,13 +862,24 @@ enum FinderEvidence {
         try finders(gray, limit: limit, offset: offset).map(\.centre)
     }
 
-    /// Finder-pattern candidates in `gray` outside the rectangles `ignoring` (pixels), at most `limit`.
+    /// The local mean `finders` compares `gray` with; pass it in to look at several offsets for
+    /// the cost of one box filter. A 31-pixel window covers a whole finder pattern up to 4-pixel
+    /// modules; larger modules are seen at half or quarter size.
+    static func localMean(_ gray: PixelBuffer) throws(CaptureError) -> PixelBuffer {
+        try CodeImaging.localMean(gray, block: 31)
+    }
+
+    /// Finder-pattern candidates in `gray` outside the rectangles `ignoring` (pixels), at most
+    /// `limit`; `mean` is `localMean(gray)`, computed here when nil.
     static func finders(
-        _ gray: PixelBuffer, ignoring: [CGRect] = [], limit: Int = 64, offset: Double = 0
+        _ gray: PixelBuffer, mean: PixelBuffer? = nil, ignoring: [CGRect] = [], limit: Int = 64, offset: Double = 0
     ) throws(CaptureError) -> [Finder] {
-        // A 31-pixel window covers a whole finder pattern up to 4-pixel modules; larger modules
-        // are seen at half or quarter size.
-        let binary = try CodeImaging.thresholded(gray, kind: Int32(CVB_THRESHOLD_ADAPTIVE), value: offset, block: 31)
+        let binary: PixelBuffer
+        if let mean {
+            binary = try CodeImaging.aboveMean(gray, mean, offset: offset)
+        } else {
+            binary = try CodeImaging.aboveMean(gray, try localMean(gray), offset: offset)
+        }
         let w = binary.width, h = binary.height, stride = binary.bytesPerRow
         // Ignored rectangles become flat: no run, no candidate there.
         for r in ignoring {
