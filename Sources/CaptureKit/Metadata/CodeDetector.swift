@@ -120,6 +120,10 @@ public final class CodeDetector: Sendable {
         /// also sees fewer false finders in noise, so fewer code-free frames pass. It compares with
         /// the local mean the offset-0 look computed (`ScanRun.fullSizeMean`): no second box filter.
         public var zxingGateFullSizeOffset: Double? = 15
+        /// With the finder gate: where the gate saw finders, ZBar's upright scans around them
+        /// run first, and zxing-cpp reads the whole frame only while a finder seen is outside
+        /// every code read (its whole-frame read costs several times those scans).
+        public var zbarAroundFindersFirst = true
         public init() {}
         /// One ZBar scan of the frame, nothing else.
         public static var zbarOnly: Passes {
@@ -320,6 +324,8 @@ private struct ScanRun {
     var half: PixelBuffer?
     /// The full-size frame's local mean (`fullSizeMean`), once computed.
     var fullMean: PixelBuffer?
+    /// Whether ZBar has scanned around the finders seen (`readAroundSeenFinders`).
+    var scannedAroundFinders = false
 
     /// Cells of the gate's grid, in pixels.
     static let cell = 16
@@ -343,6 +349,12 @@ private struct ScanRun {
             && min(gray.width, gray.height) >= 360
         var readFrame = !zxingTypes.isEmpty
         if readFrame && finderGated { readFrame = try anyFinder(gray) }
+        if readFrame && finderGated && passes.zbarAroundFindersFirst && zbarReadsAroundFinders {
+            let half = try halfImage(gray)
+            try readAroundSeenFinders(gray, half)
+            let seen = try seenFinders(gray, half)
+            readFrame = found.isEmpty || !unexplained(seen).isEmpty
+        }
         if readFrame {
             _ = try zxingRead(gray, mapping: nil, hints: .defaults(zxingTypes))
         }
@@ -376,8 +388,8 @@ private struct ScanRun {
             halfSize = half
             let sx = Double(gray.width) / Double(half.width), sy = Double(gray.height) / Double(half.height)
             var wholeHalf = true
-            if passes.finderLocate && passes.finderGate && types == [.qr] {
-                wholeHalf = try scanAroundFinders(gray, half)
+            if zbarReadsAroundFinders {
+                try readAroundSeenFinders(gray, half)
                 // No finder at full, half or quarter size (modules ~1.5–17 px): no QR code here
                 // for any pass to read.
                 if found.isEmpty, try fullSizeFinders(gray).isEmpty, try halfSizeFinders(half).isEmpty,
@@ -385,13 +397,10 @@ private struct ScanRun {
                 {
                     return
                 }
-                // Finders the half-size frame blurred away (rotated or small modules): the
-                // areas of their triples, at full size.
-                if found.isEmpty {
-                    _ = try readAroundFinders(try fullSizeFinders(gray), in: gray)
-                    let seen = try halfSizeFinders(half).map { CGPoint(x: $0.centre.x * sx, y: $0.centre.y * sy) }
-                    wholeHalf = found.isEmpty || !unexplained(seen).isEmpty
-                }
+                // The whole half-size scan only when nothing was read or a finder seen there lies
+                // outside every code read (another code may be there).
+                let seen = try halfSizeFinders(half).map { CGPoint(x: $0.centre.x * sx, y: $0.centre.y * sy) }
+                wholeHalf = found.isEmpty || seen.count > 16 || !unexplained(seen).isEmpty
             }
             if wholeHalf {
                 add(try zbarScan(half), mapping: .scaling(sx, sy))
@@ -512,6 +521,32 @@ private struct ScanRun {
         return m
     }
 
+    /// Whether ZBar's passes start from finder patterns (`readAroundSeenFinders`): QR-only, with
+    /// the half-size scan.
+    var zbarReadsAroundFinders: Bool {
+        passes.finderLocate && passes.finderGate && passes.halfScale && types == [.qr]
+    }
+
+    /// ZBar's scans around the finder triples seen at half size (`scanAroundFinders`), then, when
+    /// those read nothing, around the full-size ones (finders the half-size frame blurs away:
+    /// rotated or small modules); once per frame, before or after zxing-cpp's whole-frame read.
+    mutating func readAroundSeenFinders(_ gray: PixelBuffer, _ half: PixelBuffer) throws(CaptureError) {
+        if scannedAroundFinders { return }
+        scannedAroundFinders = true
+        try scanAroundFinders(gray, half)
+        if found.isEmpty { _ = try readAroundFinders(try fullSizeFinders(gray), in: gray) }
+    }
+
+    /// Every finder seen at half and full size, and at quarter size when that was looked at, in
+    /// frame pixels (the full-size look ignores codes already read).
+    mutating func seenFinders(_ gray: PixelBuffer, _ half: PixelBuffer) throws(CaptureError) -> [CGPoint] {
+        let hx = Double(gray.width) / Double(half.width), hy = Double(gray.height) / Double(half.height)
+        var points = try halfSizeFinders(half).map { CGPoint(x: $0.centre.x * hx, y: $0.centre.y * hy) }
+        points += try fullSizeFinders(gray).map(\.centre)
+        points += (quarterFinders ?? []).map { CGPoint(x: $0.centre.x * 2 * hx, y: $0.centre.y * 2 * hy) }
+        return points
+    }
+
     /// Finders `FinderEvidence` sees in the half-size frame, in its pixels; computed once per
     /// frame (counted as one finder check).
     mutating func halfSizeFinders(_ half: PixelBuffer) throws(CaptureError) -> [FinderEvidence.Finder] {
@@ -527,12 +562,10 @@ private struct ScanRun {
     /// explained by a code read), warped upright at `Passes.areaModuleSize` (`scanUpright`); with
     /// that off, axis-aligned at full size when their modules are small (under 4 px in the
     /// frame; the half-size frame blurs them), else in the half-size frame. ZBar's cost grows with the
-    /// pixels it scans, and a code rarely fills the frame. Returns whether the whole half-size
-    /// frame still needs its scan: when nothing was read, or a finder seen lies outside every
-    /// code read (another code may be there).
-    mutating func scanAroundFinders(_ gray: PixelBuffer, _ half: PixelBuffer) throws(CaptureError) -> Bool {
+    /// pixels it scans, and a code rarely fills the frame.
+    mutating func scanAroundFinders(_ gray: PixelBuffer, _ half: PixelBuffer) throws(CaptureError) {
         let finders = try halfSizeFinders(half)
-        guard !finders.isEmpty, finders.count <= 16 else { return true }
+        guard !finders.isEmpty, finders.count <= 16 else { return }
         let hx = Double(gray.width) / Double(half.width), hy = Double(gray.height) / Double(half.height)
         for triple in Self.triples(finders) {
             let centres = triple.map { CGPoint(x: $0.centre.x * hx, y: $0.centre.y * hy) }
@@ -558,8 +591,6 @@ private struct ScanRun {
                 try scanArea(box, of: full ? gray : half, scale: full ? (1, 1) : (hx, hy), frame: gray, finders: triple)
             }
         }
-        guard !found.isEmpty else { return true }
-        return !unexplained(finders.map { CGPoint(x: $0.centre.x * hx, y: $0.centre.y * hy) }).isEmpty
     }
 
     /// Full-size finders outside the codes read: scans the area around each group of them;

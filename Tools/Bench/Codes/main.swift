@@ -11,7 +11,8 @@
 //   Tools/bench-codes --samples 6 --profile [--only plain,nonUTF8]
 //
 // --no-zxing-gate lets zxing-cpp read every frame, not only where FinderEvidence sees a finder
-// (`Passes.zxingFinderGate`); --gate-offset sets the threshold offset of the gate's last
+// (`Passes.zxingFinderGate`); --zxing-first lets zxing-cpp read a gated frame before ZBar's
+// scans around its finders (`Passes.zbarAroundFindersFirst` off); --gate-offset sets the threshold offset of the gate's last
 // full-size look (`Passes.zxingGateFullSizeOffset`, none: no such look); --no-finder-gate runs cvcam as it was before the finder gate (every rescue pass on any
 // detailed frame); --finder-offset and --full-finder-offset set FinderEvidence's threshold
 // offset at half/quarter size (default 6) and at full size (default 0; before, 0 everywhere);
@@ -34,6 +35,7 @@ var seed: UInt64 = 2026
 var ablation = false
 var finderGate = true
 var zxingGate = true
+var zbarFirst = true
 var gateOffset: Double?? = .none
 var finderOffset: Double?
 var fullFinderOffset: Double?
@@ -52,6 +54,7 @@ while let a = arguments.next() {
     case "--only": _ = arguments.next()
     case "--no-finder-gate": finderGate = false
     case "--no-zxing-gate": zxingGate = false
+    case "--zxing-first": zbarFirst = false
     case "--gate-offset": gateOffset = Double(arguments.next() ?? "")
     case "--finder-offset": finderOffset = Double(arguments.next() ?? "")
     case "--full-finder-offset": fullFinderOffset = Double(arguments.next() ?? "")
@@ -180,6 +183,7 @@ let zxing = PlainZXing()
 var cvcamPasses = CodeDetector.Passes()
 cvcamPasses.finderGate = finderGate
 cvcamPasses.zxingFinderGate = zxingGate
+cvcamPasses.zbarAroundFindersFirst = zbarFirst
 if let gateOffset { cvcamPasses.zxingGateFullSizeOffset = gateOffset }
 if let finderOffset { cvcamPasses.finderThresholdOffset = finderOffset }
 if let fullFinderOffset { cvcamPasses.fullSizeFinderThresholdOffset = fullFinderOffset }
