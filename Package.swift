@@ -5,9 +5,9 @@
 // Layers (each depends only on the ones below it):
 //   cvcam        command-line tool (swift-argument-parser)
 //   CaptureKit   the Swift API, shaped like AVFoundation
-//   CVBridge     C ABI over OpenCV and ZBar (C++ inside, plain C header, no policy)
+//   CVBridge     C ABI over OpenCV, ZBar and zxing-cpp (C++ inside, plain C header, no policy)
 //   CV4L2        what Swift cannot import from <linux/videodev2.h> (macros, variadic calls)
-//   COpenCV, CZBar, CLibV4L2: system libraries found through pkg-config
+//   COpenCV, CZBar, CZXing, CLibV4L2: system libraries found through pkg-config
 import PackageDescription
 
 let package = Package(
@@ -35,15 +35,20 @@ let package = Package(
             providers: [.apt(["libzbar-dev"])]
         ),
         .systemLibrary(
+            name: "CZXing",
+            pkgConfig: "zxing",
+            providers: [.apt(["libzxing-dev"])]
+        ),
+        .systemLibrary(
             name: "CLibV4L2",
             pkgConfig: "libv4l2",
             providers: [.apt(["libv4l-dev"])]
         ),
 
-        // C ABI over OpenCV and ZBar: marshalling only, every policy lives in CaptureKit.
+        // C ABI over OpenCV, ZBar and zxing-cpp: marshalling only, every policy lives in CaptureKit.
         .target(
             name: "CVBridge",
-            dependencies: ["COpenCV", "CZBar"]
+            dependencies: ["COpenCV", "CZBar", "CZXing"]
         ),
 
         // What Swift cannot import from <linux/videodev2.h> and libv4l2: VIDIOC_* constants and

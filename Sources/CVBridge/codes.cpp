@@ -227,8 +227,7 @@ int32_t cvb_image_unsharp(const cvb_image *src, cvb_image *dst, double sigma, do
     });
 }
 
-int32_t cvb_image_threshold(const cvb_image *src, cvb_image *dst, int32_t kind, double value, int32_t block,
-                            cvb_error *err) {
+int32_t cvb_image_threshold(const cvb_image *src, cvb_image *dst, int32_t kind, double value, cvb_error *err) {
     return guarded(err, [&] {
         if (!is_gray(src) || !is_gray(dst)) {
             set_error(err, -1, "thresholds take GRAY images");
@@ -238,21 +237,45 @@ int32_t cvb_image_threshold(const cvb_image *src, cvb_image *dst, int32_t kind, 
         switch (kind) {
         case CVB_THRESHOLD_FIXED: cv::threshold(s, d, value, 255, cv::THRESH_BINARY); break;
         case CVB_THRESHOLD_OTSU: cv::threshold(s, d, 0, 255, cv::THRESH_BINARY | cv::THRESH_OTSU); break;
-        case CVB_THRESHOLD_ADAPTIVE:
-            if (value >= 0 && s.data != d.data) {
-                // The same result as adaptiveThreshold (its box filter, then src > mean - value;
-                // here mean - value saturates at 0) at about half the cost: OpenCV 4.6 compares
-                // through a lookup table, cv::compare is SIMD.
-                cv::Mat mean;
-                cv::boxFilter(s, mean, s.type(), cv::Size(block, block), cv::Point(-1, -1), true,
-                              cv::BORDER_REPLICATE | cv::BORDER_ISOLATED);
-                if (value > 0) cv::subtract(mean, cv::Scalar(value), mean);
-                cv::compare(s, mean, d, cv::CMP_GT);
-            } else {
-                cv::adaptiveThreshold(s, d, 255, cv::ADAPTIVE_THRESH_MEAN_C, cv::THRESH_BINARY, block, value);
-            }
-            break;
         default: set_error(err, -1, "unknown threshold kind"); return -1;
+        }
+        return 0;
+    });
+}
+
+int32_t cvb_image_local_mean(const cvb_image *src, cvb_image *dst, int32_t block, cvb_error *err) {
+    return guarded(err, [&] {
+        if (!is_gray(src) || !is_gray(dst)) {
+            set_error(err, -1, "local means take GRAY images");
+            return -1;
+        }
+        cv::Mat s = as_mat(src), d = as_mat(dst);
+        cv::boxFilter(s, d, s.type(), cv::Size(block, block), cv::Point(-1, -1), true,
+                      cv::BORDER_REPLICATE | cv::BORDER_ISOLATED);
+        return 0;
+    });
+}
+
+int32_t cvb_image_above_mean(const cvb_image *src, const cvb_image *mean, cvb_image *dst, double offset,
+                             cvb_error *err) {
+    return guarded(err, [&] {
+        if (!is_gray(src) || !is_gray(mean) || !is_gray(dst)) {
+            set_error(err, -1, "comparisons take GRAY images");
+            return -1;
+        }
+        cv::Mat s = as_mat(src), m = as_mat(mean), d = as_mat(dst);
+        if (m.size() != s.size() || d.size() != s.size()) {
+            set_error(err, -1, "image, mean and result differ in size");
+            return -1;
+        }
+        // adaptiveThreshold's comparison, at about half its cost: OpenCV 4.6 compares through a
+        // lookup table, cv::compare is SIMD (mean - offset saturates at 0 here). `dst` holds
+        // mean - offset: no temporary image (element-wise, so in place is safe).
+        if (offset > 0) {
+            cv::subtract(m, cv::Scalar(offset), d);
+            cv::compare(s, d, d, cv::CMP_GT);
+        } else {
+            cv::compare(s, m, d, cv::CMP_GT);
         }
         return 0;
     });

@@ -5,7 +5,7 @@ import Foundation
 /// `cvcam scan`: QR (and barcode) reading.
 struct Scan: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Read QR codes (and, with --types, other barcodes ZBar reads).",
+        abstract: "Read QR codes (and, with --types, Micro QR, Data Matrix, Aztec, PDF417 and barcodes).",
         discussion: """
             Each payload is printed once when it appears, and again every --repeat-interval \
             seconds while it stays in view. Text payloads print as text (control characters \
@@ -18,7 +18,13 @@ struct Scan: ParsableCommand {
     @OptionGroup var input: InputOptions
     @OptionGroup var output: OutputOptions
 
-    @Option(help: "Comma-separated code types (default qr); `all` for every type ZBar supports here.")
+    @Option(
+        help: """
+            Comma-separated code types (default qr): qr, microqr, datamatrix, aztec, pdf417 \
+            (zxing-cpp and ZBar), ean13, ean8, upca, upce, isbn10, isbn13, code128, code93, code39, \
+            codabar, i25, databar, databar-exp (ZBar, where built with them); `all` for every type \
+            available here.
+            """)
     var types: String = "qr"
 
     @Option(help: "Seconds before a code still in view is printed again.")

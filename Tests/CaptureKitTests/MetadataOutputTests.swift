@@ -133,7 +133,7 @@ extension MetadataRecorder {
         #expect(output.metadataObjectTypes.isEmpty)
         #expect(output.availableMetadataObjectTypes.contains(.face))
         #expect(output.availableMetadataObjectTypes.contains(.qr))
-        #expect(throws: CaptureError.self) { try output.setMetadataObjectTypes([MetadataObjectType(rawValue: "aztec")]) }
+        #expect(throws: CaptureError.self) { try output.setMetadataObjectTypes([MetadataObjectType(rawValue: "maxicode")]) }
         // With no types set, a session runs and nothing is analysed.
         let session = CaptureSession()
         try session.addInput(CaptureDeviceInput(device: CaptureDevice(syntheticScene: crossingScene(frames: 5), pacing: .asFastAsPossible)))

@@ -85,3 +85,28 @@ import Testing
         #expect(result.lines.last?.contains("leave  face ") == true)
     }
 }
+
+/// `cvcam scan --types` end to end on the generated 2-D fixtures (Tests/Fixtures/codes).
+@Suite struct ScanTypesTests {
+    @Test(arguments: [
+        ("microqr.png", "microqr", "cvcam-mqr-1"), ("datamatrix.png", "datamatrix", "cvcam Data Matrix 1"),
+        ("aztec.png", "aztec", "cvcam Aztec 1"), ("pdf417.png", "pdf417", "cvcam PDF417 1"),
+    ])
+    func scanReadsEachTypeItIsAsked(_ file: String, _ symbology: String, _ text: String) throws {
+        let path = CLI.packageRoot.appendingPathComponent("Tests/Fixtures/codes/\(file)").path
+        let result = try CLI.run(["scan", "--json", "--types", "microqr,datamatrix,aztec,pdf417", "--input", path])
+        #expect(result.status == 0, "\(result.stderr)")
+        let codes = result.lines.compactMap { line in
+            (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
+        }.filter { $0["type"] as? String == "code" }
+        #expect(codes.count == 1, "\(result.stdout)")
+        #expect(codes.first?["symbology"] as? String == symbology)
+        #expect(codes.first?["text"] as? String == text)
+    }
+
+    @Test func scanWithoutTheTypeFindsNothing() throws {
+        let path = CLI.packageRoot.appendingPathComponent("Tests/Fixtures/codes/microqr.png").path
+        let result = try CLI.run(["scan", "--json", "--types", "qr,datamatrix", "--input", path])
+        #expect(result.status == 4, "\(result.stdout)")
+    }
+}

@@ -1,4 +1,4 @@
-// CVBridge: a plain C ABI over OpenCV and ZBar for CaptureKit.
+// CVBridge: a plain C ABI over OpenCV, ZBar and zxing-cpp for CaptureKit.
 //
 // Rules for everything in this module:
 // - marshalling only: no thresholds, no retries, no choices. Policy lives in CaptureKit.
@@ -18,5 +18,6 @@
 #include "cvb_photo.h"
 
 #include "cvb_codes.h"
+#include "cvb_zxing.h"
 
 #endif

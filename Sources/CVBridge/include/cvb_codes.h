@@ -114,12 +114,19 @@ int32_t cvb_image_unsharp(const cvb_image *src, cvb_image *dst, double sigma, do
 enum {
     CVB_THRESHOLD_FIXED = 0,    ///< `cv::threshold` at `value`
     CVB_THRESHOLD_OTSU = 1,     ///< `cv::threshold` with THRESH_OTSU (value ignored)
-    CVB_THRESHOLD_ADAPTIVE = 2, ///< `cv::adaptiveThreshold`, mean of a `block`×`block` window minus `value`
 };
-/// Binarises a GRAY image to 0/255 (`cv::threshold` / `cv::adaptiveThreshold`, THRESH_BINARY).
-/// `block` is odd and ≥ 3 for the adaptive kind. In place allowed.
-int32_t cvb_image_threshold(const cvb_image *src, cvb_image *dst, int32_t kind, double value, int32_t block,
-                            cvb_error *err);
+/// Binarises a GRAY image to 0/255 (`cv::threshold`, THRESH_BINARY). In place allowed.
+int32_t cvb_image_threshold(const cvb_image *src, cvb_image *dst, int32_t kind, double value, cvb_error *err);
+
+/// The mean of the `block`×`block` window around each pixel of a GRAY image (`cv::boxFilter`,
+/// normalised, BORDER_REPLICATE). `block` is odd and ≥ 3.
+int32_t cvb_image_local_mean(const cvb_image *src, cvb_image *dst, int32_t block, cvb_error *err);
+
+/// 255 where `src > saturate(mean - offset)`, else 0 (`cv::subtract`, `cv::compare` CMP_GT):
+/// `cv::adaptiveThreshold`'s MEAN_C comparison against a mean from `cvb_image_local_mean`, so
+/// one mean serves several offsets. GRAY images of one size; `offset` ≥ 0.
+int32_t cvb_image_above_mean(const cvb_image *src, const cvb_image *mean, cvb_image *dst, double offset,
+                             cvb_error *err);
 
 /// Mean and standard deviation of a GRAY image (`cv::meanStdDev`).
 int32_t cvb_image_mean_stddev(const cvb_image *src, double *mean, double *stddev, cvb_error *err);

@@ -3,7 +3,17 @@ import Foundation
 import Synchronization
 
 /// Reads QR codes and barcodes in one image, with no session (like ZBar's image scanner):
-/// ZBar decodes, OpenCV helps it where ZBar alone fails.
+/// zxing-cpp and ZBar decode, OpenCV helps them where they alone fail.
+///
+/// zxing-cpp reads the 2-D types (QR, Micro QR, Data Matrix, Aztec, PDF417) in the whole frame
+/// first: its own localisation is cheap and it reads perspective and damaged codes ZBar misses.
+/// A detector for QR and Micro QR only skips that read where no finder pattern shows, so frames
+/// without a code stay cheap.
+/// ZBar then reads the linear types, and for QR the areas of finder patterns no code read so
+/// far explains (small modules, several codes per frame), with the passes below; zxing-cpp also
+/// reads the images those passes rectify, and the inverted frame when a light-on-dark finder
+/// shows. A code both decoders read is reported once, with zxing-cpp's bytes (ZBar converts
+/// ECI-declared payloads to UTF-8 and does not say so).
 ///
 /// What it does beyond one ZBar scan (each step was kept because it measurably adds decodes
 /// on the `QRTestCorpus` categories; the numbers are in `bench-codes` and next to each pass):
@@ -24,7 +34,7 @@ import Synchronization
 /// Threading: thread-safe; calls are serialised on an internal lock (one ZBar scanner per
 /// detector). Use one detector per thread for parallel scanning.
 public final class CodeDetector: Sendable {
-    /// The code types this detector looks for (default: QR). Types ZBar lacks at run time are ignored.
+    /// The code types this detector looks for (default: QR). Types neither decoder reads here are ignored.
     public var metadataObjectTypes: Set<MetadataObjectType> {
         get { state.withLock { $0.types } }
         set { state.withLock { $0.types = newValue.intersection(Self.availableMetadataObjectTypes) } }
@@ -44,12 +54,12 @@ public final class CodeDetector: Sendable {
     }
 
     /// The code types this machine's ZBar can read (probed once with
-    /// `zbar_image_scanner_set_config(type, ZBAR_CFG_ENABLE, 1)`).
+    /// `zbar_image_scanner_set_config(type, ZBAR_CFG_ENABLE, 1)`), and the 2-D types zxing-cpp reads.
     public static var availableMetadataObjectTypes: Set<MetadataObjectType> { available }
 
     private static let available: Set<MetadataObjectType> = {
-        guard let scanner = try? ZBarScanner() else { return [] }
-        var out: Set<MetadataObjectType> = []
+        var out = ZXingFormat.types
+        guard let scanner = try? ZBarScanner() else { return out }
         for (type, z) in CodeSymbology.table {
             scanner.setConfig(symbology: z, config: CodeSymbology.configEnable, value: 0)
             if scanner.setConfig(symbology: z, config: CodeSymbology.configEnable, value: 1),
@@ -96,6 +106,24 @@ public final class CodeDetector: Sendable {
         /// still for upright codes (640x480 1.74 ms) but rotated codes failed the upright scan
         /// more often and paid for the fall-backs (2.28 → 3.35 ms); 3 px saved less.
         public var areaModuleSize = 2.5
+        /// zxing-cpp reads the whole frame first (2-D types; see `zxingFinderGate`), rectified
+        /// areas, and the inverted frame when a light-on-dark finder shows.
+        public var zxing = true
+        /// QR and Micro QR only, frames ≥ 360 px: zxing-cpp reads the frame only when
+        /// `FinderEvidence` sees a finder pattern (one is enough: Micro QR has one) at half, full
+        /// or quarter size, or in the gate's own full-size look (`zxingGateFullSizeOffset`).
+        /// Frames without a code skip zxing-cpp's whole-frame read, its largest cost there.
+        public var zxingFinderGate = true
+        /// The threshold offset of the gate's last look at full size, taken only when the
+        /// other finder checks saw nothing (nil: none). The checks' full-size offset 0 misses
+        /// the finders of some small codes in photos that a higher offset sees; a high offset
+        /// also sees fewer false finders in noise, so fewer code-free frames pass. It compares with
+        /// the local mean the offset-0 look computed (`ScanRun.fullSizeMean`): no second box filter.
+        public var zxingGateFullSizeOffset: Double? = 15
+        /// With the finder gate: where the gate saw finders, ZBar's upright scans around them
+        /// run first, and zxing-cpp reads the whole frame only while a finder seen is outside
+        /// every code read (its whole-frame read costs several times those scans).
+        public var zbarAroundFindersFirst = true
         public init() {}
         /// One ZBar scan of the frame, nothing else.
         public static var zbarOnly: Passes {
@@ -108,6 +136,7 @@ public final class CodeDetector: Sendable {
             p.finderGate = false
             p.finderLocate = false
             p.areaModuleSize = 0
+            p.zxing = false
             return p
         }
     }
@@ -127,6 +156,8 @@ public final class CodeDetector: Sendable {
         public var rescues = 0
         /// OpenCV QR localisations.
         public var localisations = 0
+        /// `ZXing::ReadBarcodes` calls, any image.
+        public var zxingReads = 0
     }
 
     /// Pass counts so far (see `PassCounts`).
@@ -135,6 +166,7 @@ public final class CodeDetector: Sendable {
     private struct State: ~Copyable {
         var counts = PassCounts()
         var scanner: ZBarScanner
+        var zxing: ZXingReader
         var configured: Set<MetadataObjectType>?
         var types: Set<MetadataObjectType>
         var rectOfInterest = CGRect(x: 0, y: 0, width: 1, height: 1)
@@ -142,19 +174,20 @@ public final class CodeDetector: Sendable {
     }
     private let state: Mutex<State>
 
-    /// Creates a detector for `metadataObjectTypes` (default QR) (`zbar_image_scanner_create`).
-    public init(metadataObjectTypes: Set<MetadataObjectType> = [.qr]) throws(CaptureError) {
-        let scanner = try ZBarScanner()
-        state = Mutex(
-            State(scanner: scanner, types: metadataObjectTypes.intersection(Self.available)))
+    /// Creates a detector for `metadataObjectTypes` (default QR) (`zbar_image_scanner_create`,
+    /// `cvb_zxing_reader_create`).
+    public convenience init(metadataObjectTypes: Set<MetadataObjectType> = [.qr]) throws(CaptureError) {
+        try self.init(metadataObjectTypes: metadataObjectTypes, passes: Passes())
     }
 
     /// A detector running only `passes` (for `bench-codes`).
     @_spi(Benchmark) public init(metadataObjectTypes: Set<MetadataObjectType> = [.qr], passes: Passes) throws(CaptureError) {
         let scanner = try ZBarScanner()
+        let zxing = try ZXingReader()
         state = Mutex(
             State(
-                scanner: scanner, types: metadataObjectTypes.intersection(Self.available), passes: passes))
+                scanner: scanner, zxing: zxing, types: metadataObjectTypes.intersection(Self.available),
+                passes: passes))
     }
 
     /// Finds the codes in one frame (BGR, BGRA, gray, YUYV or NV12).
@@ -175,20 +208,19 @@ public final class CodeDetector: Sendable {
             if roi != PixelRect(x: 0, y: 0, width: pixelBuffer.width, height: pixelBuffer.height) {
                 gray = try CodeImaging.crop(gray, roi)
             }
-            var run = ScanRun(scanner: s.scanner, passes: s.passes, types: s.types)
+            var run = ScanRun(scanner: s.scanner, zxing: s.zxing, passes: s.passes, types: s.types)
             defer { s.counts = run.counts }
             run.counts = s.counts
             try run.scan(gray)
             let size = CGSize(width: pixelBuffer.width, height: pixelBuffer.height)
             return run.found.compactMap { symbol -> MetadataMachineReadableCodeObject? in
-                guard let type = CodeSymbology.type(zbar: symbol.zbarType) else { return nil }
                 let corners = symbol.points.map {
                     Self.deviceSpace(CGPoint(x: Double($0.x) + Double(roi.x), y: Double($0.y) + Double(roi.y)), in: size)
                 }
                 let bounds = QRTestCorpus.boundingBox(corners)
                 guard s.rectOfInterest.contains(CGPoint(x: bounds.midX, y: bounds.midY)) else { return nil }
                 return MetadataMachineReadableCodeObject(
-                    type: type, bounds: bounds, stringValue: CodeText.string(from: symbol.bytes), payload: symbol.bytes,
+                    type: symbol.type, bounds: bounds, stringValue: symbol.text, payload: symbol.bytes,
                     corners: corners, quality: symbol.quality, time: time, inputID: inputID)
             }
         }
@@ -275,22 +307,35 @@ public final class CodeDetector: Sendable {
 /// A 2× upscale pass was measured too and dropped: no extra decode, +48 ms per code-free photo.
 private struct ScanRun {
     let scanner: ZBarScanner
+    let zxing: ZXingReader
     let passes: CodeDetector.Passes
+    /// What each decoder looks for: ZBar every type it has a number for (QR and linear),
+    /// zxing-cpp the 2-D types.
     let types: Set<MetadataObjectType>
+    let zxingTypes: Set<MetadataObjectType>
     /// Symbols found so far, in the gray image's pixels.
     var found: [ScannedSymbol] = []
     var counts = CodeDetector.PassCounts()
     /// `FinderEvidence` on the half-size and full-size frame, once computed.
     var halfFinders: [FinderEvidence.Finder]?
     var fullFinders: [FinderEvidence.Finder]?
+    var quarterFinders: [FinderEvidence.Finder]?
+    /// The frame at half size, once computed.
+    var half: PixelBuffer?
+    /// The full-size frame's local mean (`fullSizeMean`), once computed.
+    var fullMean: PixelBuffer?
+    /// Whether ZBar has scanned around the finders seen (`readAroundSeenFinders`).
+    var scannedAroundFinders = false
 
     /// Cells of the gate's grid, in pixels.
     static let cell = 16
 
-    init(scanner: ZBarScanner, passes: CodeDetector.Passes, types: Set<MetadataObjectType>) {
+    init(scanner: ZBarScanner, zxing: ZXingReader, passes: CodeDetector.Passes, types: Set<MetadataObjectType>) {
         self.scanner = scanner
+        self.zxing = zxing
         self.passes = passes
-        self.types = types
+        self.types = types.filter { CodeSymbology.zbar($0) != nil }
+        self.zxingTypes = passes.zxing ? types.intersection(ZXingFormat.types) : []
     }
 
     mutating func scan(_ gray: PixelBuffer) throws(CaptureError) {
@@ -298,15 +343,53 @@ private struct ScanRun {
             add(try zbarScan(gray), mapping: nil)
             return
         }
+        // QR and Micro QR show finder patterns: with the gate, zxing-cpp leaves a frame without
+        // one unread (ZBar's own finder gate stops it too).
+        let finderGated = passes.zxingFinderGate && passes.finderGate && zxingTypes.isSubset(of: [.qr, .microQR])
+            && min(gray.width, gray.height) >= 360
+        var readFrame = !zxingTypes.isEmpty
+        if readFrame && finderGated { readFrame = try anyFinder(gray) }
+        if readFrame && finderGated && passes.zbarAroundFindersFirst && zbarReadsAroundFinders {
+            let half = try halfImage(gray)
+            try readAroundSeenFinders(gray, half)
+            let seen = try seenFinders(gray, half)
+            readFrame = found.isEmpty || !unexplained(seen).isEmpty
+        }
+        if readFrame {
+            _ = try zxingRead(gray, mapping: nil, hints: .defaults(zxingTypes))
+        }
+        if !types.isEmpty {
+            try scanWithZBar(gray)
+        }
+        // zxing-cpp 1.4 has no inversion of its own: the inverted frame, when nothing was read
+        // and a light-centred finder shows (any frame, for types without finder patterns).
+        if found.isEmpty, passes.inverted, !zxingTypes.isEmpty {
+            let qrOnly = zxingTypes.isSubset(of: [.qr, .microQR])
+            if !qrOnly || (halfFinders ?? []).contains(where: { !$0.dark }) || (fullFinders ?? []).contains(where: { !$0.dark }) {
+                _ = try zxingRead(try CodeImaging.inverted(gray), mapping: nil, hints: .defaults(zxingTypes))
+            }
+        }
+    }
+
+    /// One zxing-cpp read, counted; true when it read a new symbol.
+    mutating func zxingRead(_ image: PixelBuffer, mapping: Homography?, hints: ZXingHints) throws(CaptureError) -> Bool {
+        counts.zxingReads += 1
+        let before = found.count
+        add(try zxing.read(image, hints: hints), mapping: mapping)
+        return found.count > before
+    }
+
+    /// ZBar's passes (QR and linear types), cheap first; see the type's comment.
+    mutating func scanWithZBar(_ gray: PixelBuffer) throws(CaptureError) {
         let big = min(gray.width, gray.height) >= 360
         var halfSize: PixelBuffer?
         if passes.halfScale && big {
-            let half = try CodeImaging.resized(gray, width: gray.width / 2, height: gray.height / 2)
+            let half = try halfImage(gray)
             halfSize = half
             let sx = Double(gray.width) / Double(half.width), sy = Double(gray.height) / Double(half.height)
             var wholeHalf = true
-            if passes.finderLocate && passes.finderGate && types == [.qr] {
-                wholeHalf = try scanAroundFinders(gray, half)
+            if zbarReadsAroundFinders {
+                try readAroundSeenFinders(gray, half)
                 // No finder at full, half or quarter size (modules ~1.5–17 px): no QR code here
                 // for any pass to read.
                 if found.isEmpty, try fullSizeFinders(gray).isEmpty, try halfSizeFinders(half).isEmpty,
@@ -314,13 +397,10 @@ private struct ScanRun {
                 {
                     return
                 }
-                // Finders the half-size frame blurred away (rotated or small modules): the
-                // areas of their triples, at full size.
-                if found.isEmpty {
-                    _ = try readAroundFinders(try fullSizeFinders(gray), in: gray)
-                    let seen = try halfSizeFinders(half).map { CGPoint(x: $0.centre.x * sx, y: $0.centre.y * sy) }
-                    wholeHalf = found.isEmpty || !unexplained(seen).isEmpty
-                }
+                // The whole half-size scan only when nothing was read or a finder seen there lies
+                // outside every code read (another code may be there).
+                let seen = try halfSizeFinders(half).map { CGPoint(x: $0.centre.x * sx, y: $0.centre.y * sy) }
+                wholeHalf = found.isEmpty || seen.count > 16 || !unexplained(seen).isEmpty
             }
             if wholeHalf {
                 add(try zbarScan(half), mapping: .scaling(sx, sy))
@@ -389,7 +469,8 @@ private struct ScanRun {
         if let fullFinders { return fullFinders }
         counts.finderChecks += 1
         let read = found.map { QRTestCorpus.boundingBox($0.points) }
-        let finders = try FinderEvidence.finders(gray, ignoring: read, offset: passes.fullSizeFinderThresholdOffset)
+        let finders = try FinderEvidence.finders(
+            gray, mean: try fullSizeMean(gray), ignoring: read, offset: passes.fullSizeFinderThresholdOffset)
         counts.findersSeen += finders.count
         fullFinders = finders
         return finders
@@ -398,12 +479,72 @@ private struct ScanRun {
     /// Finders in the frame at a quarter of its size (modules over ~9 px, too large for the
     /// threshold's window at half size); counted as one finder check.
     mutating func quarterSizeFinders(_ half: PixelBuffer) throws(CaptureError) -> [FinderEvidence.Finder] {
+        if let quarterFinders { return quarterFinders }
         guard min(half.width, half.height) >= 64 else { return [] }
         counts.finderChecks += 1
         let quarter = try CodeImaging.resized(half, width: half.width / 2, height: half.height / 2)
         let finders = try FinderEvidence.finders(quarter, offset: passes.finderThresholdOffset)
         counts.findersSeen += finders.count
+        quarterFinders = finders
         return finders
+    }
+
+    /// `gray` at half size (`cvb_image_resize_with`), computed once per frame.
+    mutating func halfImage(_ gray: PixelBuffer) throws(CaptureError) -> PixelBuffer {
+        if let half { return half }
+        let h = try CodeImaging.resized(gray, width: gray.width / 2, height: gray.height / 2)
+        half = h
+        return h
+    }
+
+    /// Whether `FinderEvidence` sees a finder pattern at half, full or quarter size (modules
+    /// ~1.5–17 px), or at full size with `Passes.zxingGateFullSizeOffset`; cheapest first, each
+    /// check but the last kept for the passes after (counted as finder checks).
+    mutating func anyFinder(_ gray: PixelBuffer) throws(CaptureError) -> Bool {
+        let half = try halfImage(gray)
+        if try !halfSizeFinders(half).isEmpty { return true }
+        if try !fullSizeFinders(gray).isEmpty { return true }
+        if try !quarterSizeFinders(half).isEmpty { return true }
+        guard let offset = passes.zxingGateFullSizeOffset else { return false }
+        counts.finderChecks += 1
+        let finders = try FinderEvidence.finders(gray, mean: try fullSizeMean(gray), offset: offset)
+        counts.findersSeen += finders.count
+        return !finders.isEmpty
+    }
+
+    /// `FinderEvidence.localMean` of the full-size frame, computed once per frame: both full-size
+    /// looks compare with it.
+    mutating func fullSizeMean(_ gray: PixelBuffer) throws(CaptureError) -> PixelBuffer {
+        if let fullMean { return fullMean }
+        let m = try FinderEvidence.localMean(gray)
+        fullMean = m
+        return m
+    }
+
+    /// Whether ZBar's passes start from finder patterns (`readAroundSeenFinders`): QR-only, with
+    /// the half-size scan.
+    var zbarReadsAroundFinders: Bool {
+        passes.finderLocate && passes.finderGate && passes.halfScale && types == [.qr]
+    }
+
+    /// ZBar's scans around the finder triples seen at half size (`scanAroundFinders`), then, when
+    /// those read nothing, around the full-size ones (finders the half-size frame blurs away:
+    /// rotated or small modules); once per frame, before or after zxing-cpp's whole-frame read.
+    mutating func readAroundSeenFinders(_ gray: PixelBuffer, _ half: PixelBuffer) throws(CaptureError) {
+        if scannedAroundFinders { return }
+        scannedAroundFinders = true
+        try scanAroundFinders(gray, half)
+        if found.isEmpty { _ = try readAroundFinders(try fullSizeFinders(gray), in: gray) }
+    }
+
+    /// Every finder seen at half and full size, and at quarter size when that was looked at, in
+    /// frame pixels (the full-size look ignores codes already read).
+    mutating func seenFinders(_ gray: PixelBuffer, _ half: PixelBuffer) throws(CaptureError) -> [CGPoint] {
+        let hx = Double(gray.width) / Double(half.width), hy = Double(gray.height) / Double(half.height)
+        var points = try halfSizeFinders(half).map { CGPoint(x: $0.centre.x * hx, y: $0.centre.y * hy) }
+        points += try fullSizeFinders(gray).map(\.centre)
+        points += (quarterFinders ?? []).map { CGPoint(x: $0.centre.x * 2 * hx, y: $0.centre.y * 2 * hy) }
+        return points
     }
 
     /// Finders `FinderEvidence` sees in the half-size frame, in its pixels; computed once per
@@ -421,12 +562,10 @@ private struct ScanRun {
     /// explained by a code read), warped upright at `Passes.areaModuleSize` (`scanUpright`); with
     /// that off, axis-aligned at full size when their modules are small (under 4 px in the
     /// frame; the half-size frame blurs them), else in the half-size frame. ZBar's cost grows with the
-    /// pixels it scans, and a code rarely fills the frame. Returns whether the whole half-size
-    /// frame still needs its scan: when nothing was read, or a finder seen lies outside every
-    /// code read (another code may be there).
-    mutating func scanAroundFinders(_ gray: PixelBuffer, _ half: PixelBuffer) throws(CaptureError) -> Bool {
+    /// pixels it scans, and a code rarely fills the frame.
+    mutating func scanAroundFinders(_ gray: PixelBuffer, _ half: PixelBuffer) throws(CaptureError) {
         let finders = try halfSizeFinders(half)
-        guard !finders.isEmpty, finders.count <= 16 else { return true }
+        guard !finders.isEmpty, finders.count <= 16 else { return }
         let hx = Double(gray.width) / Double(half.width), hy = Double(gray.height) / Double(half.height)
         for triple in Self.triples(finders) {
             let centres = triple.map { CGPoint(x: $0.centre.x * hx, y: $0.centre.y * hy) }
@@ -452,8 +591,6 @@ private struct ScanRun {
                 try scanArea(box, of: full ? gray : half, scale: full ? (1, 1) : (hx, hy), frame: gray, finders: triple)
             }
         }
-        guard !found.isEmpty else { return true }
-        return !unexplained(finders.map { CGPoint(x: $0.centre.x * hx, y: $0.centre.y * hy) }).isEmpty
     }
 
     /// Full-size finders outside the codes read: scans the area around each group of them;
@@ -524,9 +661,9 @@ private struct ScanRun {
             source, from: [o, u, v, CGPoint(x: u.x + v.x - o.x, y: u.y + v.y - o.y)],
             to: [CGPoint(x: c, y: c), CGPoint(x: c + du, y: c), CGPoint(x: c, y: c + dv), CGPoint(x: c + du, y: c + dv)],
             width: w, height: h, toFrame: { CGPoint(x: $0.x * scale.0, y: $0.y * scale.1) })
-        if try attempt(upright, back) { return true }
+        if try attempt(upright, back, rectified: true) { return true }
         if passes.inverted && t.contains(where: { !$0.dark }) {
-            return try attempt(try CodeImaging.inverted(upright), back)
+            return try attempt(try CodeImaging.inverted(upright), back, rectified: true)
         }
         return false
     }
@@ -613,13 +750,13 @@ private struct ScanRun {
         let (out, back) = try Self.warped(
             crop, from: quad, to: square, width: Int(side + 2 * margin), height: Int(side + 2 * margin),
             toFrame: offset.apply)
-        if try attempt(out, back) { return true }
+        if try attempt(out, back, rectified: true) { return true }
         if passes.binarize,
             try attempt(try CodeImaging.thresholded(out, kind: Int32(CVB_THRESHOLD_OTSU)), back)
         {
             return true
         }
-        if passes.inverted, try attempt(try CodeImaging.inverted(out), back) { return true }
+        if passes.inverted, try attempt(try CodeImaging.inverted(out), back, rectified: true) { return true }
         return false
     }
 
@@ -646,10 +783,17 @@ private struct ScanRun {
         return try scanner.scan(image)
     }
 
-    /// Scans `image`; true when it read a new symbol.
-    mutating func attempt(_ image: PixelBuffer, _ mapping: Homography) throws(CaptureError) -> Bool {
+    /// Scans `image`; true when it read a new symbol. `rectified`: the image is a code's area
+    /// warped upright, which zxing-cpp reads too when ZBar read nothing there.
+    mutating func attempt(_ image: PixelBuffer, _ mapping: Homography, rectified: Bool = false) throws(CaptureError) -> Bool {
         let before = found.count
         add(try zbarScan(image), mapping: mapping)
+        if found.count == before, rectified, zxingTypes.contains(.qr) {
+            var hints = ZXingHints.defaults([.qr])
+            hints.tryRotate = false
+            hints.tryDownscale = false
+            return try zxingRead(image, mapping: mapping, hints: hints)
+        }
         return found.count > before
     }
 
@@ -697,23 +841,11 @@ private struct ScanRun {
         return [PixelRect(x: x0, y: y0, width: x1 - x0, height: y1 - y0)]
     }
 
-    /// Adds symbols not already found (same type and payload, overlapping position), mapping
-    /// their points back into the frame's pixels and putting QR corners in clockwise order.
+    /// Adds symbols not already found, mapping their points back into the frame's pixels.
     mutating func add(_ symbols: [ScannedSymbol], mapping: Homography?) {
         for var symbol in symbols {
             if let mapping { symbol.points = symbol.points.map(mapping.apply) }
-            if symbol.zbarType == 64 && symbol.points.count == 4 {
-                // ZBar lists QR corners top-left, bottom-left, bottom-right, top-right (in the
-                // symbol's frame): counter-clockwise on screen. Reverse to clockwise from top-left.
-                let p = symbol.points
-                symbol.points = [p[0], p[3], p[2], p[1]]
-            }
-            let box = QRTestCorpus.boundingBox(symbol.points)
-            let duplicate = found.contains {
-                $0.zbarType == symbol.zbarType && $0.bytes == symbol.bytes
-                    && QRTestCorpus.boundingBox($0.points).insetBy(dx: -4, dy: -4).intersects(box)
-            }
-            if !duplicate { found.append(symbol) }
+            if !found.contains(where: { $0.isSameCode(as: symbol) }) { found.append(symbol) }
         }
     }
 }
@@ -722,7 +854,7 @@ private struct ScanRun {
 /// along any line through their centre), used to decide where to scan and whether the expensive
 /// rescue passes are worth running on a frame the first scans read nothing in.
 ///
-/// The image is binarised against its local mean (`cvb_image_threshold`, adaptive: dark is at
+/// The image is binarised against its local mean (`localMean`, `cvb_image_above_mean`: dark is at
 /// least `offset` levels below the mean of the 31×31 pixels around), then every second row is
 /// run-length scanned; a 1:1:3:1:1 window (either polarity, so inverted codes
 /// count) is kept only when the vertical and both diagonal lines through its centre show the
@@ -761,13 +893,24 @@ enum FinderEvidence {
         try finders(gray, limit: limit, offset: offset).map(\.centre)
     }
 
-    /// Finder-pattern candidates in `gray` outside the rectangles `ignoring` (pixels), at most `limit`.
+    /// The local mean `finders` compares `gray` with; pass it in to look at several offsets for
+    /// the cost of one box filter. A 31-pixel window covers a whole finder pattern up to 4-pixel
+    /// modules; larger modules are seen at half or quarter size.
+    static func localMean(_ gray: PixelBuffer) throws(CaptureError) -> PixelBuffer {
+        try CodeImaging.localMean(gray, block: 31)
+    }
+
+    /// Finder-pattern candidates in `gray` outside the rectangles `ignoring` (pixels), at most
+    /// `limit`; `mean` is `localMean(gray)`, computed here when nil.
     static func finders(
-        _ gray: PixelBuffer, ignoring: [CGRect] = [], limit: Int = 64, offset: Double = 0
+        _ gray: PixelBuffer, mean: PixelBuffer? = nil, ignoring: [CGRect] = [], limit: Int = 64, offset: Double = 0
     ) throws(CaptureError) -> [Finder] {
-        // A 31-pixel window covers a whole finder pattern up to 4-pixel modules; larger modules
-        // are seen at half or quarter size.
-        let binary = try CodeImaging.thresholded(gray, kind: Int32(CVB_THRESHOLD_ADAPTIVE), value: offset, block: 31)
+        let binary: PixelBuffer
+        if let mean {
+            binary = try CodeImaging.aboveMean(gray, mean, offset: offset)
+        } else {
+            binary = try CodeImaging.aboveMean(gray, try localMean(gray), offset: offset)
+        }
         let w = binary.width, h = binary.height, stride = binary.bytesPerRow
         // Ignored rectangles become flat: no run, no candidate there.
         for r in ignoring {

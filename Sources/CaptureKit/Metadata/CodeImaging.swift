@@ -58,14 +58,34 @@ enum CodeImaging {
     }
 
     /// A 0/255 image (`cvb_image_threshold`).
-    static func thresholded(
-        _ buffer: PixelBuffer, kind: Int32, value: Double = 0, block: Int32 = 0
-    ) throws(CaptureError) -> PixelBuffer {
+    static func thresholded(_ buffer: PixelBuffer, kind: Int32, value: Double = 0) throws(CaptureError) -> PixelBuffer {
         let out = try PixelBuffer(width: buffer.width, height: buffer.height, pixelFormat: .gray)
         var src = buffer.bridgeImage
         var dst = out.bridgeImage
         var err = cvb_error()
-        try check(cvb_image_threshold(&src, &dst, kind, value, block, &err), err, "binarising an image")
+        try check(cvb_image_threshold(&src, &dst, kind, value, &err), err, "binarising an image")
+        return out
+    }
+
+    /// The mean of the `block`×`block` window around each pixel (`cvb_image_local_mean`). GRAY only.
+    static func localMean(_ buffer: PixelBuffer, block: Int32) throws(CaptureError) -> PixelBuffer {
+        let out = try PixelBuffer(width: buffer.width, height: buffer.height, pixelFormat: .gray)
+        var src = buffer.bridgeImage
+        var dst = out.bridgeImage
+        var err = cvb_error()
+        try check(cvb_image_local_mean(&src, &dst, block, &err), err, "averaging an image locally")
+        return out
+    }
+
+    /// 255 where a pixel is above its local `mean` minus `offset`, else 0 (`cvb_image_above_mean`):
+    /// an adaptive threshold whose mean is computed once for several offsets.
+    static func aboveMean(_ buffer: PixelBuffer, _ mean: PixelBuffer, offset: Double) throws(CaptureError) -> PixelBuffer {
+        let out = try PixelBuffer(width: buffer.width, height: buffer.height, pixelFormat: .gray)
+        var src = buffer.bridgeImage
+        var avg = mean.bridgeImage
+        var dst = out.bridgeImage
+        var err = cvb_error()
+        try check(cvb_image_above_mean(&src, &avg, &dst, offset, &err), err, "comparing an image with its local mean")
         return out
     }
 

@@ -19,14 +19,34 @@ enum CodeSymbology {
     static let configYDensity: Int32 = 0x101
 }
 
-/// One symbol as ZBar reported it, in the pixels of the image it scanned.
+/// One symbol as ZBar or zxing-cpp reported it, in the pixels of the image it scanned.
 struct ScannedSymbol: Sendable {
-    var zbarType: Int32
+    var type: MetadataObjectType
     var bytes: [UInt8]
-    /// ZBar's polygon (for QR: the four corners, from the symbol's top-left, as ZBar orders them).
+    /// The decoder's polygon; for 2-D codes the four corners clockwise from the symbol's top-left.
     var points: [CGPoint]
     var quality: Int
     var orientation: Int
+    /// The ECI segments the symbol declares (zxing-cpp reports them; ZBar converts such
+    /// payloads to UTF-8 itself): nil when none.
+    var eci: [CodeText.ECISegment]? = nil
+    /// zxing-cpp's own text for the symbol, when zxing-cpp read it and calls the content text.
+    var decoderText: String? = nil
+
+    /// The payload as text (`CodeText`), or nil when binary.
+    var text: String? { CodeText.string(from: bytes, eci: eci, secondOpinion: decoderText) }
+
+    /// Whether `other` reads the same code: same type, overlapping positions, and the same bytes
+    /// or the same text (ZBar hands over an ECI-declared payload already converted to UTF-8,
+    /// zxing-cpp the bytes as encoded). A code nested in another overlaps it but differs in both.
+    func isSameCode(as other: ScannedSymbol) -> Bool {
+        guard type == other.type,
+            QRTestCorpus.boundingBox(points).insetBy(dx: -4, dy: -4).intersects(QRTestCorpus.boundingBox(other.points))
+        else { return false }
+        if bytes == other.bytes { return true }
+        guard let text else { return false }
+        return text == other.text
+    }
 }
 
 /// A ZBar image scanner (`cvb_code_scanner`: `zbar_image_scanner_t`) configured for a set of
@@ -125,10 +145,16 @@ final class ZBarScanner {
                     }
                 }
             }
+            guard let type = CodeSymbology.type(zbar: info.type) else { continue }
+            var points = zip(xs, ys).map { CGPoint(x: Double($0), y: Double($1)) }
+            if type == .qr && points.count == 4 {
+                // ZBar lists QR corners top-left, bottom-left, bottom-right, top-right (in the
+                // symbol's frame): counter-clockwise on screen. Reverse to clockwise from top-left.
+                points = [points[0], points[3], points[2], points[1]]
+            }
             out.append(
                 ScannedSymbol(
-                    zbarType: info.type, bytes: bytes,
-                    points: zip(xs, ys).map { CGPoint(x: Double($0), y: Double($1)) }, quality: Int(info.quality),
+                    type: type, bytes: bytes, points: points, quality: Int(info.quality),
                     orientation: Int(info.orientation)))
         }
         return out

@@ -1,10 +1,19 @@
 // bench-codes: cvcam's CodeDetector versus plain ZBar (default configuration, one scan of the
-// gray frame), measured in the same run on the same frames. Prints Markdown.
+// gray frame) and plain zxing-cpp (library defaults, QR and Micro QR, one read of the gray
+// frame), measured in the same run on the same frames. Prints Markdown.
 //
-//   Tools/bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--area-module PX] [--finders]
+//   Tools/bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--no-zxing-gate] [--gate-offset LEVELS|none] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--area-module PX] [--finders]
+//   Tools/bench-codes --devset-only [--devset DIR]
+//
+// The real-photo QR dev set (DIR, default ../shared/devsets/qr beside the package; skipped with
+// a message when absent) is scored first: see `DevSet.swift`. --devset-only stops after it;
+// --no-devset skips it; --misses lists each reader's codes not read exactly.
 //   Tools/bench-codes --samples 6 --profile [--only plain,nonUTF8]
 //
-// --no-finder-gate runs cvcam as it was before the finder gate (every rescue pass on any
+// --no-zxing-gate lets zxing-cpp read every frame, not only where FinderEvidence sees a finder
+// (`Passes.zxingFinderGate`); --zxing-first lets zxing-cpp read a gated frame before ZBar's
+// scans around its finders (`Passes.zbarAroundFindersFirst` off); --gate-offset sets the threshold offset of the gate's last
+// full-size look (`Passes.zxingGateFullSizeOffset`, none: no such look); --no-finder-gate runs cvcam as it was before the finder gate (every rescue pass on any
 // detailed frame); --finder-offset and --full-finder-offset set FinderEvidence's threshold
 // offset at half/quarter size (default 6) and at full size (default 0; before, 0 everywhere);
 // --area-module sets the module size finder areas are scaled to before ZBar (default 2; 0: none);
@@ -25,9 +34,16 @@ var samplesPerCategory = 40
 var seed: UInt64 = 2026
 var ablation = false
 var finderGate = true
+var zxingGate = true
+var zbarFirst = true
+var gateOffset: Double?? = .none
 var finderOffset: Double?
 var fullFinderOffset: Double?
 var areaModule: Double?
+var devsetPath: String?
+var devsetOnly = false
+var noDevset = false
+var listMisses = false
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
 while let a = arguments.next() {
     switch a {
@@ -37,11 +53,18 @@ while let a = arguments.next() {
     case "--explore", "--finders", "--profile": break
     case "--only": _ = arguments.next()
     case "--no-finder-gate": finderGate = false
+    case "--no-zxing-gate": zxingGate = false
+    case "--zxing-first": zbarFirst = false
+    case "--gate-offset": gateOffset = Double(arguments.next() ?? "")
     case "--finder-offset": finderOffset = Double(arguments.next() ?? "")
     case "--full-finder-offset": fullFinderOffset = Double(arguments.next() ?? "")
     case "--area-module": areaModule = Double(arguments.next() ?? "")
+    case "--devset": devsetPath = arguments.next()
+    case "--devset-only": devsetOnly = true
+    case "--no-devset": noDevset = true
+    case "--misses": listMisses = true
     default:
-        FileHandle.standardError.write("usage: bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--area-module PX] [--finders] [--profile [--only CATEGORIES]]\n".data(using: .utf8)!)
+        FileHandle.standardError.write("usage: bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--no-zxing-gate] [--gate-offset LEVELS|none] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--area-module PX] [--finders] [--profile [--only CATEGORIES]] [--devset DIR] [--devset-only] [--no-devset] [--misses]\n".data(using: .utf8)!)
         exit(64)
     }
 }
@@ -72,12 +95,48 @@ final class PlainZBar {
         }
         return out
     }
+}
 
-    private func view(_ b: PixelBuffer) -> cvb_image {
-        cvb_image(
-            data: b.baseAddress.assumingMemoryBound(to: UInt8.self), width: Int32(b.width), height: Int32(b.height),
-            stride: Int32(b.bytesPerRow), format: b.pixelFormat.rawValue)
+/// A C view of `b`'s pixels for the shim.
+func view(_ b: PixelBuffer) -> cvb_image {
+    cvb_image(
+        data: b.baseAddress.assumingMemoryBound(to: UInt8.self), width: Int32(b.width), height: Int32(b.height),
+        stride: Int32(b.bytesPerRow), format: b.pixelFormat.rawValue)
+}
+
+/// Plain zxing-cpp as a user would call it: `ZXing::ReadBarcodes` with the library's default
+/// hints, QR and Micro QR, on the gray frame (zxing-cpp 1.4 has no inversion of its own).
+final class PlainZXing {
+    let reader: OpaquePointer
+    init() {
+        var err = cvb_error()
+        reader = cvb_zxing_reader_create(&err)!
     }
+    deinit { cvb_zxing_reader_destroy(reader) }
+
+    /// Each result's raw bytes (`bytes()`) and text (`text()`, zxing-cpp's character-set choice).
+    func read(_ frame: PixelBuffer) -> [(bytes: [UInt8], text: String?)] {
+        let gray = try! PixelBuffer(width: frame.width, height: frame.height, pixelFormat: .gray)
+        var src = view(frame)
+        var dst = view(gray)
+        var err = cvb_error()
+        _ = cvb_image_convert(&src, &dst, &err)
+        var hints = cvb_zxing_default_hints()
+        hints.formats = (1 << 13) | (1 << 16)  // QRCode, MicroQRCode
+        let n = cvb_zxing_read(reader, &dst, &hints, &err)
+        var out: [(bytes: [UInt8], text: String?)] = []
+        for i in 0..<max(n, 0) {
+            var info = cvb_zxing_result()
+            _ = cvb_zxing_result_get(reader, i, &info, nil, 0, nil, 0, nil, 0)
+            var bytes = [UInt8](repeating: 0, count: Int(info.bytes_length))
+            var text = [CChar](repeating: 0, count: Int(info.text_length) + 1)
+            _ = cvb_zxing_result_get(reader, i, &info, &bytes, info.bytes_length, nil, 0, &text, info.text_length)
+            out.append((bytes, String(validating: text.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)))
+        }
+        return out
+    }
+
+    func payloads(_ frame: PixelBuffer) -> [[UInt8]] { read(frame).map(\.bytes) }
 }
 
 /// CPU time of the calling thread spent in `body` (`clock_gettime(CLOCK_THREAD_CPUTIME_ID)`), in
@@ -120,16 +179,27 @@ let photoPaths = fixtureDirs.flatMap { dir -> [String] in
 }
 
 let zbar = PlainZBar()
+let zxing = PlainZXing()
 var cvcamPasses = CodeDetector.Passes()
 cvcamPasses.finderGate = finderGate
+cvcamPasses.zxingFinderGate = zxingGate
+cvcamPasses.zbarAroundFindersFirst = zbarFirst
+if let gateOffset { cvcamPasses.zxingGateFullSizeOffset = gateOffset }
 if let finderOffset { cvcamPasses.finderThresholdOffset = finderOffset }
 if let fullFinderOffset { cvcamPasses.fullSizeFinderThresholdOffset = fullFinderOffset }
 if let areaModule { cvcamPasses.areaModuleSize = areaModule }
 let cvcam = try CodeDetector(passes: cvcamPasses)
 
-print("# bench-codes: cvcam CodeDetector vs plain ZBar")
+print("# bench-codes: cvcam CodeDetector vs plain ZBar and plain zxing-cpp")
 print("")
-print("ZBar symbologies available here: \(CodeDetector.availableMetadataObjectTypes.map(\.rawValue).sorted().joined(separator: ", ")). Plain ZBar runs its default configuration (all symbologies, text conversion); cvcam looks for QR only, raw bytes.")
+if !noDevset {
+    let dir = devsetPath ?? root.deletingLastPathComponent().appendingPathComponent("shared/devsets/qr").path
+    try runDevSet(directory: dir)
+}
+
+if devsetOnly { exit(0) }
+
+print("Code types available here (ZBar, zxing-cpp): \(CodeDetector.availableMetadataObjectTypes.map(\.rawValue).sorted().joined(separator: ", ")). Plain ZBar runs its default configuration (all symbologies, text conversion); plain zxing-cpp its default hints for QR and Micro QR; cvcam looks for QR only, raw bytes.")
 print("")
 print("\(samplesPerCategory) generated frames per category (seed \(seed)); a code counts only when its exact bytes come back.")
 print("")
@@ -194,26 +264,29 @@ if CommandLine.arguments.contains("--profile") {
     exit(0)
 }
 
-print("| category | codes | plain ZBar | cvcam | cvcam ms (median) | ZBar ms (median) |")
-print("|---|---:|---:|---:|---:|---:|")
-var totalCodes = 0, totalZBar = 0, totalCvcam = 0
+print("| category | codes | plain ZBar | plain zxing-cpp | cvcam | cvcam ms (median) | ZBar ms (median) | zxing-cpp ms (median) |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|")
+var totalCodes = 0, totalZBar = 0, totalZXing = 0, totalCvcam = 0
 for (category, samples) in samplesByCategory {
-    var codes = 0, z = 0, c = 0
-    var zt: [Double] = [], ct: [Double] = []
+    var codes = 0, z = 0, x = 0, c = 0
+    var zt: [Double] = [], xt: [Double] = [], ct: [Double] = []
     for s in samples {
         codes += s.codes.count
-        var zf: [[UInt8]] = [], cf: [[UInt8]] = []
+        var zf: [[UInt8]] = [], xf: [[UInt8]] = [], cf: [[UInt8]] = []
         zt.append(milliseconds { zf = zbar.payloads(s.image) })
+        xt.append(milliseconds { xf = zxing.payloads(s.image) })
         ct.append(milliseconds { cf = (try? cvcam.detect(in: s.image))?.map(\.payload) ?? [] })
         z += hits(s.expectedPayloads, zf)
+        x += hits(s.expectedPayloads, xf)
         c += hits(s.expectedPayloads, cf)
     }
     totalCodes += codes
     totalZBar += z
+    totalZXing += x
     totalCvcam += c
-    print("| \(category) | \(codes) | \(percent(z, codes)) | \(percent(c, codes)) | \(f(median(ct))) | \(f(median(zt))) |")
+    print("| \(category) | \(codes) | \(percent(z, codes)) | \(percent(x, codes)) | \(percent(c, codes)) | \(f(median(ct))) | \(f(median(zt))) | \(f(median(xt))) |")
 }
-print("| **all** | \(totalCodes) | **\(percent(totalZBar, totalCodes))** | **\(percent(totalCvcam, totalCodes))** | | |")
+print("| **all** | \(totalCodes) | **\(percent(totalZBar, totalCodes))** | **\(percent(totalZXing, totalCodes))** | **\(percent(totalCvcam, totalCodes))** | | | |")
 print("")
 
 // MARK: False decodes
@@ -222,12 +295,13 @@ for path in photoPaths { negatives.append((URL(fileURLWithPath: path).lastPathCo
 for i in 0..<20 {
     negatives.append(("clutter-\(i)", try QRTestCorpus.background(width: 640, height: 480, seed: seed &+ UInt64(i))))
 }
-var zFalse = 0, cFalse = 0
+var zFalse = 0, xFalse = 0, cFalse = 0
 for (_, image) in negatives {
     zFalse += zbar.payloads(image).count
+    xFalse += zxing.payloads(image).count
     cFalse += (try cvcam.detect(in: image)).count
 }
-print("False decodes on \(negatives.count) code-free frames (\(photoPaths.count) fixture photos + 20 generated clutter frames): plain ZBar \(zFalse), cvcam \(cFalse).")
+print("False decodes on \(negatives.count) code-free frames (\(photoPaths.count) fixture photos + 20 generated clutter frames): plain ZBar \(zFalse), plain zxing-cpp \(xFalse), cvcam \(cFalse).")
 print("")
 
 /// Code-free textured frames: seeded gray noise (mean 112, σ 14, like a room in a webcam) and
@@ -262,8 +336,8 @@ if CommandLine.arguments.contains("--finders") {
 }
 
 // MARK: Timing at fixed sizes
-print("| frame size | frames | plain ZBar ms | cvcam ms | cvcam / ZBar |")
-print("|---|---:|---:|---:|---:|")
+print("| frame size | frames | plain ZBar ms | plain zxing-cpp ms | cvcam ms | cvcam / ZBar |")
+print("|---|---:|---:|---:|---:|---:|")
 for (w, h) in [(640, 480), (1280, 720)] {
     for kind in ["with codes", "no codes (photos)", "no codes (noise, clutter)"] {
         var frames: [PixelBuffer] = []
@@ -274,15 +348,16 @@ for (w, h) in [(640, 480), (1280, 720)] {
         } else {
             for path in photoPaths { frames.append(try QRTestCorpus.photo(at: path, width: w, height: h)) }
         }
-        var zt: [Double] = [], ct: [Double] = []
+        var zt: [Double] = [], xt: [Double] = [], ct: [Double] = []
         for _ in 0..<3 {
             for frame in frames {
                 zt.append(milliseconds { _ = zbar.payloads(frame) })
+                xt.append(milliseconds { _ = zxing.payloads(frame) })
                 ct.append(milliseconds { _ = try? cvcam.detect(in: frame) })
             }
         }
         let label = "\(w)x\(h) \(kind)"
-        print("| \(label) | \(frames.count) | \(f(median(zt))) | \(f(median(ct))) | \(f(median(ct) / median(zt))) |")
+        print("| \(label) | \(frames.count) | \(f(median(zt))) | \(f(median(xt))) | \(f(median(ct))) | \(f(median(ct) / median(zt))) |")
     }
 }
 print("")

@@ -1,0 +1,1 @@
+// Intentionally empty: zxing-cpp's C++ headers are included by CVBridge's .cpp files only.
