@@ -30,16 +30,6 @@ if !arguments.contains("--no-devset") && !arguments.contains("--details") {
     if arguments.contains("--devset-only") { exit(0) }
 }
 
-struct Manifest: Decodable {
-    struct Entry: Decodable {
-        struct Face: Decodable { let box: [Double] }
-        let image: String
-        let negative: Bool
-        let faces: [Face]
-    }
-    let images: [Entry]
-}
-
 /// One evaluation image with its ground truth in pixels.
 struct Sample {
     let name: String
@@ -107,7 +97,8 @@ func score(_ results: [(Sample, [FaceDetection])], threshold: Double = 0) -> Cou
 // MARK: - Data
 
 guard let manifestData = try? Data(contentsOf: fixtures.appendingPathComponent("manifest.json")),
-    let manifest = try? JSONDecoder().decode(Manifest.self, from: manifestData)
+    // The fixtures' manifest has the dev set's schema (fewer fields).
+    let manifest = try? JSONDecoder().decode(DevSetManifest.self, from: manifestData)
 else { fail("cannot read \(fixtures.path)/manifest.json") }
 
 var samples: [Sample] = []
