@@ -44,8 +44,8 @@ public struct FaceDetection: Sendable, Hashable {
 ///   lies in `minimumDetectionDimension…maximumDetectionDimension`: `standard` searches photos
 ///   up to 2048 px at their own size; `realTime` reduces every video frame to a 640 px long
 ///   side, trading small faces for frame rate. `standard` also searches a larger image
-///   reduced to 640 px for faces of 60 px and more (`largeFaceDimension`): YuNet finds large
-///   faces better there. Nothing is enlarged by default: with YuNet-n an
+///   reduced to 640 px for faces of 60 px and more scoring at least 0.8 (`largeFaceDimension`):
+///   YuNet finds large faces better there. Nothing is enlarged by default: with YuNet-n an
 ///   enlarged small photo raised a cat's score over the threshold and lowered a masked face's. With `tileSize`
 ///   set, frames reduced that way are also scanned at full resolution in overlapping tiles.
 /// - **Smallest face** `minimumFaceSize`: candidates shorter than 15 px of the image are
@@ -114,6 +114,9 @@ public final class FaceDetector: @unchecked Sendable {
         public var largeFaceDimension: Int?
         /// Smallest face, in image pixels, taken from the reduced search (`largeFaceDimension`).
         public var largeFaceMinimumSize: Double
+        /// Least score of a face taken from the reduced search: a face the full-size search did
+        /// not report must be clearer there (an enlarged cat's face scored 0.72 at 640 px).
+        public var largeFaceScoreThreshold: Double
         /// Boxes overlapping a better one by more than this IoU are merged away (YuNet's NMS and
         /// the merge across tiles).
         public var nmsThreshold: Double
@@ -141,7 +144,8 @@ public final class FaceDetector: @unchecked Sendable {
             scoreThreshold: Double = 0.7, minimumFaceSize: Double = 15, checksLandmarkGeometry: Bool = false,
             uprightRecheckScore: Double? = nil, minimumDetectionDimension: Int? = nil,
             maximumDetectionDimension: Int? = 2048, tileSize: Int? = nil, tileOverlap: Double = 0.25,
-            largeFaceDimension: Int? = 640, largeFaceMinimumSize: Double = 60, nmsThreshold: Double = 0.3, minimumFrameContrast: Double = 2, minimumContrast: Double = 0,
+            largeFaceDimension: Int? = 640, largeFaceMinimumSize: Double = 60, largeFaceScoreThreshold: Double = 0.8,
+            nmsThreshold: Double = 0.3, minimumFrameContrast: Double = 2, minimumContrast: Double = 0,
             maximumEyeDistanceRatio: Double = 0.65, rollRefinementThreshold: Double = 8, maximumRollRefinements: Int = 0,
             haarScaleFactor: Double = 1.1, haarMinimumNeighbours: Int = 4
         ) {
@@ -155,6 +159,7 @@ public final class FaceDetector: @unchecked Sendable {
             self.tileOverlap = tileOverlap
             self.largeFaceDimension = largeFaceDimension
             self.largeFaceMinimumSize = largeFaceMinimumSize
+            self.largeFaceScoreThreshold = largeFaceScoreThreshold
             self.nmsThreshold = nmsThreshold
             self.minimumFrameContrast = minimumFrameContrast
             self.minimumContrast = minimumContrast
@@ -601,7 +606,7 @@ public final class FaceDetector: @unchecked Sendable {
         let long = Double(max(roi.width, roi.height))
         if let side = configuration.largeFaceDimension, long * scale > 1.25 * Double(side) {
             found += try detectScaled(image, region: roi, scale: Double(side) / long).filter {
-                Double($0.box.height) >= configuration.largeFaceMinimumSize
+                Double($0.box.height) >= configuration.largeFaceMinimumSize && $0.score >= configuration.largeFaceScoreThreshold
             }
         }
         if let tile = configuration.tileSize, scale < 1, tile >= 64 {
