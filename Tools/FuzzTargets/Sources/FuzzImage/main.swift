@@ -10,7 +10,7 @@ import Foundation
 let codes = try! CodeDetector(
     metadataObjectTypes: Set(MetadataObjectType.machineReadableCodeTypes).intersection(CodeDetector.availableMetadataObjectTypes))
 let faces = try! FaceDetector(
-    yuNetModel: repositoryPath("Models/face_detection_yunet_2022mar.onnx"),
+    yuNetModel: repositoryPath("Models/face_detection_yunet_n_2023.onnx"),
     haarCascade: repositoryPath("Models/haarcascade_frontalface_alt2.xml"))
 
 runFuzzer { data, count in

@@ -12,7 +12,7 @@ public func withTemporaryFile<R>(_ bytes: UnsafeRawBufferPointer, suffix: String
     return try body(path)
 }
 
-/// The file name the fuzzers read fixtures from: the repository's root, two levels above this package.
+/// A file of the repository (models, fixtures), found from this source file.
 public func repositoryPath(_ relative: String) -> URL {
     URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../../../\(relative)").standardizedFileURL
 }
