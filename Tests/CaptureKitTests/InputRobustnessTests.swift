@@ -40,6 +40,17 @@ import Testing
         #expect(error { _ = try ImageFolderSource.decode(path, maximumPixels: 2_000_000_000) }?.code == .unreadableImage)
     }
 
+    /// A 450-byte JPEG found by `Tools/fuzz` (fuzz-image): stray bytes after its APP0 segment,
+    /// which libjpeg skips, made the header walk give up, so its 12128x14895 frame (180 MP)
+    /// was decoded unchecked, 2.4 GB at peak.
+    @Test func jpegWithStrayBytesBeforeItsFrameHeaderIsRefusedBeforeDecoding() throws {
+        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../Fuzz/fuzz-image/oom-stray-bytes-before-sof.jpg").standardizedFileURL.path
+        let e = error { _ = try ImageFolderSource.decode(path) }
+        #expect(e?.code == .imageTooLarge)
+        #expect(e?.message.contains("12128x14895") == true)
+    }
+
     @Test(arguments: ["png", "jpg", "bmp", "webp", "ppm"])
     func headerSizeMatchesTheDecodedSize(ext: String) throws {
         let dir = try TemporaryDirectory()

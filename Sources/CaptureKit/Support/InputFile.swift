@@ -119,7 +119,14 @@ enum ImageHeader {
         var offset = 2
         for _ in 0..<1000 {
             let b = InputFile.bytes(fd, at: offset, count: 9)
-            guard b.count >= 4, b[0] == 0xFF else { return nil }
+            guard b.count >= 4 else { return nil }
+            guard b[0] == 0xFF else {
+                // libjpeg skips stray bytes before a marker and decodes on, so the walk must too:
+                // giving up here let such a file skip the pixel limit (found by Tools/fuzz).
+                guard let skip = InputFile.bytes(fd, at: offset, count: 65536).firstIndex(of: 0xFF) else { return nil }
+                offset += skip
+                continue
+            }
             let marker = b[1]
             if marker == 0xFF { offset += 1; continue }  // fill byte
             if (0xC0...0xCF).contains(marker) && ![0xC4, 0xC8, 0xCC].contains(marker) {

@@ -1,0 +1,42 @@
+// swift-tools-version: 6.0
+//
+// libFuzzer targets for cvcam, built only by `Tools/fuzz` (with `-sanitize=fuzzer,address`):
+// a package of its own so that `swift build` and `swift test` at the root never see them.
+// Each target's main.swift hands one test function to libFuzzer's driver (`runFuzzer`).
+import PackageDescription
+
+let package = Package(
+    name: "cvcam-fuzz",
+    dependencies: [
+        .package(name: "cvcam", path: "../.."),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+    ],
+    targets: [
+        // Helpers the fuzz targets share (temporary files, fixture paths).
+        .target(name: "FuzzSupport", dependencies: ["CLibFuzzer"]),
+        .target(name: "CLibFuzzer"),
+        // The cvcam tool's own sources (linked in by Tools/fuzz: an executable target cannot be
+        // imported), with its `@main` renamed so that the fuzz target's `main` is the only one.
+        .target(
+            name: "CVCamCLI",
+            dependencies: [
+                .product(name: "CaptureKit", package: "cvcam"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: [.unsafeFlags(["-Xfrontend", "-entry-point-function-name", "-Xfrontend", "cvcam_main"])]
+        ),
+        .executableTarget(name: "fuzz-image", dependencies: ["FuzzSupport", .product(name: "CaptureKit", package: "cvcam")], path: "Sources/FuzzImage"),
+        .executableTarget(name: "fuzz-spec", dependencies: ["FuzzSupport", "CVCamCLI"], path: "Sources/FuzzSpec"),
+        .executableTarget(
+            name: "fuzz-cli",
+            dependencies: ["FuzzSupport", "CVCamCLI", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Sources/FuzzCLI"),
+        .executableTarget(name: "fuzz-video", dependencies: ["FuzzSupport", .product(name: "CaptureKit", package: "cvcam")], path: "Sources/FuzzVideo"),
+        .executableTarget(
+            name: "fuzz-avi-roundtrip", dependencies: ["FuzzSupport", .product(name: "CaptureKit", package: "cvcam")],
+            path: "Sources/FuzzAVIRoundTrip"),
+    ],
+    swiftLanguageModes: [.v6]
+)
