@@ -351,8 +351,14 @@ private func frame(width: Int, height: Int, codes: [(PixelBuffer, Int, Int)]) th
         let ungated = try CodeDetector(passes: ungatedPasses)
         let (g, u, total) = try decodes(gated, ungated, in: [.small, .blurred], count: 4, seed: 3) { s throws in
             guard s.category == .small else { return }
-            let finders = try FinderEvidence.candidates(try CodeImaging.gray(s.image))
+            let gray = try CodeImaging.gray(s.image)
+            let finders = try FinderEvidence.candidates(gray)
             #expect(!finders.isEmpty, "\(s.name)")
+            // The gate's sparse last look still sees 2-px modules.
+            let passes = CodeDetector.Passes()
+            let sparse = try FinderEvidence.finders(
+                gray, offset: passes.zxingGateFullSizeOffset ?? 15, rowStep: passes.zxingGateRowStep)
+            #expect(!sparse.isEmpty, "\(s.name)")
         }
         #expect(gated.passCounts.rescues > 0)
         #expect(g == u, "gated \(g) vs ungated \(u) of \(total)")

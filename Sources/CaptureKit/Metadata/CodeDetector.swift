@@ -120,6 +120,11 @@ public final class CodeDetector: Sendable {
         /// also sees fewer false finders in noise, so fewer code-free frames pass. It compares with
         /// the local mean the offset-0 look computed (`ScanRun.fullSizeMean`): no second box filter.
         public var zxingGateFullSizeOffset: Double? = 15
+        /// Every how many rows that last look scans (the other looks: every second row). Its
+        /// row scan is what it costs a frame without a code; the finders it exists for (modules
+        /// near 3 px) have centres ~9 px tall, crossed by every fourth row at least twice, but
+        /// tilted ones match 1:1:3:1:1 on fewer rows, so above step 2 one matching row counts.
+        public var zxingGateRowStep = 4
         /// With the finder gate: where the gate saw finders, ZBar's upright scans around them
         /// run first, and zxing-cpp reads the whole frame only while a finder seen is outside
         /// every code read (its whole-frame read costs several times those scans).
@@ -507,7 +512,8 @@ private struct ScanRun {
         if try !quarterSizeFinders(half).isEmpty { return true }
         guard let offset = passes.zxingGateFullSizeOffset else { return false }
         counts.finderChecks += 1
-        let finders = try FinderEvidence.finders(gray, mean: try fullSizeMean(gray), offset: offset)
+        let finders = try FinderEvidence.finders(
+            gray, mean: try fullSizeMean(gray), offset: offset, rowStep: passes.zxingGateRowStep)
         counts.findersSeen += finders.count
         return !finders.isEmpty
     }
@@ -901,9 +907,11 @@ enum FinderEvidence {
     }
 
     /// Finder-pattern candidates in `gray` outside the rectangles `ignoring` (pixels), at most
-    /// `limit`; `mean` is `localMean(gray)`, computed here when nil.
+    /// `limit`; `mean` is `localMean(gray)`, computed here when nil. Scans every `rowStep`-th
+    /// row; a candidate counts when two scanned rows confirm it (one when `rowStep` > 2).
     static func finders(
-        _ gray: PixelBuffer, mean: PixelBuffer? = nil, ignoring: [CGRect] = [], limit: Int = 64, offset: Double = 0
+        _ gray: PixelBuffer, mean: PixelBuffer? = nil, ignoring: [CGRect] = [], limit: Int = 64, offset: Double = 0,
+        rowStep: Int = 2
     ) throws(CaptureError) -> [Finder] {
         let binary: PixelBuffer
         if let mean {
@@ -990,12 +998,12 @@ enum FinderEvidence {
                 }
                 i += 1
             }
-            y += 2
+            y += max(rowStep, 1)
         }
         // A real finder's centre square (≥ 4.5 px tall) crosses at least two scanned rows;
         // texture rarely repeats a four-line match on the next row (noise frames went from up
         // to 5 single-row candidates per 1280x720 frame to none).
-        return zip(out, rows).filter { $0.1 >= 2 }.map(\.0)
+        return zip(out, rows).filter { $0.1 >= (rowStep > 2 ? 1 : 2) }.map(\.0)
     }
 
     /// Whether five run lengths are 1:1:3:1:1 within half a module (modules ≥ 1.5 px).

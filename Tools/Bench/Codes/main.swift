@@ -2,7 +2,7 @@
 // gray frame) and plain zxing-cpp (library defaults, QR and Micro QR, one read of the gray
 // frame), measured in the same run on the same frames. Prints Markdown.
 //
-//   Tools/bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--no-zxing-gate] [--gate-offset LEVELS|none] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--area-module PX] [--finders]
+//   Tools/bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--no-zxing-gate] [--gate-offset LEVELS|none] [--gate-row-step N] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--area-module PX] [--finders]
 //   Tools/bench-codes --devset-only [--devset DIR]
 //
 // The real-photo QR dev set (DIR, default ../shared/devsets/qr beside the package; skipped with
@@ -13,7 +13,7 @@
 // --no-zxing-gate lets zxing-cpp read every frame, not only where FinderEvidence sees a finder
 // (`Passes.zxingFinderGate`); --zxing-first lets zxing-cpp read a gated frame before ZBar's
 // scans around its finders (`Passes.zbarAroundFindersFirst` off); --gate-offset sets the threshold offset of the gate's last
-// full-size look (`Passes.zxingGateFullSizeOffset`, none: no such look); --no-finder-gate runs cvcam as it was before the finder gate (every rescue pass on any
+// full-size look (`Passes.zxingGateFullSizeOffset`, none: no such look) and --gate-row-step its row step (`Passes.zxingGateRowStep`); --no-finder-gate runs cvcam as it was before the finder gate (every rescue pass on any
 // detailed frame); --finder-offset and --full-finder-offset set FinderEvidence's threshold
 // offset at half/quarter size (default 6) and at full size (default 0; before, 0 everywhere);
 // --area-module sets the module size finder areas are scaled to before ZBar (default 2; 0: none);
@@ -37,6 +37,7 @@ var finderGate = true
 var zxingGate = true
 var zbarFirst = true
 var gateOffset: Double?? = .none
+var gateRowStep: Int?
 var finderOffset: Double?
 var fullFinderOffset: Double?
 var areaModule: Double?
@@ -56,6 +57,7 @@ while let a = arguments.next() {
     case "--no-zxing-gate": zxingGate = false
     case "--zxing-first": zbarFirst = false
     case "--gate-offset": gateOffset = Double(arguments.next() ?? "")
+    case "--gate-row-step": gateRowStep = Int(arguments.next() ?? "")
     case "--finder-offset": finderOffset = Double(arguments.next() ?? "")
     case "--full-finder-offset": fullFinderOffset = Double(arguments.next() ?? "")
     case "--area-module": areaModule = Double(arguments.next() ?? "")
@@ -64,7 +66,7 @@ while let a = arguments.next() {
     case "--no-devset": noDevset = true
     case "--misses": listMisses = true
     default:
-        FileHandle.standardError.write("usage: bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--no-zxing-gate] [--gate-offset LEVELS|none] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--area-module PX] [--finders] [--profile [--only CATEGORIES]] [--devset DIR] [--devset-only] [--no-devset] [--misses]\n".data(using: .utf8)!)
+        FileHandle.standardError.write("usage: bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--no-zxing-gate] [--gate-offset LEVELS|none] [--gate-row-step N] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--area-module PX] [--finders] [--profile [--only CATEGORIES]] [--devset DIR] [--devset-only] [--no-devset] [--misses]\n".data(using: .utf8)!)
         exit(64)
     }
 }
@@ -185,6 +187,7 @@ cvcamPasses.finderGate = finderGate
 cvcamPasses.zxingFinderGate = zxingGate
 cvcamPasses.zbarAroundFindersFirst = zbarFirst
 if let gateOffset { cvcamPasses.zxingGateFullSizeOffset = gateOffset }
+if let gateRowStep { cvcamPasses.zxingGateRowStep = gateRowStep }
 if let finderOffset { cvcamPasses.finderThresholdOffset = finderOffset }
 if let fullFinderOffset { cvcamPasses.fullSizeFinderThresholdOffset = fullFinderOffset }
 if let areaModule { cvcamPasses.areaModuleSize = areaModule }
