@@ -82,6 +82,13 @@ struct DevScore {
 
 let heightBands = ["20–40 px", "40–80 px", "≥ 80 px"]
 
+/// cvcam's `.standard` with one change, for the tables of what each part buys.
+func variant(_ change: (inout FaceDetector.Configuration) -> Void) -> FaceDetector.Configuration {
+    var c = FaceDetector.Configuration.standard
+    change(&c)
+    return c
+}
+
 func heightBand(_ h: CGFloat) -> String { h < 40 ? "20–40 px" : h < 80 ? "40–80 px" : "≥ 80 px" }
 
 func scoreDevSet(_ run: DevRun, _ images: [DevImage], threshold: Double = 0) -> DevScore {
@@ -192,11 +199,6 @@ func devSetReport(_ folder: URL, models: URL) throws -> Double? {
     print(String(format: "\nBest plain F1: %.3f (%@); cvcam .standard %.3f, %+.3f.", bestPlain.f1, bestPlain.name,
                  standardScore.f1, standardScore.f1 - bestPlain.f1))
 
-    func variant(_ change: (inout FaceDetector.Configuration) -> Void) -> FaceDetector.Configuration {
-        var c = FaceDetector.Configuration.standard
-        change(&c)
-        return c
-    }
     let variants: [(String, FaceDetector.Configuration)] = [
         ("− smallest face 15 px (keep all sizes)", variant { $0.minimumFaceSize = 0 }),
         ("smallest face 12 px", variant { $0.minimumFaceSize = 12 }),

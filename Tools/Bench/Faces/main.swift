@@ -259,11 +259,6 @@ if CommandLine.arguments.contains("--details") {
     exit(0)
 }
 
-func variant(_ change: (inout FaceDetector.Configuration) -> Void) -> FaceDetector.Configuration {
-    var c = FaceDetector.Configuration.standard
-    change(&c)
-    return c
-}
 let variants: [(String, FaceDetector.Configuration)] = [
     ("cvcam .standard", .standard),
     ("− frame content gate", variant { $0.minimumFrameContrast = 0 }),
