@@ -19,7 +19,7 @@ struct FaceOptions: ParsableArguments {
 
     @Option(
         help: ArgumentHelp(
-            "Face detection: realtime (frames scaled to 640 px: keeps up with 720p30 on two cores; faces from ~32 px at 720p, ~48 px at 1080p), standard (images up to 2048 px at their own size: faces from ~20 px; ~4x the CPU of realtime at 720p), tiled (frames up to 1280 px plus full-size tiles beyond: distant faces in 1080p). Default: standard for image files and folders, realtime for cameras, video and synthetic input.",
+            "Face detection: realtime (frames scaled to 640 px: keeps up with 720p30 on two cores; faces from ~20 px wide at 720p, ~28 px at 1080p), standard (images up to 2048 px at their own size: faces from ~14 px; ~4x the CPU of realtime at 720p), tiled (frames up to 1280 px plus full-size tiles beyond: distant faces in 1080p). Default: standard for image files and folders, realtime for cameras, video and synthetic input.",
             valueName: "mode"))
     var faceDetection: Detection?
 
