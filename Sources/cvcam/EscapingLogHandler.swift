@@ -1,4 +1,3 @@
-import Foundation
 import Logging
 
 /// The CLI's log handler: swift-log's `StreamLogHandler` format on stderr, with the message
@@ -22,7 +21,6 @@ struct EscapingLogHandler: LogHandler {
     ) {
         let all = metadata.merging(explicit ?? [:]) { $1 }
         let details = all.isEmpty ? "" : " " + all.sorted { $0.key < $1.key }.map { "\($0)=\($1)" }.joined(separator: " ")
-        let text = "\(level): \(label):\(details) \(message)"
-        FileHandle.standardError.write(Data((TerminalText.escaped(text) + "\n").utf8))
+        TerminalText.printLine("\(level): \(label):\(details) \(message)")
     }
 }

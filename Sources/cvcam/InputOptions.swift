@@ -141,7 +141,7 @@ struct InputOptions: ParsableArguments {
             } else if inputKind == "folder" || inputKind == "image" {
                 device = try CaptureDevice(
                     imagesAtPath: input, frameRate: fps ?? 10, pacing: framePacing,
-                    onSkippedImage: { FileHandle.standardError.write(Data("warning: skipped \(TerminalText.escaped("\($0)"))\n".utf8)) })
+                    onSkippedImage: { TerminalText.printLine("warning: skipped \($0)") })
             } else {
                 device = try CaptureDevice(videoFileAtPath: input, pacing: framePacing)
             }

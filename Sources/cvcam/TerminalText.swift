@@ -50,6 +50,12 @@ enum TerminalText {
         return out
     }
 
+    /// Writes `text`, escaped whole (a newline inside it cannot start a line of its own), and a
+    /// newline to stderr: for log lines and warnings that carry names from outside.
+    static func printLine(_ text: String) {
+        try? FileHandle.standardError.write(contentsOf: Data((escaped(text) + "\n").utf8))
+    }
+
     /// Writes `text` (escaped line by line: ArgumentParser's messages end with usage lines) and
     /// a newline to stderr.
     static func printError(_ text: String) {

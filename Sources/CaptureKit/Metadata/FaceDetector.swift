@@ -46,8 +46,9 @@ public struct FaceDetection: Sendable, Hashable {
 ///   side, trading small faces for frame rate. `standard` also searches a larger image
 ///   reduced to 640 px for faces of 60 px and more scoring at least 0.8 (`largeFaceDimension`):
 ///   YuNet finds large faces better there. Nothing is enlarged by default: with YuNet-n an
-///   enlarged small photo raised a cat's score over the threshold and lowered a masked face's. With `tileSize`
-///   set, frames reduced that way are also scanned at full resolution in overlapping tiles.
+///   enlarged small photo raised a cat's score over the threshold and lowered a masked face's.
+///   With `tileSize` set, frames reduced that way are also scanned at full resolution in
+///   overlapping tiles.
 /// - **Smallest face** `minimumFaceSize`: candidates shorter than 15 px of the image are
 ///   dropped. Below that YuNet's boxes are mostly texture, not faces.
 /// - **Score threshold** `scoreThreshold`, 0.7. The 2023 models' scores top out near 0.93, so
@@ -171,7 +172,7 @@ public final class FaceDetector: @unchecked Sendable {
         }
 
         /// The default for single images and photos (`FaceDetector()`): photos up to 2048 px
-        /// searched at their own size (faces from about 20 px), larger ones reduced to 2048 px.
+        /// searched at their own size (faces from about 14 px wide), larger ones reduced to 2048 px.
         public static let standard = Configuration()
         /// For live video: frames are reduced to a 640 px long side, so faces keep up with a
         /// 720p30 camera on a two-core board, at the price of the smallest face found (about
