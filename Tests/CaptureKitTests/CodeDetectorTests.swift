@@ -356,12 +356,37 @@ private func frame(width: Int, height: Int, codes: [(PixelBuffer, Int, Int)]) th
             #expect(!finders.isEmpty, "\(s.name)")
             // The gate's sparse last look still sees 2-px modules.
             let passes = CodeDetector.Passes()
-            let sparse = try FinderEvidence.finders(
-                gray, offset: passes.zxingGateFullSizeOffset ?? 15, rowStep: passes.zxingGateRowStep)
+            let sparse = try FinderEvidence.findersInScannedRows(
+                gray, mean: try FinderEvidence.localMean(gray), offset: passes.zxingGateFullSizeOffset ?? 15,
+                rowStep: passes.zxingGateRowStep)
             #expect(!sparse.isEmpty, "\(s.name)")
         }
         #expect(gated.passCounts.rescues > 0)
         #expect(g == u, "gated \(g) vs ungated \(u) of \(total)")
         #expect(g >= 6)
+    }
+
+    /// The gate's sparse look thresholds only the rows it scans; it must find exactly what the
+    /// whole thresholded image gives, at every offset (rounding, saturation at 0) and row step.
+    @Test func thresholdingOnDemandFindsWhatTheWholeImageGives() throws {
+        var images: [PixelBuffer] = []
+        for category in [QRTestCorpus.Category.small, .multiple, .inverted, .lowContrast] {
+            for s in try QRTestCorpus.samples(category, count: 3, seed: 11) { images.append(try CodeImaging.gray(s.image)) }
+        }
+        images.append(try CodeImaging.gray(try QRTestCorpus.background(width: 333, height: 251, seed: 5)))
+        var compared = 0
+        for gray in images {
+            let mean = try FinderEvidence.localMean(gray)
+            for offset in [-3.0, 0, 2.5, 6, 15, 300] {
+                for step in [1, 2, 4] {
+                    let whole = try FinderEvidence.finders(gray, mean: mean, offset: offset, rowStep: step)
+                    let onDemand = try FinderEvidence.findersInScannedRows(gray, mean: mean, offset: offset, rowStep: step)
+                    #expect(whole.map(\.centre) == onDemand.map(\.centre), "offset \(offset), step \(step)")
+                    #expect(whole.map(\.dark) == onDemand.map(\.dark))
+                    compared += whole.count
+                }
+            }
+        }
+        #expect(compared > 50)
     }
 }

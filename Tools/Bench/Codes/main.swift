@@ -20,7 +20,8 @@
 // --finders lists finder candidates per frame; --profile runs only cvcam on the
 // 640x480 frames with codes (or --only those categories), over and over for 20 s, for a
 // profiler, then prints per category the median time and the passes one detection ran
-// (development aids).
+// (development aids); --profile-code-free does the same on the 640x480 code-free frames (noise,
+// clutter, fixture photos) for 15 s and prints their median.
 //
 // Decode rate counts a code as read only when the exact payload bytes come back. False decodes
 // are any symbol reported on a code-free frame (the face fixture photos and negatives, plus
@@ -51,7 +52,7 @@ while let a = arguments.next() {
     case "--samples": samplesPerCategory = Int(arguments.next() ?? "") ?? samplesPerCategory
     case "--seed": seed = UInt64(arguments.next() ?? "") ?? seed
     case "--ablation": ablation = true
-    case "--explore", "--finders", "--profile": break
+    case "--explore", "--finders", "--profile", "--profile-code-free": break
     case "--only": _ = arguments.next()
     case "--no-finder-gate": finderGate = false
     case "--no-zxing-gate": zxingGate = false
@@ -66,7 +67,7 @@ while let a = arguments.next() {
     case "--no-devset": noDevset = true
     case "--misses": listMisses = true
     default:
-        FileHandle.standardError.write("usage: bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--no-zxing-gate] [--gate-offset LEVELS|none] [--gate-row-step N] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--area-module PX] [--finders] [--profile [--only CATEGORIES]] [--devset DIR] [--devset-only] [--no-devset] [--misses]\n".data(using: .utf8)!)
+        FileHandle.standardError.write("usage: bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--no-zxing-gate] [--gate-offset LEVELS|none] [--gate-row-step N] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--area-module PX] [--finders] [--profile [--only CATEGORIES]] [--profile-code-free] [--devset DIR] [--devset-only] [--no-devset] [--misses]\n".data(using: .utf8)!)
         exit(64)
     }
 }
@@ -225,6 +226,15 @@ for category in QRTestCorpus.Category.allCases {
     }
 }
 
+if CommandLine.arguments.contains("--profile-code-free") {
+    var frames = try noiseFrames(width: 640, height: 480)
+    for path in photoPaths { frames.append(try QRTestCorpus.photo(at: path, width: 640, height: 480)) }
+    let end = Date().addingTimeInterval(15)
+    var times: [Double] = []
+    while Date() < end { for frame in frames { times.append(milliseconds { _ = try? cvcam.detect(in: frame) }) } }
+    print("code-free 640x480: median \(f(median(times))) ms over \(times.count)")
+    exit(0)
+}
 if CommandLine.arguments.contains("--profile") {
     // --only a,b: profile only those categories' frames (the table still names each).
     let only = CommandLine.arguments.firstIndex(of: "--only").map { i in

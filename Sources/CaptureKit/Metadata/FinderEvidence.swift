@@ -1,0 +1,290 @@
+import CVBridge
+import Foundation
+
+/// Evidence of QR finder patterns (the three nested squares, 1:1:3:1:1 dark/light/dark/light/dark
+/// along any line through their centre), used to decide where to scan and whether the expensive
+/// rescue passes are worth running on a frame the first scans read nothing in.
+///
+/// The image is binarised against its local mean (`localMean`, `cvb_image_above_mean`: dark is at
+/// least `offset` levels below the mean of the 31×31 pixels around), then every second row is
+/// run-length scanned; a 1:1:3:1:1 window (either polarity, so inverted codes
+/// count) is kept only when the vertical and both diagonal lines through its centre show the
+/// same pattern at a similar scale. Random texture passes one line often, all four rarely.
+/// The run-length scan is most of a code-free frame's cost, hence raw buffers and eight pixels
+/// per step (`Tools/Bench/README.md` has the figures).
+///
+/// The offset keeps flat areas flat: split at the mean itself, sensor noise on a plain wall or
+/// sky turns into runs of one or two pixels everywhere, and the scan's cost follows the runs. A
+/// finder's dark modules lie far below a mean that mixes them with light ones, so they stay
+/// dark. `CodeDetector` uses 6 levels at half and quarter size and 0 at full size, where the
+/// finders of codes with modules near 2 px are soft (`Passes.finderThresholdOffset`; a higher
+/// full-size offset lost a 2-px-module code beside a larger one,
+/// `scanningAroundFindersLosesNoDecode`).
+///
+/// Threading: stateless; call from any thread.
+enum FinderEvidence {
+    /// A finder-pattern candidate: its centre and module size, in the image's pixels.
+    struct Finder {
+        var centre: CGPoint
+        var module: Double
+        /// Whether its centre square is darker than its surroundings (false: a light-on-dark code).
+        var dark: Bool
+    }
+
+    /// Centres (pixels) of finder-pattern candidates in `gray`, at most `limit`.
+    static func candidates(
+        _ gray: PixelBuffer, limit: Int = 64, offset: Double = 0
+    ) throws(CaptureError) -> [CGPoint] {
+        try finders(gray, limit: limit, offset: offset).map(\.centre)
+    }
+
+    /// The local mean `finders` compares `gray` with; pass it in to look at several offsets for
+    /// the cost of one box filter. A 31-pixel window covers a whole finder pattern up to 4-pixel
+    /// modules; larger modules are seen at half or quarter size.
+    static func localMean(_ gray: PixelBuffer) throws(CaptureError) -> PixelBuffer {
+        try CodeImaging.localMean(gray, block: 31)
+    }
+
+    /// Finder-pattern candidates in `gray` outside the rectangles `ignoring` (pixels), at most
+    /// `limit`; `mean` is `localMean(gray)`, computed here when nil. Scans every `rowStep`-th
+    /// row; a candidate counts when two scanned rows confirm it (one when `rowStep` > 2).
+    static func finders(
+        _ gray: PixelBuffer, mean: PixelBuffer? = nil, ignoring: [CGRect] = [], limit: Int = 64, offset: Double = 0,
+        rowStep: Int = 2
+    ) throws(CaptureError) -> [Finder] {
+        let image: PixelBuffer
+        if let mean {
+            image = try CodeImaging.aboveMean(gray, mean, offset: offset)
+        } else {
+            image = try CodeImaging.aboveMean(gray, try localMean(gray), offset: offset)
+        }
+        let w = image.width, h = image.height, stride = image.bytesPerRow
+        // Ignored rectangles become flat: no run, no candidate there.
+        for r in ignoring {
+            let c = r.intersection(CGRect(x: 0, y: 0, width: w, height: h))
+            guard !c.isNull, c.width >= 1, c.height >= 1 else { continue }
+            let x0 = Int(c.minX), x1 = Int(c.maxX), y0 = Int(c.minY), y1 = Int(c.maxY)
+            for y in y0..<y1 { memset(image.baseAddress + y * stride + x0, 0, x1 - x0) }
+        }
+        return withExtendedLifetime(image) {
+            scan(Thresholded(image), limit: limit, rowStep: rowStep)
+        }
+    }
+
+    /// What `finders(gray, mean:, offset:, rowStep:)` returns, without thresholding the whole
+    /// image: only the scanned rows and the pixels the cross-checks visit are compared with
+    /// `mean`. For sparse looks (`rowStep` 4) that skips three quarters of the comparisons and
+    /// the frame-sized buffer they fill.
+    static func findersInScannedRows(
+        _ gray: PixelBuffer, mean: PixelBuffer, limit: Int = 64, offset: Double = 0, rowStep: Int
+    ) throws(CaptureError) -> [Finder] {
+        guard gray.pixelFormat == .gray, mean.pixelFormat == .gray, gray.width == mean.width,
+            gray.height == mean.height
+        else {
+            throw CaptureError(
+                .conversionFailed, "comparing an image with its local mean failed: comparisons take GRAY images of one size")
+        }
+        return withExtendedLifetime((gray, mean)) {
+            let binary = ThresholdedOnDemand(gray, mean: mean, offset: offset)
+            defer { binary.release() }
+            return scan(binary, limit: limit, rowStep: rowStep)
+        }
+    }
+
+    /// The row-by-row search behind `finders` and `findersInScannedRows`.
+    static func scan<Binary: FinderBinaryImage>(_ binary: Binary, limit: Int, rowStep: Int) -> [Finder] {
+        let w = binary.width, h = binary.height
+        var out: [Finder] = []
+        var rows: [Int] = []  // scanned rows that confirmed each candidate
+        // Where each run of one row starts, and the row's end after the last (a raw buffer: this
+        // loop visits every pixel of every scanned row, and Array bounds checks cost a third of it).
+        let starts = UnsafeMutablePointer<Int>.allocate(capacity: w &+ 2)
+        defer { starts.deallocate() }
+        var y = 1
+        while y < h - 1 && out.count < limit * 4 {
+            let row = binary.row(y)
+            starts[0] = 0
+            var n = 1  // runs begun so far
+            // Eight pixels at a time: XOR with the same word shifted by one pixel marks each
+            // pixel that differs from its left neighbour (pixels are 0 or 255, so whole bytes);
+            // one bit per byte is kept, so each change clears with `changes & (changes - 1)`.
+            var x = 0
+            var left = UInt64(row[0])
+            let raw = UnsafeRawPointer(row)
+            while x &+ 8 <= w {
+                let word = raw.loadUnaligned(fromByteOffset: x, as: UInt64.self)
+                var changes = (word ^ ((word << 8) | left)) & 0x8080_8080_8080_8080
+                left = word >> 56
+                while changes != 0 {
+                    starts[n] = x &+ (changes.trailingZeroBitCount &>> 3)
+                    n &+= 1
+                    changes &= changes &- 1
+                }
+                x &+= 8
+            }
+            while x < w {
+                if UInt64(row[x]) != left {
+                    starts[n] = x
+                    n &+= 1
+                    left = UInt64(row[x])
+                }
+                x &+= 1
+            }
+            starts[n] = w
+            var i = 0
+            while i &+ 4 < n {
+                let s0 = starts[i], s1 = starts[i &+ 1], s2 = starts[i &+ 2]
+                let s3 = starts[i &+ 3], s4 = starts[i &+ 4], s5 = starts[i &+ 5]
+                let r = (s1 &- s0, s2 &- s1, s3 &- s2, s4 &- s3, s5 &- s4)
+                if ratioOK(r.0, r.1, r.2, r.3, r.4) {
+                    let cx = s2 + r.2 / 2
+                    let total = r.0 + r.1 + r.2 + r.3 + r.4
+                    if crossCheck(binary, cx, y, 0, 1, total)
+                        && crossCheck(binary, cx, y, 1, 1, total)
+                        && crossCheck(binary, cx, y, 1, -1, total)
+                    {
+                        let c = CGPoint(x: cx, y: y)
+                        if let k = out.firstIndex(where: {
+                            abs($0.centre.x - c.x) < Double(total) / 2 && abs($0.centre.y - c.y) < Double(total) / 2
+                        }) {
+                            rows[k] += 1
+                        } else {
+                            out.append(Finder(centre: c, module: Double(total) / 7, dark: binary.pixel(cx, y) == 0))
+                            rows.append(1)
+                        }
+                        i &+= 2
+                    }
+                }
+                i &+= 1
+            }
+            y += max(rowStep, 1)
+        }
+        // A real finder's centre square (≥ 4.5 px tall) crosses at least two scanned rows;
+        // texture rarely repeats a four-line match on the next row (noise frames went from up
+        // to 5 single-row candidates per 1280x720 frame to none).
+        return zip(out, rows).filter { $0.1 >= (rowStep > 2 ? 1 : 2) }.map(\.0)
+    }
+
+    /// Whether five run lengths are 1:1:3:1:1 within half a module (modules ≥ 1.5 px).
+    @inline(__always)
+    static func ratioOK(_ a: Int, _ b: Int, _ c: Int, _ d: Int, _ e: Int) -> Bool {
+        // The centre run (three modules) is longer than any one-module run that passes, so its
+        // neighbours reject most windows before any multiplication. Run lengths are at most an
+        // image's width: no overflow, so no checked arithmetic in the hottest loop.
+        guard c > b, c > d else { return false }
+        let total = a &+ b &+ c &+ d &+ e
+        guard total >= 10 else { return false }
+        // |x − u| < u/2 with u = total/7, in integers: total < 14x < 3·total (9·total for c).
+        let t3 = 3 &* total
+        func one(_ x: Int) -> Bool { let x14 = 14 &* x; return x14 > total && x14 < t3 }
+        let c14 = 14 &* c
+        return one(a) && one(b) && one(d) && one(e) && c14 > t3 && c14 < 9 &* total
+    }
+
+    /// The 1:1:3:1:1 test along direction (dx, dy) through (cx, cy), at a scale within 2× of
+    /// `expected` (diagonals measure up to √2 longer in pixels steps, which the 2× allows).
+    static func crossCheck<Binary: FinderBinaryImage>(
+        _ binary: Binary, _ cx: Int, _ cy: Int, _ dx: Int, _ dy: Int, _ expected: Int
+    ) -> Bool {
+        let w = binary.width, h = binary.height
+        let centre = binary.pixel(cx, cy)
+        let maxRun = expected * 2
+        // Walks from the centre in one direction: lengths of the centre run, the light (or
+        // dark) ring and the outer ring.
+        func walk(_ sx: Int, _ sy: Int) -> (Int, Int, Int)? {
+            var x = cx, y = cy
+            var counts = (0, 0, 0)  // a tuple, not an Array: no allocation per walk
+            var state = 0
+            var colour = centre
+            while state < 3 {
+                guard x >= 0, y >= 0, x < w, y < h else { return state == 2 && counts.2 > 0 ? counts : nil }
+                let v = binary.pixel(x, y)
+                if v != colour {
+                    state += 1
+                    colour = v
+                    if state == 3 { break }
+                }
+                let n: Int
+                switch state {
+                case 0: counts.0 += 1; n = counts.0
+                case 1: counts.1 += 1; n = counts.1
+                default: counts.2 += 1; n = counts.2
+                }
+                if n > maxRun { return nil }
+                x += sx
+                y += sy
+            }
+            return counts
+        }
+        guard let a = walk(dx, dy), let b = walk(-dx, -dy) else { return false }
+        let total = a.2 + a.1 + a.0 + b.0 - 1 + b.1 + b.2
+        guard total * 2 >= expected, total <= expected * 2 else { return false }
+        return ratioOK(a.2, a.1, a.0 + b.0 - 1, b.1, b.2)
+    }
+}
+
+/// A two-level image `FinderEvidence.scan` reads: 0 (dark) or 255 (light) per pixel.
+protocol FinderBinaryImage {
+    var width: Int { get }
+    var height: Int { get }
+    /// Row `y`, `width` bytes; valid until the next call.
+    func row(_ y: Int) -> UnsafePointer<UInt8>
+    func pixel(_ x: Int, _ y: Int) -> UInt8
+}
+
+/// A thresholded image held in a `PixelBuffer` the caller keeps alive.
+struct Thresholded: FinderBinaryImage {
+    let width: Int, height: Int
+    private let base: UnsafePointer<UInt8>, stride: Int
+
+    init(_ image: PixelBuffer) {
+        width = image.width
+        height = image.height
+        stride = image.bytesPerRow
+        base = UnsafePointer(image.baseAddress.assumingMemoryBound(to: UInt8.self))
+    }
+
+    func row(_ y: Int) -> UnsafePointer<UInt8> { base + y * stride }
+
+    @inline(__always) func pixel(_ x: Int, _ y: Int) -> UInt8 { base[y * stride + x] }
+}
+
+/// `cvb_image_above_mean`'s rule (light: above the local mean minus the offset, which saturates
+/// at 0; the offset rounded to whole levels, none when ≤ 0) applied to one pixel or row when asked.
+/// The caller keeps `gray` and `mean` alive and calls `release()`.
+struct ThresholdedOnDemand: FinderBinaryImage {
+    let width: Int, height: Int
+    private let gray: UnsafePointer<UInt8>, mean: UnsafePointer<UInt8>
+    private let grayStride: Int, meanStride: Int
+    private let offset: UInt8
+    private let scratch: UnsafeMutablePointer<UInt8>
+
+    init(_ gray: PixelBuffer, mean: PixelBuffer, offset: Double) {
+        width = gray.width
+        height = gray.height
+        self.gray = UnsafePointer(gray.baseAddress.assumingMemoryBound(to: UInt8.self))
+        self.mean = UnsafePointer(mean.baseAddress.assumingMemoryBound(to: UInt8.self))
+        grayStride = gray.bytesPerRow
+        meanStride = mean.bytesPerRow
+        self.offset = offset > 0 ? UInt8(min(offset.rounded(.toNearestOrEven), 255)) : 0
+        scratch = .allocate(capacity: max(gray.width, 1))
+    }
+
+    func release() { scratch.deallocate() }
+
+    func row(_ y: Int) -> UnsafePointer<UInt8> {
+        let g = gray + y * grayStride, m = mean + y * meanStride
+        let off = offset
+        for x in 0..<width {
+            let t = m[x] > off ? m[x] &- off : 0
+            scratch[x] = g[x] > t ? 255 : 0
+        }
+        return UnsafePointer(scratch)
+    }
+
+    @inline(__always) func pixel(_ x: Int, _ y: Int) -> UInt8 {
+        let m = mean[y * meanStride + x]
+        let t = m > offset ? m &- offset : 0
+        return gray[y * grayStride + x] > t ? 255 : 0
+    }
+}
