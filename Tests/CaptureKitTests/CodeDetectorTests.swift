@@ -39,12 +39,13 @@ private func decodes(
 /// A light-grey BGR frame with `symbol` drawn at (x, y).
 private func frame(width: Int, height: Int, codes: [(PixelBuffer, Int, Int)]) throws -> PixelBuffer {
     let f = try PixelBuffer(width: width, height: height, pixelFormat: .bgr)
-    var dst = f.bridgeImage
     var err = cvb_error()
-    #expect(cvb_image_fill(&dst, 200, 200, 200, &err) == 0)
+    #expect(f.withBridgeImage { cvb_image_fill(&$0, 200, 200, 200, &err) } == 0)
     for (symbol, x, y) in codes {
-        var src = symbol.bridgeImage
-        #expect(cvb_image_blit(&dst, &src, Int32(x), Int32(y), Int32(symbol.width), Int32(symbol.height), &err) == 0)
+        let status = PixelBuffer.withBridgeImages(f, symbol) { dst, src in
+            cvb_image_blit(&dst, &src, Int32(x), Int32(y), Int32(symbol.width), Int32(symbol.height), &err)
+        }
+        #expect(status == 0)
     }
     return f
 }
@@ -167,10 +168,8 @@ private func frame(width: Int, height: Int, codes: [(PixelBuffer, Int, Int)]) th
         let moduleSize = 5
         let upright = try QRCodeImage.make(payload: Array("corner test".utf8), correction: 1, moduleSize: moduleSize)
         let rotated = try PixelBuffer(width: upright.height, height: upright.width, pixelFormat: .bgr)
-        var src = upright.bridgeImage
-        var dst = rotated.bridgeImage
         var err = cvb_error()
-        #expect(cvb_image_rotate_mirror(&src, &dst, Int32(degrees), 0, &err) == 0)
+        #expect(PixelBuffer.withBridgeImages(upright, rotated) { cvb_image_rotate_mirror(&$0, &$1, Int32(degrees), 0, &err) } == 0)
         let (x0, y0) = (200, 100)
         let image = try frame(width: 640, height: 480, codes: [(rotated, x0, y0)])
         let found = try CodeDetector().detect(in: image)
@@ -224,9 +223,8 @@ private func frame(width: Int, height: Int, codes: [(PixelBuffer, Int, Int)]) th
         let detector = try CodeDetector()
         for (w, h) in [(640, 480), (1280, 720)] {
             let f = try PixelBuffer(width: w, height: h, pixelFormat: .bgr)
-            var dst = f.bridgeImage
             var err = cvb_error()
-            #expect(cvb_image_fill_noise(&dst, 7, 112, 14, &err) == 0)
+            #expect(f.withBridgeImage { cvb_image_fill_noise(&$0, 7, 112, 14, &err) } == 0)
             let before = detector.passCounts
             #expect(try detector.detect(in: f).isEmpty)
             let after = detector.passCounts
@@ -255,9 +253,8 @@ private func frame(width: Int, height: Int, codes: [(PixelBuffer, Int, Int)]) th
         let detector = try CodeDetector(passes: zbarPasses)
         func frame(_ codes: [(PixelBuffer, Int, Int)]) throws -> PixelBuffer {
             let f = try PixelBuffer(width: 1280, height: 720, pixelFormat: .bgr)
-            var dst = f.bridgeImage
             var err = cvb_error()
-            #expect(cvb_image_fill_noise(&dst, 7, 112, 14, &err) == 0)
+            #expect(f.withBridgeImage { cvb_image_fill_noise(&$0, 7, 112, 14, &err) } == 0)
             for (code, x0, y0) in codes {
                 for y in 0..<code.height {
                     for x in 0..<code.width {

@@ -69,10 +69,9 @@ final class BracketingCamera: ExposureBracketingSource, @unchecked Sendable {
     func nextFrame(isCancelled: @Sendable () -> Bool) throws(CaptureError) -> SourceFrame? {
         let bias = biasSchedule.last { $0.from <= index }?.bias ?? 0
         let buffer = try PixelBuffer(width: 160, height: 120, pixelFormat: .bgr)
-        var image = buffer.bridgeImage
         var err = cvb_error()
         let level = UInt8(max(0, min(255, 80 * pow(2, Double(bias)))))
-        _ = cvb_image_fill(&image, level, level, level, &err)
+        _ = buffer.withBridgeImage { cvb_image_fill(&$0, level, level, level, &err) }
         defer { index += 1 }
         return SourceFrame(pixelBuffer: buffer, presentationTimeStamp: MediaTime(value: Int64(index), timescale: 30), sequenceNumber: index)
     }

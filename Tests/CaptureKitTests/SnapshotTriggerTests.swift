@@ -18,10 +18,9 @@ private struct Clip {
         // Blur: shrink to an eighth and scale back up.
         let small = try PixelBuffer(width: 20, height: 15, pixelFormat: .bgr)
         blurred = try PixelBuffer(width: 160, height: 120, pixelFormat: .bgr)
-        var a = sharp.bridgeImage, b = small.bridgeImage, c = blurred.bridgeImage
         var err = cvb_error()
-        _ = cvb_image_resize(&a, &b, &err)
-        _ = cvb_image_resize(&b, &c, &err)
+        _ = PixelBuffer.withBridgeImages(sharp, small) { cvb_image_resize(&$0, &$1, &err) }
+        _ = PixelBuffer.withBridgeImages(small, blurred) { cvb_image_resize(&$0, &$1, &err) }
     }
 
     func frame(_ i: Int, blurred isBlurred: Bool = false) -> SampleBuffer {

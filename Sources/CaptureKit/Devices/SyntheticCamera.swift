@@ -227,28 +227,28 @@ public final class SyntheticCameraSource: FrameSource, @unchecked Sendable {
     }
 
     private static func drawBackground(_ background: SyntheticScene.Background, into buffer: PixelBuffer) throws(CaptureError) {
-        var dst = buffer.bridgeImage
         var err = cvb_error()
-        var status: Int32 = 0
-        defer { withExtendedLifetime(buffer) {} }
-        switch background {
-        case .color(let r, let g, let b):
-            status = cvb_image_fill(&dst, b, g, r, &err)
-        case .noise(let seed, let mean, let sd):
-            status = cvb_image_fill_noise(&dst, seed, mean, sd, &err)
-        case .image(let path):
-            // The decoded image is a temporary: its view must not outlive it.
-            status = try ImageFolderSource.decode(path).withBridgeImage { src in cvb_image_resize(&src, &dst, &err) }
-        case .colorBars:
-            let bars: [(UInt8, UInt8, UInt8)] = [
-                (192, 192, 192), (192, 192, 0), (0, 192, 192), (0, 192, 0), (192, 0, 192), (192, 0, 0), (0, 0, 192),
-                (16, 16, 16),
-            ]
-            let w = buffer.width
-            for (i, c) in bars.enumerated() where status == 0 {
-                let x0 = i * w / bars.count
-                let x1 = (i + 1) * w / bars.count
-                status = cvb_image_fill_rect(&dst, Int32(x0), 0, Int32(x1 - x0), Int32(buffer.height), c.2, c.1, c.0, &err)
+        let status = try buffer.withBridgeImage { (dst) throws(CaptureError) -> Int32 in
+            switch background {
+            case .color(let r, let g, let b):
+                return cvb_image_fill(&dst, b, g, r, &err)
+            case .noise(let seed, let mean, let sd):
+                return cvb_image_fill_noise(&dst, seed, mean, sd, &err)
+            case .image(let path):
+                return try ImageFolderSource.decode(path).withBridgeImage { src in cvb_image_resize(&src, &dst, &err) }
+            case .colorBars:
+                let bars: [(UInt8, UInt8, UInt8)] = [
+                    (192, 192, 192), (192, 192, 0), (0, 192, 192), (0, 192, 0), (192, 0, 192), (192, 0, 0), (0, 0, 192),
+                    (16, 16, 16),
+                ]
+                let w = buffer.width
+                var status: Int32 = 0
+                for (i, c) in bars.enumerated() where status == 0 {
+                    let x0 = i * w / bars.count
+                    let x1 = (i + 1) * w / bars.count
+                    status = cvb_image_fill_rect(&dst, Int32(x0), 0, Int32(x1 - x0), Int32(buffer.height), c.2, c.1, c.0, &err)
+                }
+                return status
             }
         }
         if status != 0 { throw CaptureError(.conversionFailed, "drawing the synthetic background failed: \(err.text)") }
@@ -284,25 +284,25 @@ public enum QRCodeImage {
         }
         let gray = PixelBuffer(ownedMat: mat, pixelFormat: .gray, pool: nil)
         let bgr = try PixelBuffer(width: gray.width * moduleSize, height: gray.height * moduleSize, pixelFormat: .bgr)
-        var dst = bgr.bridgeImage
-        defer { withExtendedLifetime(bgr) {} }
         if moduleSize == 1 {
             guard PixelBuffer.withBridgeImages(gray, bgr, { src, dst in cvb_image_convert(&src, &dst, &err) }) == 0 else {
                 throw CaptureError(.conversionFailed, "converting the QR code failed: \(err.text)")
             }
         } else {
             // Integer scaling keeps module edges sharp.
-            for y in 0..<gray.height {
-                for x in 0..<gray.width {
-                    let v = gray.pixel(x: x, y: y)[0]
-                    guard cvb_image_fill_rect(
-                        &dst, Int32(x * moduleSize), Int32(y * moduleSize), Int32(moduleSize), Int32(moduleSize), v, v,
-                        v, &err) == 0
-                    else {
-                        throw CaptureError(.conversionFailed, "scaling the QR code failed: \(err.text)")
+            let status = bgr.withBridgeImage { dst -> Int32 in
+                for y in 0..<gray.height {
+                    for x in 0..<gray.width {
+                        let v = gray.pixel(x: x, y: y)[0]
+                        let status = cvb_image_fill_rect(
+                            &dst, Int32(x * moduleSize), Int32(y * moduleSize), Int32(moduleSize), Int32(moduleSize), v,
+                            v, v, &err)
+                        if status != 0 { return status }
                     }
                 }
+                return 0
             }
+            guard status == 0 else { throw CaptureError(.conversionFailed, "scaling the QR code failed: \(err.text)") }
         }
         return bgr
     }

@@ -808,10 +808,9 @@ private struct ScanRun {
     func candidateRegions(_ gray: PixelBuffer) throws(CaptureError) -> [PixelRect] {
         let cols = max(1, gray.width / Self.cell), rows = max(1, gray.height / Self.cell)
         var cells = [Float](repeating: 0, count: cols * rows)
-        var image = gray.bridgeImage
         var err = cvb_error()
-        try CodeImaging.check(
-            cvb_image_detail_grid(&image, Int32(cols), Int32(rows), &cells, &err), err, "measuring image detail")
+        let status = gray.withBridgeImage { image in cvb_image_detail_grid(&image, Int32(cols), Int32(rows), &cells, &err) }
+        try CodeImaging.check(status, err, "measuring image detail")
         var label = [Int](repeating: -1, count: cols * rows)
         var boxes: [(x0: Int, y0: Int, x1: Int, y1: Int, n: Int)] = []
         for start in 0..<cells.count where cells[start] >= passes.detailThreshold && label[start] < 0 {

@@ -10,23 +10,23 @@ enum CodeImaging {
     static func gray(_ buffer: PixelBuffer) throws(CaptureError) -> PixelBuffer {
         if buffer.pixelFormat == .gray { return buffer }
         let out = try PixelBuffer(width: buffer.width, height: buffer.height, pixelFormat: .gray)
-        var src = buffer.bridgeImage
-        var dst = out.bridgeImage
         var err = cvb_error()
-        try check(cvb_image_convert(&src, &dst, &err), err, "converting a \(buffer.pixelFormat) frame to gray")
+        let status = PixelBuffer.withBridgeImages(buffer, out) { src, dst in cvb_image_convert(&src, &dst, &err) }
+        try check(status, err, "converting a \(buffer.pixelFormat) frame to gray")
         return out
     }
 
     /// A copy of the pixel rectangle `rect` (clipped to the buffer). GRAY, BGR and BGRA only.
     static func crop(_ buffer: PixelBuffer, _ rect: PixelRect) throws(CaptureError) -> PixelBuffer {
         let out = try PixelBuffer(width: rect.width, height: rect.height, pixelFormat: buffer.pixelFormat)
-        var src = buffer.bridgeImage
-        src.data = src.data! + (rect.y * buffer.bytesPerRow + rect.x * buffer.pixelFormat.packedBytesPerRow(width: 1))
-        src.width = Int32(rect.width)
-        src.height = Int32(rect.height)
-        var dst = out.bridgeImage
         var err = cvb_error()
-        try check(cvb_image_convert(&src, &dst, &err), err, "cropping a frame")
+        let status = PixelBuffer.withBridgeImages(buffer, out) { src, dst in
+            src.data = src.data! + (rect.y * buffer.bytesPerRow + rect.x * buffer.pixelFormat.packedBytesPerRow(width: 1))
+            src.width = Int32(rect.width)
+            src.height = Int32(rect.height)
+            return cvb_image_convert(&src, &dst, &err)
+        }
+        try check(status, err, "cropping a frame")
         return out
     }
 
@@ -35,20 +35,18 @@ enum CodeImaging {
         _ buffer: PixelBuffer, width: Int, height: Int, interpolation: Int32 = Int32(CVB_INTER_AREA)
     ) throws(CaptureError) -> PixelBuffer {
         let out = try PixelBuffer(width: width, height: height, pixelFormat: buffer.pixelFormat)
-        var src = buffer.bridgeImage
-        var dst = out.bridgeImage
         var err = cvb_error()
-        try check(cvb_image_resize_with(&src, &dst, interpolation, &err), err, "resizing a frame")
+        let status = PixelBuffer.withBridgeImages(buffer, out) { src, dst in cvb_image_resize_with(&src, &dst, interpolation, &err) }
+        try check(status, err, "resizing a frame")
         return out
     }
 
     /// `saturate(pixel * alpha + beta)` (`cvb_image_scale`); alpha -1, beta 255 inverts.
     static func scaled(_ buffer: PixelBuffer, alpha: Double, beta: Double) throws(CaptureError) -> PixelBuffer {
         let out = try PixelBuffer(width: buffer.width, height: buffer.height, pixelFormat: buffer.pixelFormat)
-        var src = buffer.bridgeImage
-        var dst = out.bridgeImage
         var err = cvb_error()
-        try check(cvb_image_scale(&src, &dst, alpha, beta, &err), err, "scaling pixel values")
+        let status = PixelBuffer.withBridgeImages(buffer, out) { src, dst in cvb_image_scale(&src, &dst, alpha, beta, &err) }
+        try check(status, err, "scaling pixel values")
         return out
     }
 
@@ -60,20 +58,18 @@ enum CodeImaging {
     /// A 0/255 image (`cvb_image_threshold`).
     static func thresholded(_ buffer: PixelBuffer, kind: Int32, value: Double = 0) throws(CaptureError) -> PixelBuffer {
         let out = try PixelBuffer(width: buffer.width, height: buffer.height, pixelFormat: .gray)
-        var src = buffer.bridgeImage
-        var dst = out.bridgeImage
         var err = cvb_error()
-        try check(cvb_image_threshold(&src, &dst, kind, value, &err), err, "binarising an image")
+        let status = PixelBuffer.withBridgeImages(buffer, out) { src, dst in cvb_image_threshold(&src, &dst, kind, value, &err) }
+        try check(status, err, "binarising an image")
         return out
     }
 
     /// The mean of the `block`×`block` window around each pixel (`cvb_image_local_mean`). GRAY only.
     static func localMean(_ buffer: PixelBuffer, block: Int32) throws(CaptureError) -> PixelBuffer {
         let out = try PixelBuffer(width: buffer.width, height: buffer.height, pixelFormat: .gray)
-        var src = buffer.bridgeImage
-        var dst = out.bridgeImage
         var err = cvb_error()
-        try check(cvb_image_local_mean(&src, &dst, block, &err), err, "averaging an image locally")
+        let status = PixelBuffer.withBridgeImages(buffer, out) { src, dst in cvb_image_local_mean(&src, &dst, block, &err) }
+        try check(status, err, "averaging an image locally")
         return out
     }
 
@@ -81,39 +77,37 @@ enum CodeImaging {
     /// an adaptive threshold whose mean is computed once for several offsets.
     static func aboveMean(_ buffer: PixelBuffer, _ mean: PixelBuffer, offset: Double) throws(CaptureError) -> PixelBuffer {
         let out = try PixelBuffer(width: buffer.width, height: buffer.height, pixelFormat: .gray)
-        var src = buffer.bridgeImage
-        var avg = mean.bridgeImage
-        var dst = out.bridgeImage
         var err = cvb_error()
-        try check(cvb_image_above_mean(&src, &avg, &dst, offset, &err), err, "comparing an image with its local mean")
+        let status = PixelBuffer.withBridgeImages(buffer, out) { src, dst in
+            mean.withBridgeImage { avg in cvb_image_above_mean(&src, &avg, &dst, offset, &err) }
+        }
+        try check(status, err, "comparing an image with its local mean")
         return out
     }
 
     /// Unsharp-masked copy (`cvb_image_unsharp`).
     static func sharpened(_ buffer: PixelBuffer, sigma: Double, amount: Double) throws(CaptureError) -> PixelBuffer {
         let out = try PixelBuffer(width: buffer.width, height: buffer.height, pixelFormat: .gray)
-        var src = buffer.bridgeImage
-        var dst = out.bridgeImage
         var err = cvb_error()
-        try check(cvb_image_unsharp(&src, &dst, sigma, amount, &err), err, "sharpening an image")
+        let status = PixelBuffer.withBridgeImages(buffer, out) { src, dst in cvb_image_unsharp(&src, &dst, sigma, amount, &err) }
+        try check(status, err, "sharpening an image")
         return out
     }
 
     /// Gaussian-blurred copy (`cvb_image_gaussian_blur`).
     static func blurred(_ buffer: PixelBuffer, sigma: Double) throws(CaptureError) -> PixelBuffer {
         let out = try PixelBuffer(width: buffer.width, height: buffer.height, pixelFormat: buffer.pixelFormat)
-        var src = buffer.bridgeImage
-        var dst = out.bridgeImage
         var err = cvb_error()
-        try check(cvb_image_gaussian_blur(&src, &dst, sigma, &err), err, "blurring an image")
+        let status = PixelBuffer.withBridgeImages(buffer, out) { src, dst in cvb_image_gaussian_blur(&src, &dst, sigma, &err) }
+        try check(status, err, "blurring an image")
         return out
     }
 
     /// Adds seeded zero-mean Gaussian noise in place (`cvb_image_add_noise`).
     static func addNoise(_ buffer: PixelBuffer, seed: UInt64, standardDeviation: Double) throws(CaptureError) {
-        var dst = buffer.bridgeImage
         var err = cvb_error()
-        try check(cvb_image_add_noise(&dst, seed, standardDeviation, &err), err, "adding noise")
+        let status = buffer.withBridgeImage { dst in cvb_image_add_noise(&dst, seed, standardDeviation, &err) }
+        try check(status, err, "adding noise")
     }
 
     /// The homography taking the four `from` points onto the four `to` points
@@ -134,12 +128,11 @@ enum CodeImaging {
         interpolation: Int32 = Int32(CVB_INTER_LINEAR), border: Int32 = Int32(CVB_BORDER_TRANSPARENT),
         borderValue: UInt8 = 255
     ) throws(CaptureError) {
-        var src = source.bridgeImage
-        var dst = destination.bridgeImage
         var err = cvb_error()
-        try check(
-            cvb_image_warp_perspective(&src, &dst, homography.m, interpolation, border, borderValue, &err), err,
-            "warping an image")
+        let status = PixelBuffer.withBridgeImages(source, destination) { src, dst in
+            cvb_image_warp_perspective(&src, &dst, homography.m, interpolation, border, borderValue, &err)
+        }
+        try check(status, err, "warping an image")
     }
 
     /// QR-like quadrilaterals OpenCV's localiser finds (`cvb_qr_locate`), in `buffer`'s pixels,
@@ -147,9 +140,8 @@ enum CodeImaging {
     static func locateQRCodes(_ buffer: PixelBuffer, multiple: Bool) throws(CaptureError) -> [[CGPoint]] {
         let capacity = 16
         var quads = [Float](repeating: 0, count: capacity * 8)
-        var src = buffer.bridgeImage
         var err = cvb_error()
-        let n = cvb_qr_locate(&src, multiple ? 1 : 0, &quads, Int32(capacity), &err)
+        let n = buffer.withBridgeImage { src in cvb_qr_locate(&src, multiple ? 1 : 0, &quads, Int32(capacity), &err) }
         try check(n < 0 ? -1 : 0, err, "locating QR codes")
         return (0..<min(Int(n), capacity)).map { i in
             (0..<4).map { k in CGPoint(x: Double(quads[i * 8 + k * 2]), y: Double(quads[i * 8 + k * 2 + 1])) }

@@ -120,9 +120,8 @@ final class ZBarScanner {
 
     /// Scans a gray image (`cvb_code_scanner_scan` → `zbar_scan_image`) and copies every symbol out.
     func scan(_ gray: PixelBuffer) throws(CaptureError) -> [ScannedSymbol] {
-        var image = gray.bridgeImage
         var err = cvb_error()
-        let n = cvb_code_scanner_scan(handle, &image, &err)
+        let n = gray.withBridgeImage { image in cvb_code_scanner_scan(handle, &image, &err) }
         guard n >= 0 else { throw CaptureError(.decodeFailed, "ZBar could not scan the image: \(err.text)") }
         // The symbols are copied out below; the old scanner may go only after that.
         defer {

@@ -421,11 +421,13 @@ public final class FaceDetector: @unchecked Sendable {
             blank, region: CGRect(x: roi.minX, y: roi.minY, width: side, height: side),
             scale: Double(Self.nearSearchInput) / Double(side), yuNetHandle: nearYuNet ?? yuNet)
         if let uprightYuNet {
-            var img = try scratchBuffer(width: 160, height: 160).bridgeImage
+            let warmUp = try scratchBuffer(width: 160, height: 160)
             var rows = [Float](repeating: 0, count: 16 * Int(CVB_YUNET_ROW))
             var count: Int32 = 0
             var err = cvb_error()
-            _ = rows.withUnsafeMutableBufferPointer { cvb_yunet_detect(uprightYuNet, &img, $0.baseAddress, 16, &count, &err) }
+            _ = warmUp.withBridgeImage { img in
+                rows.withUnsafeMutableBufferPointer { cvb_yunet_detect(uprightYuNet, &img, $0.baseAddress, 16, &count, &err) }
+            }
         }
     }
 
@@ -518,10 +520,8 @@ public final class FaceDetector: @unchecked Sendable {
         var source = image
         if image.pixelFormat != .bgr {
             source = try PixelBuffer(width: image.width, height: image.height, pixelFormat: .bgr)
-            var src = image.bridgeImage
-            var dst = source.bridgeImage
             var err = cvb_error()
-            guard cvb_image_convert(&src, &dst, &err) == 0 else {
+            guard PixelBuffer.withBridgeImages(image, source, { cvb_image_convert(&$0, &$1, &err) }) == 0 else {
                 throw CaptureError(.conversionFailed, "face detection cannot read \(image.pixelFormat) frames: \(err.text)")
             }
         }
@@ -672,13 +672,11 @@ public final class FaceDetector: @unchecked Sendable {
             scaled = image
         } else {
             scaled = try scratchBuffer(width: w, height: h)
-            var src = image.bridgeImage
-            var dst = scaled.bridgeImage
-            guard
+            let status = PixelBuffer.withBridgeImages(image, scaled) { src, dst in
                 cvb_image_crop_resize(
                     &src, Int32(region.minX), Int32(region.minY), Int32(region.width), Int32(region.height), &dst, &err)
-                    == 0
-            else {
+            }
+            guard status == 0 else {
                 throw CaptureError(.detectionFailed, "cannot prepare the image for face detection: \(err.text)")
             }
         }
@@ -687,13 +685,14 @@ public final class FaceDetector: @unchecked Sendable {
         func back(_ x: Double, _ y: Double) -> CGPoint {
             CGPoint(x: Double(region.minX) + x * sx, y: Double(region.minY) + y * sy)
         }
-        var img = scaled.bridgeImage
         var count: Int32 = 0
         if let yuNet = yuNetHandle ?? sizedYuNet(width: w, height: h) {
             let capacity = 1024
             var rows = [Float](repeating: 0, count: capacity * Int(CVB_YUNET_ROW))
-            let status = rows.withUnsafeMutableBufferPointer {
-                cvb_yunet_detect(yuNet, &img, $0.baseAddress, Int32(capacity), &count, &err)
+            let status = scaled.withBridgeImage { img in
+                rows.withUnsafeMutableBufferPointer {
+                    cvb_yunet_detect(yuNet, &img, $0.baseAddress, Int32(capacity), &count, &err)
+                }
             }
             guard status == 0 else { throw CaptureError(.detectionFailed, "YuNet failed: \(err.text)") }
             return (0..<min(Int(count), capacity)).compactMap { i in
@@ -711,11 +710,13 @@ public final class FaceDetector: @unchecked Sendable {
         let capacity = 1024
         var rects = [Int32](repeating: 0, count: capacity * 4)
         var votes = [Int32](repeating: 0, count: capacity)
-        let status = rects.withUnsafeMutableBufferPointer { r in
-            votes.withUnsafeMutableBufferPointer { v in
-                cvb_cascade_detect(
-                    cascade, &img, configuration.haarScaleFactor, Int32(configuration.haarMinimumNeighbours), 20, 20, 0,
-                    0, r.baseAddress, v.baseAddress, Int32(capacity), &count, &err)
+        let status = scaled.withBridgeImage { img in
+            rects.withUnsafeMutableBufferPointer { r in
+                votes.withUnsafeMutableBufferPointer { v in
+                    cvb_cascade_detect(
+                        cascade, &img, configuration.haarScaleFactor, Int32(configuration.haarMinimumNeighbours), 20, 20,
+                        0, 0, r.baseAddress, v.baseAddress, Int32(capacity), &count, &err)
+                }
             }
         }
         guard status == 0 else { throw CaptureError(.detectionFailed, "the Haar cascade failed: \(err.text)") }
@@ -758,17 +759,16 @@ public final class FaceDetector: @unchecked Sendable {
         var look: UprightLook?
         var err = cvb_error()
         for _ in 0..<passes {
-            var src = image.bridgeImage
-            var dst = crop.bridgeImage
-            guard
-                cvb_image_warp_rotated(&src, Double(c.box.midX), Double(c.box.midY), estimate, scale, &dst, &err) == 0
-            else {
+            let warped = PixelBuffer.withBridgeImages(image, crop) { src, dst in
+                cvb_image_warp_rotated(&src, Double(c.box.midX), Double(c.box.midY), estimate, scale, &dst, &err)
+            }
+            guard warped == 0 else {
                 throw CaptureError(.detectionFailed, "cannot turn the face upright: \(err.text)")
             }
             var count: Int32 = 0
             var rows = [Float](repeating: 0, count: 16 * Int(CVB_YUNET_ROW))
-            let status = rows.withUnsafeMutableBufferPointer {
-                cvb_yunet_detect(uprightYuNet, &dst, $0.baseAddress, 16, &count, &err)
+            let status = crop.withBridgeImage { dst in
+                rows.withUnsafeMutableBufferPointer { cvb_yunet_detect(uprightYuNet, &dst, $0.baseAddress, 16, &count, &err) }
             }
             guard status == 0 else { throw CaptureError(.detectionFailed, "YuNet failed: \(err.text)") }
             let faces = (0..<min(Int(count), 16)).map { i in
@@ -802,16 +802,15 @@ public final class FaceDetector: @unchecked Sendable {
     private func regionStats(_ image: PixelBuffer, _ rect: CGRect, sample: Int32, nearest: Bool) throws(CaptureError) -> (
         mean: Double, stddev: Double
     ) {
-        var img = image.bridgeImage
         var mean = 0.0
         var sd = 0.0
         var err = cvb_error()
-        guard
+        let status = image.withBridgeImage { img in
             cvb_image_region_stats(
                 &img, Int32(rect.minX), Int32(rect.minY), Int32(rect.width), Int32(rect.height), sample, nearest ? 1 : 0,
-                &mean, &sd,
-                &err) == 0
-        else {
+                &mean, &sd, &err)
+        }
+        guard status == 0 else {
             throw CaptureError(.detectionFailed, "cannot measure the image: \(err.text)")
         }
         return (mean, sd)

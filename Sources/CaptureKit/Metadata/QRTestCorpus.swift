@@ -262,16 +262,17 @@ public enum QRTestCorpus {
         -> PixelBuffer
     {
         let frame = try PixelBuffer(width: width, height: height, pixelFormat: .bgr)
-        var dst = frame.bridgeImage
         var err = cvb_error()
+        let seed = rng.next(), mean = rng.double(90, 170)
         try CodeImaging.check(
-            cvb_image_fill_noise(&dst, rng.next(), rng.double(90, 170), 50, &err), err, "drawing a background")
+            frame.withBridgeImage { dst in cvb_image_fill_noise(&dst, seed, mean, 50, &err) }, err, "drawing a background")
         try copy(try CodeImaging.blurred(frame, sigma: rng.double(4, 12)), into: frame)
         for _ in 0..<(6 + rng.int(10)) {
             let w = 20 + rng.int(width / 4), h = 20 + rng.int(height / 4)
             let v = UInt8(rng.int(256)), g = UInt8(rng.int(256)), b = UInt8(rng.int(256))
+            let x = Int32(rng.int(width)), y = Int32(rng.int(height))
             try CodeImaging.check(
-                cvb_image_fill_rect(&dst, Int32(rng.int(width)), Int32(rng.int(height)), Int32(w), Int32(h), b, g, v, &err),
+                frame.withBridgeImage { dst in cvb_image_fill_rect(&dst, x, y, Int32(w), Int32(h), b, g, v, &err) },
                 err, "drawing a background")
         }
         try copy(try CodeImaging.blurred(frame, sigma: 1.5), into: frame)
@@ -279,10 +280,9 @@ public enum QRTestCorpus {
     }
 
     private static func copy(_ source: PixelBuffer, into destination: PixelBuffer) throws(CaptureError) {
-        var src = source.bridgeImage
-        var dst = destination.bridgeImage
         var err = cvb_error()
-        try CodeImaging.check(cvb_image_convert(&src, &dst, &err), err, "copying a frame")
+        let status = PixelBuffer.withBridgeImages(source, destination) { cvb_image_convert(&$0, &$1, &err) }
+        try CodeImaging.check(status, err, "copying a frame")
     }
 
     private static func convert(_ source: PixelBuffer, to format: PixelFormat) throws(CaptureError) -> PixelBuffer {

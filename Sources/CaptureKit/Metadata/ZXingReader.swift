@@ -61,9 +61,8 @@ final class ZXingReader {
         h.try_rotate = hints.tryRotate ? 1 : 0
         h.try_downscale = hints.tryDownscale ? 1 : 0
         h.is_pure = hints.isPure ? 1 : 0
-        var image = gray.bridgeImage
         var err = cvb_error()
-        let n = cvb_zxing_read(handle, &image, &h, &err)
+        let n = gray.withBridgeImage { image in cvb_zxing_read(handle, &image, &h, &err) }
         guard n >= 0 else { throw CaptureError(.decodeFailed, "zxing-cpp could not read the image: \(err.text)") }
         var out: [ScannedSymbol] = []
         for i in 0..<n {

@@ -98,9 +98,9 @@ public final class PixelBuffer: @unchecked Sendable {
     }
 
     /// A CVBridge view of the pixels. It does not keep the buffer alive: Swift may free a buffer
-    /// after its last use, so a view of a temporary (`decode(path).bridgeImage`) dangles. Prefer
-    /// `withBridgeImage`.
-    var bridgeImage: cvb_image {
+    /// after its last use, so a view of a temporary (`decode(path).bridgeImage`) would dangle;
+    /// hence private, and every caller goes through `withBridgeImage`.
+    private var bridgeImage: cvb_image {
         cvb_image(
             data: baseAddress.assumingMemoryBound(to: UInt8.self), width: Int32(width), height: Int32(height),
             stride: Int32(bytesPerRow), format: pixelFormat.rawValue)
