@@ -93,8 +93,7 @@ private final class ThreadRecordingFaceStage: FaceMetadataStage, @unchecked Send
     init(record: @escaping @Sendable (String, String) -> Void) { self.record = record }
     var isAvailable: Bool { true }
     func process(
-        _ image: PixelBuffer, regionOfInterest: CGRect, time: MediaTime, inputID: CaptureInput.ID,
-        updateInterval: Double, scanInterval: Double
+        _ frame: AnalysisFrame, regionOfInterest: CGRect, updateInterval: Double, scanInterval: Double
     ) throws(CaptureError) -> (faces: [MetadataFaceObject], events: [MetadataEvent]) {
         let t = WorkerThreadTests.currentThread()
         record(t.name, t.tid)

@@ -67,9 +67,9 @@ public final class DefaultFaceStage: FaceMetadataStage {
     private enum Search { case whole, part(FaceDetector.ScanPart), none }
 
     public func process(
-        _ image: PixelBuffer, regionOfInterest: CGRect, time: MediaTime, inputID: CaptureInput.ID,
-        updateInterval: Double, scanInterval: Double
+        _ frame: AnalysisFrame, regionOfInterest: CGRect, updateInterval: Double, scanInterval: Double
     ) throws(CaptureError) -> (faces: [MetadataFaceObject], events: [MetadataEvent]) {
+        let time = frame.time, inputID = frame.inputID
         let now = time.seconds
         let canSpread = detector.configuration.tileSize == nil
         let (planned, tracked) = state.withLock { s -> (Search, [CGRect]) in
@@ -92,6 +92,8 @@ public final class DefaultFaceStage: FaceMetadataStage {
             return s.pendingParts.isEmpty ? (.none, tracked) : (.part(s.pendingParts.removeFirst()), tracked)
         }
         var search = planned
+        // Every search of this frame reads the one BGR view (the frame converted at most once).
+        let image = try frame.bgr()
         var followed: [FaceDetection]?
         var fellBack = false
         // (A whole search comes with no tracked boxes: it finds every face itself.)
@@ -182,17 +184,20 @@ public final class DefaultCodeStage: CodeMetadataStage {
         (try? CodeDetector()).map { DefaultCodeStage(detector: $0) }
     }
 
-    public var availableTypes: [MetadataObjectType] {
+    public var availableTypes: [MetadataObjectType] { Self.supportedTypes }
+
+    /// The code types the linked decoders support (known without building a detector).
+    static var supportedTypes: [MetadataObjectType] {
         MetadataObjectType.machineReadableCodeTypes.filter { CodeDetector.availableMetadataObjectTypes.contains($0) }
     }
 
     public func process(
-        _ image: PixelBuffer, types: Set<MetadataObjectType>, regionOfInterest: CGRect, time: MediaTime,
-        inputID: CaptureInput.ID, repeatInterval: Double
+        _ frame: AnalysisFrame, types: Set<MetadataObjectType>, regionOfInterest: CGRect, repeatInterval: Double
     ) throws(CaptureError) -> (codes: [MetadataMachineReadableCodeObject], events: [MetadataEvent]) {
         if detector.metadataObjectTypes != types { detector.metadataObjectTypes = types }
         if detector.rectOfInterest != regionOfInterest { detector.rectOfInterest = regionOfInterest }
-        let found = try detector.detect(in: image, time: time, inputID: inputID)
+        let time = frame.time
+        let found = try detector.detect(in: try frame.gray(), time: time, inputID: frame.inputID)
         let due = tracker.withLock { tracker in
             tracker.repeatInterval = repeatInterval.isFinite ? repeatInterval : nil
             return tracker.deliveries(found, at: time)
@@ -215,7 +220,7 @@ public final class DefaultCodeStage: CodeMetadataStage {
 /// live cameras alike: the image and its faces come from the same `process` call. Frames the
 /// metadata output skips (live input, detector busy) are never observed.
 ///
-/// Threading: `process` runs on the metadata output's face queue, one frame at a time, and
+/// Threading: `process` runs on the metadata output's face thread, one frame at a time, and
 /// calls `observer` there; an observer with slow work (JPEG encoding) should hand it to its
 /// own queue so detection is not held up.
 public final class FaceObservingStage: FaceMetadataStage, @unchecked Sendable {
@@ -235,16 +240,15 @@ public final class FaceObservingStage: FaceMetadataStage, @unchecked Sendable {
     public var isAvailable: Bool { inner.isAvailable }
 
     public func process(
-        _ image: PixelBuffer, regionOfInterest: CGRect, time: MediaTime, inputID: CaptureInput.ID, updateInterval: Double,
-        scanInterval: Double
+        _ frame: AnalysisFrame, regionOfInterest: CGRect, updateInterval: Double, scanInterval: Double
     ) throws(CaptureError) -> (faces: [MetadataFaceObject], events: [MetadataEvent]) {
         let result = try inner.process(
-            image, regionOfInterest: regionOfInterest, time: time, inputID: inputID, updateInterval: updateInterval,
-            scanInterval: scanInterval)
-        let frame = SampleBuffer(
-            pixelBuffer: image, presentationTimeStamp: time, duration: .zero, sequenceNumber: sequence, inputID: inputID)
+            frame, regionOfInterest: regionOfInterest, updateInterval: updateInterval, scanInterval: scanInterval)
+        let observed = SampleBuffer(
+            pixelBuffer: frame.pixelBuffer, presentationTimeStamp: frame.time, duration: .zero, sequenceNumber: sequence,
+            inputID: frame.inputID)
         sequence += 1
-        observer(frame, result.faces)
+        observer(observed, result.faces)
         return result
     }
 

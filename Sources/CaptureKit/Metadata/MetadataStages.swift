@@ -4,18 +4,18 @@ import Foundation
 /// their tracks. The seam between `CaptureMetadataOutput` and a face detector (the default is
 /// `FaceDetector` + `FaceTracker`; tests and users may plug their own).
 ///
-/// Threading: called on one detection thread at a time; implementations need not be reentrant.
+/// Threading: called on the metadata output's face thread, one frame at a time, in capture
+/// order; implementations need not be reentrant.
 public protocol FaceMetadataStage: AnyObject, Sendable {
     /// Whether faces can be detected at all (a model loaded).
     var isAvailable: Bool { get }
-    /// Detects faces inside `regionOfInterest` (device space) of `image`, matches them to the
+    /// Detects faces inside `regionOfInterest` (device space) of `frame`, matches them to the
     /// tracks so far, and returns the frame's faces (with `faceID`s) and the track events.
     /// `updateInterval`: the least time between two `faceUpdated` events of one track.
     /// `scanInterval`: the most frame time between two searches of the whole region; frames in
     /// between may be searched only where tracked faces are (0: search every frame whole).
     func process(
-        _ image: PixelBuffer, regionOfInterest: CGRect, time: MediaTime, inputID: CaptureInput.ID,
-        updateInterval: Double, scanInterval: Double
+        _ frame: AnalysisFrame, regionOfInterest: CGRect, updateInterval: Double, scanInterval: Double
     ) throws(CaptureError) -> (faces: [MetadataFaceObject], events: [MetadataEvent])
     /// The stream ended: close every open track (their `faceLeft` events).
     func finish() -> [MetadataEvent]
@@ -31,16 +31,16 @@ extension FaceMetadataStage {
 /// The code half of a metadata output's per-frame work: decode codes in one frame and decide
 /// which are due for delivery (new appearances and repeats).
 ///
-/// Threading: called on one detection thread at a time; implementations need not be reentrant.
+/// Threading: called on the metadata output's code thread, one frame at a time, in capture
+/// order; implementations need not be reentrant.
 public protocol CodeMetadataStage: AnyObject, Sendable {
     /// The code types the decoder supports at run time.
     var availableTypes: [MetadataObjectType] { get }
-    /// Decodes codes of `types` inside `regionOfInterest` of `image`; returns those due for
+    /// Decodes codes of `types` inside `regionOfInterest` of `frame`; returns those due for
     /// delivery (new, or still in view `repeatInterval` seconds after the last delivery) and the
     /// matching events.
     func process(
-        _ image: PixelBuffer, types: Set<MetadataObjectType>, regionOfInterest: CGRect, time: MediaTime,
-        inputID: CaptureInput.ID, repeatInterval: Double
+        _ frame: AnalysisFrame, types: Set<MetadataObjectType>, regionOfInterest: CGRect, repeatInterval: Double
     ) throws(CaptureError) -> (codes: [MetadataMachineReadableCodeObject], events: [MetadataEvent])
     /// The stream ended: forget what is in view.
     func finish()

@@ -32,19 +32,22 @@ extension CaptureMetadataOutputObjectsDelegate {
 /// - `rectOfInterest`: device space (0…1, top-left origin, unrotated); detectors look only
 ///   inside it and objects outside it are not reported.
 ///
-/// Detection runs on the output's own two threads (`cvcam.detect`, codes and delivery, and
-/// `cvcam.faces`), never on the capture thread; faces and codes run in parallel on two cores
-/// when both are asked for. A frame that arrives while the previous
-/// one is still being analysed waits in a one-frame slot; a newer frame replaces it and the
-/// replaced frame is counted in `skippedFrameCount` (late frames are skipped, not queued). For
-/// a file read as fast as possible, frames wait instead and none is skipped. Results carry the
-/// timestamp of the frame they came from. For an image folder every image is its own scene:
-/// each face enters and leaves within its image, and each code appears once per image.
+/// Detection runs on the output's own threads, never on the capture thread: each stage on its
+/// own (`cvcam.faces`, `cvcam.codes`; a stage is loaded only when its types are asked for), and
+/// delivery on `cvcam.metadata`, which joins each frame's results in capture order
+/// (`MetadataPipeline`). Each stage reads the frame through one `AnalysisFrame`, so a frame is
+/// converted to BGR or gray at most once. A frame that arrives while a stage is still busy
+/// waits in a one-frame slot; a newer frame replaces it while no stage has started it, and the
+/// replaced or refused frame is counted in `skippedFrameCount` (late frames are skipped, not
+/// queued). For a file read as fast as possible, frames wait instead and none is skipped.
+/// Results carry the timestamp of the frame they came from. For an image folder every image is
+/// its own scene: each face enters and leaves within its image, and each code appears once per
+/// image.
 ///
 /// Threading: thread-safe.
 public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
-    // @unchecked: configuration and counters are behind `config` (a Mutex); the stages are used
-    // only on `detectionThread` (faces also on `faceThread`, one frame at a time).
+    // @unchecked: configuration and counters are behind `config` (a Mutex); each stage is used
+    // only on its lane's thread, one frame at a time; the slots are behind their own Mutexes.
 
     private struct Config {
         var types: [MetadataObjectType] = []
@@ -65,43 +68,78 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
     }
 
     private let config = Mutex(Config())
-    private let faceStage: (any FaceMetadataStage)?
-    private let codeStage: (any CodeMetadataStage)?
-    private let mailbox = DeliveryMailbox<(SampleBuffer, CaptureConnection)>(capacity: 4)
-    // Threads of their own rather than dispatch queues: the detection job blocks while the face
-    // job runs, and libdispatch grows its pool when all its threads are busy (see WorkerThread).
-    private let detectionThread = WorkerThread(name: "cvcam.detect")
-    private let faceThread = WorkerThread(name: "cvcam.faces")
+    private let faceSlot: StageSlot<any FaceMetadataStage>
+    private let codeSlot: StageSlot<any CodeMetadataStage>
+    private let converter = FrameConverter()
+    private let canWaitForFrames = Atomic<Bool>(true)
     private let logger = Logger(label: "cvcam.metadata")
+
+    /// The two kinds of stage, each a lane of the pipeline.
+    enum Lane: Hashable, Sendable { case faces, codes }
+
+    /// The settings one frame is analysed with (taken when it is admitted).
+    struct FrameContext: Sendable {
+        var connection: CaptureConnection
+        var codeTypes: Set<MetadataObjectType>
+        var regionOfInterest: CGRect
+        var faceUpdateInterval: Double
+        var faceScanInterval: Double
+        var codeRepeatInterval: Double
+        var independent: Bool
+    }
+
+    /// What one lane found in one frame, and how long it took.
+    struct LaneOutput: Sendable {
+        var faces: [MetadataFaceObject] = []
+        var codes: [MetadataMachineReadableCodeObject] = []
+        var events: [MetadataEvent] = []
+        var error: CaptureError?
+        var seconds = 0.0
+    }
+
+    private lazy var pipeline = MetadataPipeline<Lane, FrameContext, LaneOutput>(
+        name: "cvcam.metadata",
+        work: { [unowned self] lane, job in analyse(job, in: lane) },
+        deliver: { [unowned self] job, outputs in deliver(job, outputs) })
+    private let pipelineLock = Mutex(())
 
     /// Creates an output with the default detectors: YuNet faces with
     /// `FaceDetector.Configuration.realTime` (frames scaled to a 640 px long side, so faces and
     /// QR on a 720p30 camera are analysed at its frame rate on two cores; faces from about
     /// 32 px tall at 720p) and codes from `CodeDetector`.
     public override init() {
-        faceStage = DefaultFaceStage.makeOrNil(.realTime)
-        codeStage = DefaultCodeStage.makeOrNil()
+        faceSlot = .faces(.realTime)
+        codeSlot = .codes()
         super.init()
     }
 
     /// Creates an output whose face detector uses `faceDetection`: `.standard` (frames up to
     /// 2048 px analysed at their own size: smaller faces, about 4× the CPU of `.realTime` at
     /// 720p; the right choice for photos) or `.tiled` (distant faces in 1080p). Codes as in `init()`.
-    public convenience init(faceDetection: FaceDetector.Configuration) {
-        self.init(faceStage: DefaultFaceStage.makeOrNil(faceDetection), codeStage: DefaultCodeStage.makeOrNil())
+    public init(faceDetection: FaceDetector.Configuration) {
+        faceSlot = .faces(faceDetection)
+        codeSlot = .codes()
+        super.init()
     }
 
     /// Creates an output with the given stages (nil: that kind of metadata is unavailable).
     public init(faceStage: (any FaceMetadataStage)?, codeStage: (any CodeMetadataStage)?) {
-        self.faceStage = faceStage
-        self.codeStage = codeStage
+        faceSlot = StageSlot(faceStage)
+        codeSlot = StageSlot(codeStage)
         super.init()
     }
 
-    /// What can be detected with the loaded detectors.
+    /// What can be detected. The default stages are loaded only when their types are set
+    /// (`setMetadataObjectTypes`); until then faces count as available when a face model file
+    /// is found (`FaceDetector.locateModels`).
     public var availableMetadataObjectTypes: [MetadataObjectType] {
-        ((faceStage?.isAvailable ?? false) ? [.face] : []) + (codeStage?.availableTypes ?? [])
+        let faces = faceSlot.loaded.map(\.isAvailable) ?? faceSlot.mayLoad
+        let codes = codeSlot.loaded?.availableTypes ?? (codeSlot.mayLoad ? DefaultCodeStage.supportedTypes : [])
+        return (faces ? [.face] : []) + codes
     }
+
+    /// Whether the face stage (and its networks) has been loaded; the code stage likewise.
+    var loadedStages: (faces: Bool, codes: Bool) { (faceSlot.loaded != nil, codeSlot.loaded != nil) }
 
     /// What is being looked for (empty by default).
     public var metadataObjectTypes: [MetadataObjectType] { config.withLock { $0.types } }
@@ -110,6 +148,9 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
     ///
     /// - Throws: `.unsupported` naming the types that are not in `availableMetadataObjectTypes`.
     public func setMetadataObjectTypes(_ types: [MetadataObjectType]) throws(CaptureError) {
+        // Load what the types need now (a model that will not load makes `.face` unavailable).
+        if types.contains(.face) { _ = faceSlot.load() }
+        if types.contains(where: { $0 != .face }) { _ = codeSlot.load() }
         let available = availableMetadataObjectTypes
         let missing = types.filter { !available.contains($0) }
         guard missing.isEmpty else {
@@ -160,9 +201,11 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
 
     /// Sets the delegate and the serial queue it is called on. The delegate is retained.
     public func setMetadataObjectsDelegate(_ delegate: (any CaptureMetadataOutputObjectsDelegate)?, queue: DispatchQueue?) {
+        let queue = delegate == nil ? nil : (queue ?? DispatchQueue(label: "cvcam.metadata.delegate"))
+        if let queue, queue !== DispatchQueue.main { queue.setSpecific(key: Self.delegateQueueKey, value: ObjectIdentifier(self)) }
         config.withLock {
             $0.delegate = delegate
-            $0.queue = delegate == nil ? nil : (queue ?? DispatchQueue(label: "cvcam.metadata.delegate"))
+            $0.queue = queue
         }
     }
 
@@ -177,19 +220,31 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
     /// switched the camera to a still format): they were not analysed and are not in
     /// `skippedFrameCount`.
     public var sourceSkippedFrameCount: Int { config.withLock { $0.sourceSkipped } }
-    /// Total seconds spent detecting faces and decoding codes (for per-stage breakdowns).
+    /// Total seconds each stage spent on its frames (faces and codes run in parallel, each
+    /// timed on its own thread).
     public var stageSeconds: (faces: Double, codes: Double) { config.withLock { ($0.faceSeconds, $0.codeSeconds) } }
     /// The last detector error (detection goes on with the next frame).
     public var lastError: CaptureError? { config.withLock { $0.lastError } }
 
     /// Blocks until every frame received so far has been analysed and its results handed to the
     /// delegate (call after the session stopped, before reading the final results).
+    ///
+    /// Deliveries queued behind the caller cannot run while it waits: called on the main thread
+    /// while the delegate queue is `.main` (a main-queue block cannot be told apart from
+    /// top-level code there), or from the delegate queue itself, it returns once every delivery
+    /// is queued, and they run when the caller returns to its queue.
     public func waitUntilIdle() {
-        detectionThread.waitUntilIdle()
-        faceThread.waitUntilIdle()
-        detectionThread.waitUntilIdle()
-        config.withLock { $0.queue }?.sync {}
+        pipelineLock.withLock { _ in pipeline }.waitUntilIdle()
+        guard let queue = config.withLock({ $0.queue }) else { return }
+        if queue === DispatchQueue.main {
+            if !Thread.isMainThread { queue.sync {} }
+        } else if DispatchQueue.getSpecific(key: Self.delegateQueueKey) != ObjectIdentifier(self) {
+            queue.sync {}
+        }
     }
+
+    /// Marks the delegate queue so that `waitUntilIdle` can tell when it is called from it.
+    private static let delegateQueueKey = DispatchSpecificKey<ObjectIdentifier>()
 
     /// Events as an AsyncSequence; installs an internal delegate (replacing any other). Ends
     /// when the session stops.
@@ -220,9 +275,9 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
     override func sessionWillStart(format: CaptureDevice.Format, input: CaptureDeviceInput) {
         let source = input.device.source
         // Files read as fast as possible are analysed frame by frame; live inputs skip late frames.
-        mailbox.discardsLateItems = source.isLive || source.pacing == .realTime
+        canWaitForFrames.store(!(source.isLive || source.pacing == .realTime), ordering: .relaxed)
         let (wantsFaces, roi) = config.withLock { ($0.types.contains(.face), $0.rectOfInterest) }
-        if wantsFaces, let faceStage {
+        if wantsFaces, let faceStage = faceSlot.loaded {
             // Before the first frame, so that it does not wait for OpenCV's allocations.
             faceStage.prepare(
                 width: Int(format.dimensions.width), height: Int(format.dimensions.height), regionOfInterest: roi)
@@ -236,28 +291,43 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
     }
 
     override func receive(_ sample: SampleBuffer, from connection: CaptureConnection, canWait: Bool) {
-        guard !config.withLock({ $0.types.isEmpty }) else { return }
-        let outcome = mailbox.offer((sample, connection), canWait: canWait, queue: detectionThread) { [self] item in
-            analyse(item.0, connection: item.1)
+        let job = config.withLock { c -> MetadataPipeline<Lane, FrameContext, LaneOutput>.Job? in
+            guard !c.types.isEmpty else { return nil }
+            let codeTypes = Set(c.types).subtracting([.face])
+            var lanes: Set<Lane> = []
+            if c.types.contains(.face), faceSlot.loaded != nil { lanes.insert(.faces) }
+            if !codeTypes.isEmpty, codeSlot.loaded != nil { lanes.insert(.codes) }
+            let context = FrameContext(
+                connection: connection, codeTypes: codeTypes, regionOfInterest: c.rectOfInterest,
+                faceUpdateInterval: c.faceUpdateInterval, faceScanInterval: c.faceScanInterval,
+                codeRepeatInterval: c.codeRepeatInterval, independent: c.framesAreIndependent)
+            return .init(frame: AnalysisFrame(sample, converter: converter), lanes: lanes, context: context)
         }
-        if case .dropped = outcome { config.withLock { $0.skipped += 1 } }
+        guard let job else { return }
+        let mayWait = canWait && canWaitForFrames.load(ordering: .relaxed)
+        let admission = pipelineLock.withLock { _ in pipeline }.offer(job, canWait: mayWait) { lane in
+            lane == .faces ? "cvcam.faces" : "cvcam.codes"
+        }
+        if admission != .admitted { config.withLock { $0.skipped += 1 } }
     }
 
     override func sourceSkipped(frames count: Int, before sample: SampleBuffer, connection: CaptureConnection) {
         config.withLock { $0.sourceSkipped += count }
     }
 
-    override func drain() { mailbox.drain() }
+    override func drain() { pipelineLock.withLock { _ in pipeline }.waitUntilIdle() }
 
     override func cancelPendingDeliveries() {
-        let dropped = mailbox.cancelPending()
-        config.withLock { $0.skipped += dropped.count }
+        let dropped = pipelineLock.withLock { _ in pipeline }.cancelPending()
+        config.withLock { $0.skipped += dropped }
     }
 
     override func sessionDidStop() {
-        detectionThread.run { [self] in
-            let events = faceStage?.finish() ?? []
-            codeStage?.finish()
+        // After the last admitted frame is delivered, on the delivery thread: no lane is
+        // working then, so the stages may be finished from here.
+        pipelineLock.withLock { _ in pipeline }.whenIdle { [self] in
+            let events = faceSlot.loaded?.finish() ?? []
+            codeSlot.loaded?.finish()
             let (delegate, queue, connection) = config.withLock { ($0.delegate, $0.queue, self.connections.first) }
             guard let delegate, let queue, let connection else { return }
             queue.async {
@@ -267,86 +337,122 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
         }
     }
 
-    // MARK: Detection (detection thread)
+    // MARK: Analysis (each lane's thread)
 
-    private func analyse(_ sample: SampleBuffer, connection: CaptureConnection) {
-        let (types, roi, updateInterval, scanInterval, repeatInterval, independent) = config.withLock {
-            (
-                Set($0.types), $0.rectOfInterest, $0.faceUpdateInterval, $0.faceScanInterval, $0.codeRepeatInterval,
-                $0.framesAreIndependent
-            )
-        }
-        let image = sample.pixelBuffer
-        let wantsFaces = types.contains(.face) && faceStage != nil
-        let codeTypes = types.subtracting([.face])
-        let wantsCodes = !codeTypes.isEmpty && codeStage != nil
-
-        let faceResult = Mutex<Result<([MetadataFaceObject], [MetadataEvent]), CaptureError>?>(nil)
-        let facesDone = DispatchSemaphore(value: 0)
-        let faceStart = DispatchTime.now().uptimeNanoseconds
-        if wantsFaces, let faceStage {
-            // Faces on a second core while codes run here.
-            faceThread.run {
-                defer { facesDone.signal() }
-                let r = Result { () throws(CaptureError) in
-                    try faceStage.process(
-                        image, regionOfInterest: roi, time: sample.presentationTimeStamp, inputID: sample.inputID,
-                        updateInterval: updateInterval, scanInterval: independent ? 0 : scanInterval)
-                }
-                faceResult.withLock { $0 = r.map { ($0.faces, $0.events) } }
+    private func analyse(_ job: MetadataPipeline<Lane, FrameContext, LaneOutput>.Job, in lane: Lane) -> LaneOutput {
+        let context = job.context
+        let start = DispatchTime.now().uptimeNanoseconds
+        var output = LaneOutput()
+        do throws(CaptureError) {
+            switch lane {
+            case .faces:
+                guard let stage = faceSlot.loaded else { break }
+                let r = try stage.process(
+                    job.frame, regionOfInterest: context.regionOfInterest, updateInterval: context.faceUpdateInterval,
+                    scanInterval: context.independent ? 0 : context.faceScanInterval)
+                output.faces = r.faces
+                output.events = r.events
+                if context.independent { output.events += stage.finish() }
+            case .codes:
+                guard let stage = codeSlot.loaded else { break }
+                let r = try stage.process(
+                    job.frame, types: context.codeTypes, regionOfInterest: context.regionOfInterest,
+                    repeatInterval: context.codeRepeatInterval)
+                output.codes = r.codes
+                output.events = r.events
+                if context.independent { stage.finish() }
             }
+        } catch {
+            output.error = error
         }
-        var codes: [MetadataMachineReadableCodeObject] = []
-        var events: [MetadataEvent] = []
-        var codeError: CaptureError?
-        let codeStart = DispatchTime.now().uptimeNanoseconds
-        if wantsCodes, let codeStage {
-            do {
-                let r = try codeStage.process(
-                    image, types: codeTypes, regionOfInterest: roi, time: sample.presentationTimeStamp,
-                    inputID: sample.inputID, repeatInterval: repeatInterval)
-                codes = r.codes
-                events = r.events
-            } catch {
-                codeError = error
-            }
-        }
-        let codeSeconds = Double(DispatchTime.now().uptimeNanoseconds - codeStart) / 1e9
-        if wantsFaces && faceStage != nil { facesDone.wait() }
-        let faceSeconds = Double(DispatchTime.now().uptimeNanoseconds - faceStart) / 1e9
+        output.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        return output
+    }
 
-        var faces: [MetadataFaceObject] = []
-        var faceError: CaptureError?
-        switch faceResult.withLock({ $0 }) {
-        case .success(let (f, e)):
-            faces = f
-            events = e + events
-        case .failure(let error): faceError = error
-        case nil: break
-        }
-        if independent {
-            if wantsFaces { events += faceStage?.finish() ?? [] }
-            if wantsCodes { codeStage?.finish() }
-        }
-        if let error = faceError ?? codeError {
-            logger.warning("metadata detection failed: \(error)")
-        }
-        let objects: [any MetadataObject] = faces + codes
+    // MARK: Delivery (the delivery thread, in capture order)
+
+    private func deliver(_ job: MetadataPipeline<Lane, FrameContext, LaneOutput>.Job, _ outputs: [Lane: LaneOutput]) {
+        let faces = outputs[.faces], codes = outputs[.codes]
+        // Face events before code events, as one frame's track events always were.
+        let events = (faces?.events ?? []) + (codes?.events ?? [])
+        let error = faces?.error ?? codes?.error
+        if let error { logger.warning("metadata detection failed: \(error)") }
+        let objects: [any MetadataObject] = (faces?.faces ?? []) + (codes?.codes ?? [])
         let (delegate, queue, deliverEmpty) = config.withLock { c -> ((any CaptureMetadataOutputObjectsDelegate)?, DispatchQueue?, Bool) in
             c.processed += 1
-            if wantsFaces { c.faceSeconds += faceSeconds }
-            if wantsCodes { c.codeSeconds += codeSeconds }
-            if let error = faceError ?? codeError { c.lastError = error }
+            if let faces { c.faceSeconds += faces.seconds }
+            if let codes { c.codeSeconds += codes.seconds }
+            if let error { c.lastError = error }
             let deliverEmpty = objects.isEmpty && !c.lastDeliveryWasEmpty
             c.lastDeliveryWasEmpty = objects.isEmpty
             return (c.delegate, c.queue, deliverEmpty)
         }
         guard let delegate, let queue else { return }
         guard !objects.isEmpty || deliverEmpty || !events.isEmpty else { return }
-        let frameEvents = events
+        let connection = job.context.connection
         queue.async { [self] in
             if !objects.isEmpty || deliverEmpty { delegate.metadataOutput(self, didOutput: objects, from: connection) }
-            if !frameEvents.isEmpty { delegate.metadataOutput(self, didEmit: frameEvents, from: connection) }
+            if !events.isEmpty { delegate.metadataOutput(self, didEmit: events, from: connection) }
         }
+    }
+}
+
+/// A metadata stage loaded on first use: the default stages load models and build detectors,
+/// which an output that never asks for their types should not pay for.
+///
+/// Threading: thread-safe.
+final class StageSlot<Stage: Sendable>: @unchecked Sendable {
+    // @unchecked: `state` is a Mutex; the stages themselves are Sendable by their protocols.
+    private struct State: Sendable {
+        var stage: Stage?
+        var factory: (@Sendable () -> Stage?)?
+    }
+    private let state: Mutex<State>
+    /// Whether loading may succeed, checked without loading.
+    private let available: @Sendable () -> Bool
+
+    /// A slot holding `stage` (nil: that kind of metadata is unavailable).
+    init(_ stage: Stage?) {
+        state = Mutex(State(stage: stage, factory: nil))
+        let present = stage != nil
+        available = { present }
+    }
+
+    /// A slot that builds its stage with `factory` on first `load()`.
+    init(factory: @escaping @Sendable () -> Stage?, available: @escaping @Sendable () -> Bool) {
+        state = Mutex(State(stage: nil, factory: factory))
+        self.available = available
+    }
+
+    /// The stage, if loaded.
+    var loaded: Stage? { state.withLock { $0.stage } }
+
+    /// Whether the stage is loaded or a load may succeed.
+    var mayLoad: Bool { loaded != nil || state.withLock { $0.factory != nil } && available() }
+
+    /// Loads the stage once (nil when it cannot be).
+    func load() -> Stage? {
+        state.withLock { s in
+            if let stage = s.stage { return stage }
+            guard let factory = s.factory else { return nil }
+            s.factory = nil
+            s.stage = factory()
+            return s.stage
+        }
+    }
+}
+
+extension StageSlot where Stage == any FaceMetadataStage {
+    /// The default face stage with `configuration`, loaded on first use.
+    static func faces(_ configuration: FaceDetector.Configuration) -> StageSlot {
+        StageSlot(
+            factory: { DefaultFaceStage.makeOrNil(configuration) }, available: { FaceDetector.locateModels() != nil })
+    }
+}
+
+extension StageSlot where Stage == any CodeMetadataStage {
+    /// The default code stage, loaded on first use.
+    static func codes() -> StageSlot {
+        StageSlot(factory: { DefaultCodeStage.makeOrNil() }, available: { true })
     }
 }

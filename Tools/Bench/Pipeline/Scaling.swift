@@ -61,11 +61,11 @@ final class PassThroughFaceStage: FaceMetadataStage {
     var isAvailable: Bool { true }
 
     func process(
-        _ image: PixelBuffer, regionOfInterest: CGRect, time: MediaTime, inputID: CaptureInput.ID, updateInterval: Double,
-        scanInterval: Double
+        _ frame: AnalysisFrame, regionOfInterest: CGRect, updateInterval: Double, scanInterval: Double
     ) throws(CaptureError) -> (faces: [MetadataFaceObject], events: [MetadataEvent]) {
+        let time = frame.time
         let face = MetadataFaceObject(
-            bounds: regionOfInterest, faceID: 1, confidence: 1, time: time, inputID: inputID)
+            bounds: regionOfInterest, faceID: 1, confidence: 1, time: time, inputID: frame.inputID)
         let t = now()
         returned.withLock { $0[time.seconds] = t }
         return ([face], [])

@@ -1,0 +1,59 @@
+import CVBridge
+import Synchronization
+
+/// One frame as the metadata stages see it: the sample, and BGR and gray views of it made on
+/// first request and shared, so each conversion happens at most once per frame however many
+/// stages and searches ask (`cvb_image_convert` into buffers from the metadata output's pools).
+///
+/// The standalone detectors (`FaceDetector.detect(in:)`, `CodeDetector.detect(in:)`) still take
+/// a `PixelBuffer`; a stage hands them the view it needs.
+///
+/// Threading: thread-safe; each view is made under its own lock, so a face stage asking for BGR
+/// and a code stage asking for gray convert in parallel.
+public final class AnalysisFrame: Sendable {
+    /// The frame as captured.
+    public let sample: SampleBuffer
+    private let converter: FrameConverter
+    private let bgrView = Mutex<PixelBuffer?>(nil)
+    private let grayView = Mutex<PixelBuffer?>(nil)
+    private let madeConversions = Atomic<Int>(0)
+
+    /// Wraps `sample`; views come from `converter`'s pools.
+    init(_ sample: SampleBuffer, converter: FrameConverter) {
+        self.sample = sample
+        self.converter = converter
+    }
+
+    /// Wraps one sample with pools of its own (a single frame, tests, tools).
+    public convenience init(_ sample: SampleBuffer) {
+        self.init(sample, converter: FrameConverter())
+    }
+
+    /// The captured pixels, in the source's format.
+    public var pixelBuffer: PixelBuffer { sample.pixelBuffer }
+    /// The frame's presentation time.
+    public var time: MediaTime { sample.presentationTimeStamp }
+    /// The input the frame came from.
+    public var inputID: CaptureInput.ID { sample.inputID }
+
+    /// The frame as 8-bit BGR: the captured buffer itself when it is BGR, else one conversion.
+    public func bgr() throws(CaptureError) -> PixelBuffer { try view(.bgr, bgrView) }
+
+    /// The frame as 8-bit gray: the captured buffer itself when it is gray, else one conversion
+    /// (straight from YUYV or NV12 luma, not through BGR).
+    public func gray() throws(CaptureError) -> PixelBuffer { try view(.gray, grayView) }
+
+    /// How many conversions this frame needed so far (at most one per view).
+    public var conversionCount: Int { madeConversions.load(ordering: .relaxed) }
+
+    private func view(_ format: PixelFormat, _ slot: borrowing Mutex<PixelBuffer?>) throws(CaptureError) -> PixelBuffer {
+        if sample.pixelBuffer.pixelFormat == format { return sample.pixelBuffer }
+        return try slot.withLock { (view: inout PixelBuffer?) throws(CaptureError) -> PixelBuffer in
+            if let view { return view }
+            let made = try converter.convert(sample, to: format, rotation: 0, mirrored: false).pixelBuffer
+            madeConversions.add(1, ordering: .relaxed)
+            view = made
+            return made
+        }
+    }
+}

@@ -1,0 +1,170 @@
+import Foundation
+
+/// Runs a metadata output's stages on the frames it admits: each stage (lane) on a thread of its
+/// own with a one-frame slot, and each frame's results joined, in admission order, on a delivery
+/// thread.
+///
+/// A frame goes to every lane its job names, or to none: the stages always report on the same
+/// frames, so a delivery holds every face and every code of its frame. While a lane is busy the
+/// next frame waits in its slot, and the lanes work on different frames at once (a fast code
+/// lane may be a frame ahead of the face lane). A frame offered while a slot is taken waits
+/// (`canWait`), replaces the waiting frame when no lane has started it, or is dropped.
+///
+/// Threading: `offer`, `whenIdle`, `waitUntilIdle` and `cancelPending` from any thread except the
+/// pipeline's own; `work` runs on the lane's thread, `deliver` and `whenIdle` jobs on the
+/// delivery thread.
+final class MetadataPipeline<Lane: Hashable & Sendable, Context: Sendable, Output: Sendable>: @unchecked Sendable {
+    // @unchecked: every mutable field is guarded by `condition`.
+
+    /// What one admitted frame asks of the lanes.
+    struct Job: Sendable {
+        var frame: AnalysisFrame
+        var lanes: Set<Lane>
+        /// What the lanes and the delivery need to know about this frame (settings at admission).
+        var context: Context
+    }
+
+    /// What happened to an offered frame.
+    enum Admission: Equatable {
+        /// Sent to its lanes.
+        case admitted
+        /// Sent to its lanes in place of a waiting frame no lane had started (that one is skipped).
+        case replacedWaiting
+        /// Not analysed: the lanes were busy and the caller could not wait.
+        case dropped
+    }
+
+    private let condition = NSCondition()
+    private var slots: [Lane: (sequence: UInt64, job: Job)] = [:]
+    private var busy: Set<Lane> = []
+    private var inFlight: [(sequence: UInt64, job: Job, outputs: [Lane: Output])] = []
+    private var nextSequence: UInt64 = 0
+    private var idleJobs: [@Sendable () -> Void] = []
+    private var workers: [Lane: WorkerThread] = [:]
+    private let delivery: WorkerThread
+    private let work: @Sendable (Lane, Job) -> Output
+    private let deliver: @Sendable (Job, [Lane: Output]) -> Void
+
+    /// `work` analyses one frame in one lane; `deliver` gets each frame's outputs, in admission
+    /// order. Lane threads are named `name.lane` and start with their first frame.
+    init(
+        name: String, work: @escaping @Sendable (Lane, Job) -> Output,
+        deliver: @escaping @Sendable (Job, [Lane: Output]) -> Void
+    ) {
+        delivery = WorkerThread(name: name)
+        self.work = work
+        self.deliver = deliver
+    }
+
+    /// Offers a frame to `job.lanes` (none: it is delivered with no outputs, in order).
+    func offer(_ job: Job, canWait: Bool, threadName: (Lane) -> String) -> Admission {
+        condition.lock()
+        defer { condition.unlock() }
+        while true {
+            if job.lanes.allSatisfy({ slots[$0] == nil }) {
+                admit(job, threadName: threadName)
+                return .admitted
+            }
+            if canWait {
+                condition.wait()
+                continue
+            }
+            // The waiting frame may be replaced only while every lane still has it waiting
+            // (none started it), and only by a frame for the same lanes.
+            if let waiting = job.lanes.first.flatMap({ slots[$0] }), waiting.job.lanes == job.lanes,
+                job.lanes.allSatisfy({ slots[$0]?.sequence == waiting.sequence })
+            {
+                for lane in job.lanes { slots[lane] = (waiting.sequence, job) }
+                if let i = inFlight.firstIndex(where: { $0.sequence == waiting.sequence }) { inFlight[i].job = job }
+                return .replacedWaiting
+            }
+            return .dropped
+        }
+    }
+
+    /// Runs `job` on the delivery thread after every frame admitted so far has been delivered.
+    func whenIdle(_ job: @escaping @Sendable () -> Void) {
+        condition.lock()
+        defer { condition.unlock() }
+        if inFlight.isEmpty { delivery.run(job) } else { idleJobs.append(job) }
+    }
+
+    /// Blocks until every frame admitted so far has been analysed and delivered.
+    func waitUntilIdle() {
+        condition.lock()
+        while !inFlight.isEmpty { condition.wait() }
+        condition.unlock()
+        delivery.waitUntilIdle()
+    }
+
+    /// Forgets frames waiting in every one of their lanes (no lane started them); returns how
+    /// many. Frames a lane has started are finished and delivered.
+    func cancelPending() -> Int {
+        condition.lock()
+        defer { condition.unlock() }
+        var cancelled: Set<UInt64> = []
+        for entry in inFlight where entry.outputs.isEmpty && entry.job.lanes.allSatisfy({ slots[$0]?.sequence == entry.sequence }) {
+            cancelled.insert(entry.sequence)
+            for lane in entry.job.lanes { slots[lane] = nil }
+        }
+        inFlight.removeAll { cancelled.contains($0.sequence) }
+        deliverCompleted()
+        condition.broadcast()
+        return cancelled.count
+    }
+
+    // MARK: Inside (condition held unless said otherwise)
+
+    private func admit(_ job: Job, threadName: (Lane) -> String) {
+        let sequence = nextSequence
+        nextSequence += 1
+        inFlight.append((sequence, job, [:]))
+        for lane in job.lanes {
+            slots[lane] = (sequence, job)
+            if !busy.contains(lane) {
+                busy.insert(lane)
+                let worker = workers[lane] ?? WorkerThread(name: threadName(lane))
+                workers[lane] = worker
+                worker.run { [self] in drainLane(lane) }
+            }
+        }
+        if job.lanes.isEmpty { deliverCompleted() }
+    }
+
+    /// Runs on the lane's thread: analyses the frames put in its slot until it is empty.
+    private func drainLane(_ lane: Lane) {
+        while true {
+            condition.lock()
+            guard let (sequence, job) = slots[lane] else {
+                busy.remove(lane)
+                condition.unlock()
+                return
+            }
+            slots[lane] = nil
+            condition.broadcast()
+            condition.unlock()
+
+            let output = work(lane, job)
+
+            condition.lock()
+            if let i = inFlight.firstIndex(where: { $0.sequence == sequence }) { inFlight[i].outputs[lane] = output }
+            deliverCompleted()
+            condition.unlock()
+        }
+    }
+
+    /// Hands the frames at the head of the line whose lanes have all reported to the delivery
+    /// thread, in order (enqueued under the lock, so two lanes cannot reorder them).
+    private func deliverCompleted() {
+        while let head = inFlight.first, head.outputs.count == head.job.lanes.count {
+            inFlight.removeFirst()
+            let deliver = self.deliver
+            delivery.run { deliver(head.job, head.outputs) }
+        }
+        if inFlight.isEmpty {
+            for job in idleJobs { delivery.run(job) }
+            idleJobs = []
+            condition.broadcast()
+        }
+    }
+}
