@@ -63,7 +63,7 @@ struct Scan: ParsableCommand {
         }
         metadata.setMetadataObjectsDelegate(log, queue: DispatchQueue(label: "cvcam.scan.log"))
         try job.add(metadata)
-        try job.runAnalysing(metadata, output: output, noun: "codes", phrase: "codes read") { log.codesSeen }
+        try job.runAnalysing(metadata, output: output, noun: "codes", summaryField: \.codes, phrase: "codes read") { log.codesSeen }
         if log.codesSeen == 0 && input.isFinite && !job.interrupted { throw ExitCode(ExitStatus.nothingFound) }
     }
 }
@@ -97,8 +97,8 @@ final class CodeLog: CaptureMetadataOutputObjectsDelegate, @unchecked Sendable {
             switch event {
             case .codeAppeared(let code):
                 count += 1
-                print(code, event: "appear")
-            case .codeRepeated(let code): print(code, event: "repeat")
+                print(code, event: event.name)
+            case .codeRepeated(let code): print(code, event: event.name)
             default: continue
             }
             if once {
@@ -109,17 +109,10 @@ final class CodeLog: CaptureMetadataOutputObjectsDelegate, @unchecked Sendable {
     }
 
     private func print(_ code: MetadataMachineReadableCodeObject, event: String) {
-        let view = printer.viewFields(code.bounds)
-        var fields: [String: Any] = [
-            "event": event, "time": EventPrinter.round(code.time.seconds), "symbology": code.type.rawValue,
-            "base64": Data(code.payload).base64EncodedString(), "box": EventPrinter.boxJSON(code.bounds),
-            "corners": EventPrinter.pointsJSON(code.corners),
-        ]
-        fields["text"] = code.stringValue ?? NSNull()
-        fields.merge(view.json) { a, _ in a }
+        let view = printer.view(code.bounds)
         let shown = code.stringValue.map { Self.escape($0) } ?? "(binary, \(code.payload.count) bytes) " + Self.escape(bytes: code.payload)
         printer.emit(
-            "code", fields,
+            CodeEvent(event: event, code: code, viewBox: view.box),
             text: "\(EventPrinter.clock(code.time.seconds))  \(event.padding(toLength: 6, withPad: " ", startingAt: 0)) \(code.type.rawValue.uppercased())  \(shown)\(view.text)"
         )
     }
