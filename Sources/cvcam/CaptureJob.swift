@@ -45,7 +45,7 @@ final class CaptureJob: @unchecked Sendable {
     func add(_ output: CaptureOutput) throws {
         try session.addOutput(output)
         if let connection = output.connection(with: .video) {
-            connection.videoRotationAngle = Double(options.rotate)
+            connection.videoRotationAngle = Double(options.rotate.degrees)
             connection.isVideoMirrored = options.mirror
         }
     }

@@ -80,7 +80,7 @@ struct Record: ParsableCommand {
         movie.jpegQuality = quality
         try job.add(movie)
         let format = job.device.activeFormat.dimensions
-        let size = input.rotate % 180 == 0 ? format : CaptureDevice.Dimensions(width: format.height, height: format.width)
+        let size = input.rotate.degrees % 180 == 0 ? format : CaptureDevice.Dimensions(width: format.height, height: format.width)
         let recorder = Recorder(printer: job.printer, path: url.path, size: size) { [job] in
             DispatchQueue.global().async { try? job.session.stopRunning() }
         }

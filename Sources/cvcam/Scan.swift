@@ -20,12 +20,10 @@ struct Scan: ParsableCommand {
 
     @Option(
         help: """
-            Comma-separated code types (default qr): qr, microqr, datamatrix, aztec, pdf417 \
-            (zxing-cpp and ZBar), ean13, ean8, upca, upce, isbn10, isbn13, code128, code93, code39, \
-            codabar, i25, databar, databar-exp (ZBar, where built with them); `all` for every type \
-            available here.
+            Comma-separated code types, or `all` for every type available here. The 2-D types \
+            (qr … pdf417) come from zxing-cpp and ZBar; the barcodes from ZBar, where built with them.
             """)
-    var types: String = "qr"
+    var types: CodeTypeSelection = .only([.qr])
 
     @Option(help: "Seconds before a code still in view is printed again.")
     var repeatInterval: Double = 2
@@ -35,9 +33,6 @@ struct Scan: ParsableCommand {
 
     func validate() throws {
         try OptionRange.check(repeatInterval, OptionRange.seconds, "--repeat-interval", unit: " seconds")
-        if types.split(separator: ",", omittingEmptySubsequences: false).contains(where: { $0.isEmpty }) {
-            throw ValidationError("--types must list code types separated by commas, e.g. qr,ean13 (got '\(types)').")
-        }
     }
 
     func run() throws {
@@ -45,14 +40,14 @@ struct Scan: ParsableCommand {
         let metadata = CaptureMetadataOutput()
         let available = metadata.availableMetadataObjectTypes.filter { $0 != .face }
         let wanted: [MetadataObjectType]
-        if types == "all" {
-            wanted = available
-        } else {
-            wanted = types.split(separator: ",").map { MetadataObjectType(rawValue: String($0).lowercased()) }
+        switch types {
+        case .all: wanted = available
+        case .only(let named):
+            wanted = named
             let unknown = wanted.filter { !available.contains($0) }
             guard unknown.isEmpty else {
                 throw ValidationError(
-                    "Unknown or unavailable code type(s) \(unknown.map(\.rawValue).joined(separator: ", ")). Allowed: \(available.map(\.rawValue).joined(separator: ", ")), all.")
+                    "Code type(s) \(unknown.map(\.rawValue).joined(separator: ", ")) not available in this build. Available: \(available.map(\.rawValue).joined(separator: ", ")), all.")
             }
         }
         try metadata.setMetadataObjectTypes(wanted)

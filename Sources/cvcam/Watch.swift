@@ -103,7 +103,7 @@ struct Watch: ParsableCommand {
         }
         let job = try CaptureJob(input: input, output: output)
         var store = SnapshotStore(
-            folder: folder, quality: quality, device: job.device, rotation: Int32(input.rotate), mirrored: input.mirror)
+            folder: folder, quality: quality, device: job.device, rotation: Int32(input.rotate.degrees), mirrored: input.mirror)
         // Unique across runs into one folder: the run's start (wall-clock ms) and process ID.
         store.namePrefix = "snapshot-\(Int64(Date().timeIntervalSince1970 * 1000))-\(getpid())"
         let watcher = SnapshotWatcher(
