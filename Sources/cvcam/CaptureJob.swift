@@ -45,7 +45,7 @@ final class CaptureJob: @unchecked Sendable {
     func add(_ output: CaptureOutput) throws {
         try session.addOutput(output)
         if let connection = output.connection(with: .video) {
-            connection.videoRotationAngle = Double(options.rotate)
+            connection.videoRotationAngle = Double(options.rotate.degrees)
             connection.isVideoMirrored = options.mirror
         }
     }
@@ -87,7 +87,7 @@ final class CaptureJob: @unchecked Sendable {
             let count = last.swap(total)
             guard count > 0 else { return }
             printer.emit(
-                "drop", ["reason": reason, "count": count, "total": total],
+                DropEvent(reason: reason, count: count, total: total),
                 text: "drop: \(count) frame(s) skipped (\(reason)), \(total) in all")
         }
         let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "cvcam.drops"))
@@ -108,11 +108,11 @@ final class CaptureJob: @unchecked Sendable {
 
     /// Runs a metadata-analysing command to the end: drop reports, the status line (fps,
     /// skipped, CPU, `noun` found, progress for files), then the runtime error and the summary
-    /// (`noun` → `found()`; `phrase` for text, e.g. "faces seen"). Throws exit 1 after a runtime
-    /// error.
+    /// (`found()` in `summaryField`; `phrase` for text, e.g. "faces seen"). Throws exit 1 after a
+    /// runtime error.
     func runAnalysing(
-        _ metadata: CaptureMetadataOutput, output: OutputOptions, noun: String, phrase: String,
-        found: @escaping @Sendable () -> Int
+        _ metadata: CaptureMetadataOutput, output: OutputOptions, noun: String,
+        summaryField: WritableKeyPath<SummaryEvent, Int?>, phrase: String, found: @escaping @Sendable () -> Int
     ) throws {
         reportDrops(reason: "frameWasLate") { metadata.skippedFrameCount }
         let total = expectedFrameCount
@@ -131,14 +131,13 @@ final class CaptureJob: @unchecked Sendable {
         finishDropReports()
         reportRuntimeError()
         if !output.quiet || output.json {
-            var fields = summaryFields(processed: metadata.processedFrameCount, skipped: metadata.skippedFrameCount)
-            fields[noun] = found()
+            var summary = summary(processed: metadata.processedFrameCount, skipped: metadata.skippedFrameCount)
+            summary[keyPath: summaryField] = found()
             printer.emit(
-                "summary", fields,
+                summary,
                 text: String(
                     format: "summary: %d frames, %d analysed at %.1f fps, %d skipped, %d %@", session.capturedFrameCount,
-                    metadata.processedFrameCount, fields["fps"] as? Double ?? 0, metadata.skippedFrameCount, found(),
-                    phrase))
+                    metadata.processedFrameCount, summary.fps, metadata.skippedFrameCount, found(), phrase))
         }
         if runtimeError != nil { throw ExitCode(ExitStatus.runtimeError) }
     }
@@ -189,24 +188,16 @@ final class CaptureJob: @unchecked Sendable {
     func reportRuntimeError() {
         guard let error = runtimeError else { return }
         printer.emit(
-            "error", ["code": error.code.rawValue, "message": error.message],
+            ErrorEvent(error),
             text: "error: \(error.message)")
     }
 
-    /// The summary's common fields.
-    func summaryFields(processed: Int, skipped: Int) -> [String: Any] {
-        let seconds = elapsed
-        return [
-            "frames": session.capturedFrameCount,
-            "analysed": processed,
-            "skipped": skipped,
-            "seconds": EventPrinter.round(seconds, 3),
-            "fps": EventPrinter.round(seconds > 0 ? Double(processed) / seconds : 0, 1),
-            "input": [
-                "kind": options.inputKind, "name": device.localizedName,
-                "size": device.activeFormat.dimensions.description,
-            ],
-        ]
+    /// The summary with its common fields; each command adds its own.
+    func summary(processed: Int, skipped: Int) -> SummaryEvent {
+        SummaryEvent(
+            frames: session.capturedFrameCount, analysed: processed, skipped: skipped, seconds: elapsed,
+            input: SummaryEvent.Input(
+                kind: options.inputKind, name: device.localizedName, size: device.activeFormat.dimensions.description))
     }
 }
 

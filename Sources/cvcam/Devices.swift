@@ -28,21 +28,12 @@ struct Devices: ParsableCommand {
         var reports: [(CaptureDevice, V4L2DeviceReport?)] = []
         for device in cameras { reports.append((device, try? device.v4l2Report())) }
         if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-            let list: [[String: Any]] = reports.enumerated().map { index, entry in
-                var object: [String: Any] = [
-                    "index": index, "name": entry.0.localizedName, "uniqueID": entry.0.uniqueID,
-                    "position": entry.0.position.rawValue,
-                ]
-                if let report = entry.1, let data = try? encoder.encode(report),
-                    let decoded = try? JSONSerialization.jsonObject(with: data)
-                {
-                    object["v4l2"] = decoded
-                }
-                return object
+            let list = reports.enumerated().map { index, entry in
+                DevicesEvent.Device(
+                    index: index, name: entry.0.localizedName, uniqueID: entry.0.uniqueID,
+                    position: entry.0.position.rawValue, v4l2: entry.1)
             }
-            print(EventPrinter.encode(["schema": EventPrinter.schemaVersion, "type": "devices", "devices": list]))
+            print(EventPrinter.encode(DevicesEvent(devices: list)))
             return
         }
         if cameras.isEmpty {

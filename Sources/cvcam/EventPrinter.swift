@@ -3,15 +3,13 @@ import Foundation
 
 /// Writes events to stdout: one text line each, or one NDJSON object each (`--json`).
 ///
-/// JSON schema version 1 (documented in the README): every line has `schema` (1) and `type`
-/// ("face", "code", "snapshot", "drop", "error", "summary"); times are the frame's presentation
-/// time in seconds; boxes are device space {x, y, w, h} (0…1) and, with --view, `viewBox` in
-/// view points. Keys are sorted and numbers rounded so output is stable.
+/// The JSON lines are `Event`s of the typed schema in EventSchema.swift (version 1, documented
+/// in the README), all through `encode(_:)`: keys sorted, numbers rounded where the events are
+/// made, so output is stable.
 ///
 /// Threading: thread-safe (a lock serialises writes).
 final class EventPrinter: @unchecked Sendable {
     // @unchecked: writes are serialised by `lock`; the rest is immutable.
-    static let schemaVersion = 1
 
     let json: Bool
     let preview: PreviewMapping?
@@ -26,18 +24,10 @@ final class EventPrinter: @unchecked Sendable {
         self.statusLine = statusLine
     }
 
-    /// Writes one event: `fields` as JSON, or `text` as a line.
-    func emit(_ type: String, _ fields: [String: Any], text: @autoclosure () -> String) {
-        let line: String
-        if json {
-            var object = fields
-            object["schema"] = Self.schemaVersion
-            object["type"] = type
-            line = Self.encode(object)
-        } else {
-            // Text lines carry file names and payloads: escaped here, once, for every event.
-            line = TerminalText.escaped(text())
-        }
+    /// Writes one event: `body` as a JSON line, or `text` as a line.
+    func emit<Body: EventBody>(_ body: @autoclosure () -> Body, text: @autoclosure () -> String) {
+        // Text lines carry file names and payloads: escaped here, once, for every event.
+        let line = json ? Self.encode(body()) : TerminalText.escaped(text())
         lock.withLock {
             statusLine?.clear()
             guard !stdoutClosed else { return }
@@ -46,27 +36,19 @@ final class EventPrinter: @unchecked Sendable {
         }
     }
 
-    static func encode(_ object: [String: Any]) -> String {
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else {
-            return "{\"schema\":\(schemaVersion),\"type\":\"error\",\"message\":\"unencodable event\"}"
+    /// The one JSON encoding of events: sorted keys, unescaped slashes, and DEL, C1 and bidi
+    /// controls as `\uXXXX` so a line cannot reorder or recolour a terminal that shows it.
+    static func encode<Body: EventBody>(_ body: Body) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(Event(body)) else {
+            // Only a non-finite number (a detector's bug) fails to encode: say so rather than print nothing.
+            return "{\"message\":\"unencodable \(Body.type.rawValue) event\",\"schema\":1,\"type\":\"error\"}"
         }
         return TerminalText.jsonEscaped(String(decoding: data, as: UTF8.self))
     }
 
     // MARK: Formatting helpers
-
-    static func round(_ value: Double, _ places: Double = 4) -> Double {
-        let scale = pow(10, places)
-        return (value * scale).rounded() / scale
-    }
-
-    static func boxJSON(_ r: CGRect) -> [String: Double] {
-        ["x": round(r.minX), "y": round(r.minY), "w": round(r.width), "h": round(r.height)]
-    }
-
-    static func pointsJSON(_ points: [CGPoint]) -> [[Double]] {
-        points.map { [round($0.x), round($0.y)] }
-    }
 
     static func clock(_ seconds: Double) -> String {
         let total = max(0, seconds)
@@ -80,11 +62,10 @@ final class EventPrinter: @unchecked Sendable {
         String(format: "%.3f,%.3f %.3fx%.3f", r.minX, r.minY, r.width, r.height)
     }
 
-    /// Adds `viewBox` (and text) for --view.
-    func viewFields(_ bounds: CGRect) -> (json: [String: Any], text: String) {
-        guard let preview else { return ([:], "") }
+    /// `bounds` in view points for --view (`viewBox`, 1 decimal), and the same for text.
+    func view(_ bounds: CGRect) -> (box: MetadataRecord.Box?, text: String) {
+        guard let preview else { return (nil, "") }
         let r = preview.layerRect(fromDeviceRect: bounds)
-        let json: [String: Any] = ["viewBox": ["x": Self.round(r.minX, 1), "y": Self.round(r.minY, 1), "w": Self.round(r.width, 1), "h": Self.round(r.height, 1)]]
-        return (json, String(format: "  view %.0f,%.0f %.0fx%.0f", r.minX, r.minY, r.width, r.height))
+        return (MetadataRecord.Box(r, places: 1), String(format: "  view %.0f,%.0f %.0fx%.0f", r.minX, r.minY, r.width, r.height))
     }
 }

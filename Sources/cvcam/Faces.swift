@@ -36,7 +36,7 @@ struct Faces: ParsableCommand {
         let log = FaceLog(printer: job.printer, everyFrame: everyFrame)
         metadata.setMetadataObjectsDelegate(log, queue: DispatchQueue(label: "cvcam.faces.log"))
         try job.add(metadata)
-        try job.runAnalysing(metadata, output: output, noun: "faces", phrase: "faces seen") { log.facesSeen }
+        try job.runAnalysing(metadata, output: output, noun: "faces", summaryField: \.faces, phrase: "faces seen") { log.facesSeen }
     }
 }
 
@@ -58,7 +58,7 @@ final class FaceLog: CaptureMetadataOutputObjectsDelegate, @unchecked Sendable {
         _ output: CaptureMetadataOutput, didOutput metadataObjects: [any MetadataObject], from connection: CaptureConnection
     ) {
         guard everyFrame else { return }
-        for case let face as MetadataFaceObject in metadataObjects { print(face, event: "frame") }
+        for case let face as MetadataFaceObject in metadataObjects { print(face, event: FaceEvent.everyFrame) }
     }
 
     func metadataOutput(_ output: CaptureMetadataOutput, didEmit events: [MetadataEvent], from connection: CaptureConnection) {
@@ -66,29 +66,20 @@ final class FaceLog: CaptureMetadataOutputObjectsDelegate, @unchecked Sendable {
             switch event {
             case .faceEntered(let face):
                 seen.insert(face.faceID)
-                print(face, event: "enter")
-            case .faceUpdated(let face): print(face, event: "update")
-            case .faceLeft(let face): print(face, event: "leave")
+                print(face, event: event.name)
+            case .faceUpdated(let face), .faceLeft(let face): print(face, event: event.name)
             default: break
             }
         }
     }
 
     private func print(_ face: MetadataFaceObject, event: String) {
-        let view = printer.viewFields(face.bounds)
-        var fields: [String: Any] = [
-            "event": event, "time": EventPrinter.round(face.time.seconds), "faceID": face.faceID,
-            "box": EventPrinter.boxJSON(face.bounds), "score": EventPrinter.round(face.confidence, 3),
-        ]
-        if face.hasRollAngle { fields["roll"] = EventPrinter.round(face.rollAngle, 1) }
-        if face.hasYawAngle { fields["yaw"] = EventPrinter.round(face.yawAngle, 1) }
-        if !face.landmarks.isEmpty { fields["landmarks"] = EventPrinter.pointsJSON(face.landmarks) }
-        fields.merge(view.json) { a, _ in a }
+        let view = printer.view(face.bounds)
         let angles =
             (face.hasRollAngle ? String(format: "  roll %+.0f", face.rollAngle) : "")
             + (face.hasYawAngle ? String(format: " yaw %+.0f", face.yawAngle) : "")
         printer.emit(
-            "face", fields,
+            FaceEvent(event: event, time: eventTime(face.time), face: MetadataRecord.Face(face), viewBox: view.box),
             text: "\(EventPrinter.clock(face.time.seconds))  \(event.padding(toLength: 6, withPad: " ", startingAt: 0)) face \(face.faceID)  box \(EventPrinter.boxText(face.bounds))  score \(String(format: "%.2f", face.confidence))\(angles)\(view.text)"
         )
     }

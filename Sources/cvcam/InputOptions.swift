@@ -20,8 +20,8 @@ struct InputOptions: ParsableArguments {
         completion: .file())
     var input: String?
 
-    @Option(help: "Session preset: \(SessionPreset.allCases.map(\.rawValue).joined(separator: ", ")).")
-    var preset: String?
+    @Option(help: "Session preset.")
+    var preset: SessionPreset?
 
     @Option(help: "Frame size WxH; must be one the input offers.")
     var size: String?
@@ -29,8 +29,8 @@ struct InputOptions: ParsableArguments {
     @Option(help: "Frame rate for cameras and image folders (frames per second).")
     var fps: Double?
 
-    @Option(help: "Rotate frames clockwise by 0, 90, 180 or 270 degrees.")
-    var rotate: Int = 0
+    @Option(help: "Rotate frames clockwise, in degrees.")
+    var rotate: Rotation = .upright
 
     @Flag(help: "Mirror frames left-right (after rotating).")
     var mirror = false
@@ -40,11 +40,13 @@ struct InputOptions: ParsableArguments {
         help: "Only look inside x,y,w,h, in device space (0…1, top-left origin, unrotated).")
     var rectOfInterest: String?
 
-    @Option(help: "Also print boxes in the coordinates of a WxH view (a kiosk's screen).")
-    var view: String?
+    @Option(
+        help: ArgumentHelp(
+            "Also print boxes in the coordinates of a WxH view (a kiosk's screen; each side 1 to 16384).", valueName: "WxH"))
+    var view: ViewSize?
 
     @Option(help: "How the video fills --view: fit (letterbox), fill (crop) or stretch.")
-    var gravity: String = "fit"
+    var gravity: Gravity = .fit
 
     enum Pacing: String, EnumerableFlag {
         case realtime, batch
@@ -62,23 +64,10 @@ struct InputOptions: ParsableArguments {
         if device != nil && input != nil {
             throw ValidationError("Use either --device or --input, not both.")
         }
-        if let preset, !SessionPreset.allCases.contains(where: { $0.rawValue == preset }) {
-            throw ValidationError(
-                "Unknown preset '\(preset)'. Allowed: \(SessionPreset.allCases.map(\.rawValue).joined(separator: ", ")).")
-        }
         if let size, Self.parseSize(size) == nil {
             throw ValidationError("--size must look like 1280x720, each side 1 to 16384 (got '\(size)').")
         }
-        if let view, Self.parseSize(view) == nil {
-            throw ValidationError("--view must look like 1080x1920, each side 1 to 16384 (got '\(view)').")
-        }
         try OptionRange.check(fps, OptionRange.framesPerSecond, "--fps")
-        if ![0, 90, 180, 270].contains(rotate) {
-            throw ValidationError("--rotate must be 0, 90, 180 or 270 (got \(rotate)).")
-        }
-        if !["fit", "fill", "stretch"].contains(gravity) {
-            throw ValidationError("--gravity must be fit, fill or stretch (got '\(gravity)').")
-        }
         if let rectOfInterest, Self.parseRect(rectOfInterest) == nil {
             throw ValidationError(
                 "--rect-of-interest must be x,y,w,h with numbers in 0…1 and a non-empty area (got '\(rectOfInterest)').")
@@ -196,7 +185,7 @@ struct InputOptions: ParsableArguments {
 
     /// The preset to use: --preset, or inputPriority when --size chose a format.
     var sessionPreset: SessionPreset {
-        if let preset { return SessionPreset(rawValue: preset) }
+        if let preset { return preset }
         return size != nil ? .inputPriority : .high
     }
 }

@@ -9,9 +9,8 @@ struct PreviewMapping: Sendable {
     init?(options: InputOptions, frame: CaptureDevice.Dimensions) throws {
         guard let view = options.view else { return nil }
         layer = try CaptureVideoPreviewLayer(
-            bounds: CaptureVideoPreviewLayer.viewBounds(parsing: view),
-            videoGravity: CaptureVideoPreviewLayer.VideoGravity(commandLineName: options.gravity),
-            videoRotationAngle: Double(options.rotate), isVideoMirrored: options.mirror, frameDimensions: frame)
+            bounds: view.bounds, videoGravity: options.gravity.videoGravity,
+            videoRotationAngle: Double(options.rotate.degrees), isVideoMirrored: options.mirror, frameDimensions: frame)
     }
 
     func layerRect(fromDeviceRect rect: CGRect) -> CGRect {

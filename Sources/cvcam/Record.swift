@@ -80,7 +80,7 @@ struct Record: ParsableCommand {
         movie.jpegQuality = quality
         try job.add(movie)
         let format = job.device.activeFormat.dimensions
-        let size = input.rotate % 180 == 0 ? format : CaptureDevice.Dimensions(width: format.height, height: format.width)
+        let size = input.rotate.degrees % 180 == 0 ? format : CaptureDevice.Dimensions(width: format.height, height: format.width)
         let recorder = Recorder(printer: job.printer, path: url.path, size: size) { [job] in
             DispatchQueue.global().async { try? job.session.stopRunning() }
         }
@@ -98,29 +98,29 @@ struct Record: ParsableCommand {
         // A failed run still leaves its partial (playable) recording when there was no old file.
         if complete || guarded.writesInPlace || !FileManager.default.fileExists(atPath: url.path) {
             do { try guarded.commit(overwrite: overwrite) } catch {
-                job.printer.emit("error", ["code": "writeFailed", "message": "\(error)"], text: "error: \(error)")
+                job.printer.emit(ErrorEvent(code: "writeFailed", message: "\(error)"), text: "error: \(error)")
                 throw ExitCode(ExitStatus.runtimeError)
             }
         } else {
             guarded.discard()
             job.printer.emit(
-                "error", ["code": "notReplaced", "message": "the recording failed; \(url.path) was left as it was"],
+                ErrorEvent(code: "notReplaced", message: "the recording failed; \(url.path) was left as it was"),
                 text: "error: the recording failed; \(url.path) was left as it was")
         }
         // What is in the file, read back from it.
         let bytes = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int64) ?? 0
         let frames = bytes > 0 ? ((try? VideoFileSource(path: url.path))?.declaredFrameCount ?? 0) : 0
         if let error = ending, !Self.completeEndings.contains(error.code) {
-            job.printer.emit("error", ["code": error.code.rawValue, "message": error.message], text: "error: \(error.message)")
+            job.printer.emit(ErrorEvent(error), text: "error: \(error.message)")
         }
         if !output.quiet || output.json {
-            var fields = job.summaryFields(processed: frames, skipped: movie.droppedFrameCount)
-            fields["path"] = url.path
-            fields["recordedFrames"] = frames
-            fields["bytes"] = bytes
-            fields["ended"] = ending?.code.rawValue ?? "stopped"
+            var summary = job.summary(processed: frames, skipped: movie.droppedFrameCount)
+            summary.path = url.path
+            summary.recordedFrames = frames
+            summary.bytes = bytes
+            summary.ended = ending?.code.rawValue ?? "stopped"
             job.printer.emit(
-                "summary", fields,
+                summary,
                 text: "summary: \(url.path): \(frames) frames, \(bytes) bytes, \(movie.droppedFrameCount) dropped (ended: \(ending?.code.rawValue ?? "stopped"))")
         }
         if job.runtimeError != nil { throw ExitCode(ExitStatus.runtimeError) }
@@ -155,7 +155,7 @@ final class Recorder: CaptureFileOutputRecordingDelegate, @unchecked Sendable {
 
     func fileOutput(_ output: CaptureMovieFileOutput, didStartRecordingTo fileURL: URL, from connections: [CaptureConnection]) {
         printer.emit(
-            "recording", ["path": path, "width": size.width, "height": size.height],
+            RecordingEvent(path: path, width: size.width, height: size.height),
             text: "recording \(path)  \(size)")
     }
 

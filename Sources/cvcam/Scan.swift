@@ -20,12 +20,10 @@ struct Scan: ParsableCommand {
 
     @Option(
         help: """
-            Comma-separated code types (default qr): qr, microqr, datamatrix, aztec, pdf417 \
-            (zxing-cpp and ZBar), ean13, ean8, upca, upce, isbn10, isbn13, code128, code93, code39, \
-            codabar, i25, databar, databar-exp (ZBar, where built with them); `all` for every type \
-            available here.
+            Comma-separated code types, or `all` for every type available here. The 2-D types \
+            (qr … pdf417) come from zxing-cpp and ZBar; the barcodes from ZBar, where built with them.
             """)
-    var types: String = "qr"
+    var types: CodeTypeSelection = .only([.qr])
 
     @Option(help: "Seconds before a code still in view is printed again.")
     var repeatInterval: Double = 2
@@ -35,9 +33,6 @@ struct Scan: ParsableCommand {
 
     func validate() throws {
         try OptionRange.check(repeatInterval, OptionRange.seconds, "--repeat-interval", unit: " seconds")
-        if types.split(separator: ",", omittingEmptySubsequences: false).contains(where: { $0.isEmpty }) {
-            throw ValidationError("--types must list code types separated by commas, e.g. qr,ean13 (got '\(types)').")
-        }
     }
 
     func run() throws {
@@ -45,14 +40,14 @@ struct Scan: ParsableCommand {
         let metadata = CaptureMetadataOutput()
         let available = metadata.availableMetadataObjectTypes.filter { $0 != .face }
         let wanted: [MetadataObjectType]
-        if types == "all" {
-            wanted = available
-        } else {
-            wanted = types.split(separator: ",").map { MetadataObjectType(rawValue: String($0).lowercased()) }
+        switch types {
+        case .all: wanted = available
+        case .only(let named):
+            wanted = named
             let unknown = wanted.filter { !available.contains($0) }
             guard unknown.isEmpty else {
                 throw ValidationError(
-                    "Unknown or unavailable code type(s) \(unknown.map(\.rawValue).joined(separator: ", ")). Allowed: \(available.map(\.rawValue).joined(separator: ", ")), all.")
+                    "Code type(s) \(unknown.map(\.rawValue).joined(separator: ", ")) not available in this build. Available: \(available.map(\.rawValue).joined(separator: ", ")), all.")
             }
         }
         try metadata.setMetadataObjectTypes(wanted)
@@ -63,7 +58,7 @@ struct Scan: ParsableCommand {
         }
         metadata.setMetadataObjectsDelegate(log, queue: DispatchQueue(label: "cvcam.scan.log"))
         try job.add(metadata)
-        try job.runAnalysing(metadata, output: output, noun: "codes", phrase: "codes read") { log.codesSeen }
+        try job.runAnalysing(metadata, output: output, noun: "codes", summaryField: \.codes, phrase: "codes read") { log.codesSeen }
         if log.codesSeen == 0 && input.isFinite && !job.interrupted { throw ExitCode(ExitStatus.nothingFound) }
     }
 }
@@ -97,8 +92,8 @@ final class CodeLog: CaptureMetadataOutputObjectsDelegate, @unchecked Sendable {
             switch event {
             case .codeAppeared(let code):
                 count += 1
-                print(code, event: "appear")
-            case .codeRepeated(let code): print(code, event: "repeat")
+                print(code, event: event.name)
+            case .codeRepeated(let code): print(code, event: event.name)
             default: continue
             }
             if once {
@@ -109,17 +104,10 @@ final class CodeLog: CaptureMetadataOutputObjectsDelegate, @unchecked Sendable {
     }
 
     private func print(_ code: MetadataMachineReadableCodeObject, event: String) {
-        let view = printer.viewFields(code.bounds)
-        var fields: [String: Any] = [
-            "event": event, "time": EventPrinter.round(code.time.seconds), "symbology": code.type.rawValue,
-            "base64": Data(code.payload).base64EncodedString(), "box": EventPrinter.boxJSON(code.bounds),
-            "corners": EventPrinter.pointsJSON(code.corners),
-        ]
-        fields["text"] = code.stringValue ?? NSNull()
-        fields.merge(view.json) { a, _ in a }
+        let view = printer.view(code.bounds)
         let shown = code.stringValue.map { Self.escape($0) } ?? "(binary, \(code.payload.count) bytes) " + Self.escape(bytes: code.payload)
         printer.emit(
-            "code", fields,
+            CodeEvent(event: event, code: code, viewBox: view.box),
             text: "\(EventPrinter.clock(code.time.seconds))  \(event.padding(toLength: 6, withPad: " ", startingAt: 0)) \(code.type.rawValue.uppercased())  \(shown)\(view.text)"
         )
     }

@@ -149,10 +149,10 @@ struct Snap: ParsableCommand {
         job.reportRuntimeError()
         let outcome = shutter.outcome
         if !output.quiet || output.json {
-            var fields = job.summaryFields(processed: clock.deliveredFrameCount, skipped: clock.droppedFrameCount)
-            fields["photos"] = outcome.written
+            var summary = job.summary(processed: clock.deliveredFrameCount, skipped: clock.droppedFrameCount)
+            summary.photos = outcome.written
             job.printer.emit(
-                "summary", fields,
+                summary,
                 text: "summary: \(job.session.capturedFrameCount) frames, \(outcome.written) of \(count) photos written")
         }
         if job.runtimeError != nil || outcome.failed > 0 { throw ExitCode(ExitStatus.runtimeError) }
@@ -315,7 +315,7 @@ final class Shutter: CaptureVideoDataOutputSampleBufferDelegate, CaptureMetadata
                 failedCount += 1
                 awaitingFrame = nil
             }
-            printer.emit("error", ["code": error.code.rawValue, "message": error.message], text: "error: \(error.message)")
+            printer.emit(ErrorEvent(error), text: "error: \(error.message)")
             inFlight.leave()
             stop()
         }
@@ -331,18 +331,16 @@ final class Shutter: CaptureVideoDataOutputSampleBufferDelegate, CaptureMetadata
         let faceIDs = lock.withLock { facesByCapture[photo.resolvedSettings.uniqueID] ?? [] }
         if let error {
             lock.withLock { failedCount += 1 }
-            printer.emit("error", ["code": error.code.rawValue, "message": error.message], text: "error: \(error.message)")
+            printer.emit(ErrorEvent(error), text: "error: \(error.message)")
             return
         }
         guard let url = photo.fileURL else { return }
         let size = photo.resolvedSettings.photoDimensions
         let t = photo.timestamp.seconds
         printer.emit(
-            "snapshot",
-            [
-                "path": url.path, "time": EventPrinter.round(t), "width": size.width, "height": size.height,
-                "faceIDs": faceIDs, "reason": waitForFace ? "face" : "snap",
-            ],
+            SnapshotEvent(
+                path: url.path, time: eventTime(photo.timestamp), width: size.width, height: size.height, faceIDs: faceIDs,
+                reason: waitForFace ? "face" : "snap"),
             text: "\(EventPrinter.clock(t))  snapshot \(url.path)  \(size)"
                 + (faceIDs.isEmpty ? "" : "  faces \(faceIDs.map(String.init).joined(separator: ","))"))
         lock.withLock { writtenCount += 1 }

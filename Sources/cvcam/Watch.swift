@@ -103,7 +103,7 @@ struct Watch: ParsableCommand {
         }
         let job = try CaptureJob(input: input, output: output)
         var store = SnapshotStore(
-            folder: folder, quality: quality, device: job.device, rotation: Int32(input.rotate), mirrored: input.mirror)
+            folder: folder, quality: quality, device: job.device, rotation: Int32(input.rotate.degrees), mirrored: input.mirror)
         // Unique across runs into one folder: the run's start (wall-clock ms) and process ID.
         store.namePrefix = "snapshot-\(Int64(Date().timeIntervalSince1970 * 1000))-\(getpid())"
         let watcher = SnapshotWatcher(
@@ -128,14 +128,14 @@ struct Watch: ParsableCommand {
         watcher.finish()
         job.reportRuntimeError()
         if !output.quiet || output.json {
-            var fields = job.summaryFields(processed: metadata.processedFrameCount, skipped: metadata.skippedFrameCount)
-            fields["snapshots"] = watcher.writtenCount
-            fields["dir"] = folder.path
+            var summary = job.summary(processed: metadata.processedFrameCount, skipped: metadata.skippedFrameCount)
+            summary.snapshots = watcher.writtenCount
+            summary.dir = folder.path
             job.printer.emit(
-                "summary", fields,
+                summary,
                 text: String(
                     format: "summary: %d frames, %d analysed at %.1f fps, %d skipped, %d snapshots in %@",
-                    job.session.capturedFrameCount, metadata.processedFrameCount, fields["fps"] as? Double ?? 0,
+                    job.session.capturedFrameCount, metadata.processedFrameCount, summary.fps,
                     metadata.skippedFrameCount, watcher.writtenCount, folder.path))
         }
         if job.runtimeError != nil || watcher.failedCount > 0 { throw ExitCode(ExitStatus.runtimeError) }
@@ -192,17 +192,15 @@ final class SnapshotWatcher: @unchecked Sendable {
                 let pre = snapshot.precedingFrames.count
                 let ids = snapshot.triggeringFaceIDs
                 printer.emit(
-                    "snapshot",
-                    [
-                        "path": url.path, "time": EventPrinter.round(t), "reason": snapshot.reason.rawValue,
-                        "faceIDs": ids, "faces": snapshot.faces.map(\.faceID), "width": snapshot.frame.width,
-                        "height": snapshot.frame.height, "preFrames": pre,
-                    ],
+                    SnapshotEvent(
+                        path: url.path, time: eventTime(snapshot.frame.presentationTimeStamp), width: snapshot.frame.width,
+                        height: snapshot.frame.height, faceIDs: ids, reason: snapshot.reason.rawValue,
+                        faces: snapshot.faces.map(\.faceID), preFrames: pre),
                     text: "\(EventPrinter.clock(t))  snapshot \(url.path)  \(snapshot.reason.rawValue)  faces \(ids.map(String.init).joined(separator: ","))"
                         + (pre == 0 ? "" : "  +\(pre) earlier frames"))
             } catch {
                 failedCount += 1
-                printer.emit("error", ["code": error.code.rawValue, "message": error.message], text: "error: \(error.message)")
+                printer.emit(ErrorEvent(error), text: "error: \(error.message)")
             }
         }
     }

@@ -391,9 +391,9 @@ final class SilentCamera: FrameSource, @unchecked Sendable {
         let record = try JSONDecoder().decode(PhotoAnnotation.self, from: Data(lines[1].utf8))
         #expect(record.reason == "newFace")
         #expect(record.faces.map(\.faceID) == [42])
-        #expect(record.faces.first?.bounds == face.bounds)
-        #expect(record.faces.first?.confidence == 0.93)
-        #expect(record.faces.first?.rollAngle == 3)
+        #expect(record.faces.first?.box == MetadataRecord.Box(face.bounds))
+        #expect(record.faces.first?.score == 0.93)
+        #expect(record.faces.first?.roll == 3)
     }
 
     @Test func atomicWriteReportsAnInjectedFullDiskAndLeavesNoPartialFile() throws {

@@ -84,42 +84,6 @@ struct PreviewLayerExampleTests {
         #expect(layer.connection == nil)
     }
 
-    @Test func gravityCommandLineNames() throws {
-        #expect(try CaptureVideoPreviewLayer.VideoGravity(commandLineName: "fit") == .resizeAspect)
-        #expect(try CaptureVideoPreviewLayer.VideoGravity(commandLineName: "fill") == .resizeAspectFill)
-        #expect(try CaptureVideoPreviewLayer.VideoGravity(commandLineName: "stretch") == .resize)
-        for gravity in CaptureVideoPreviewLayer.VideoGravity.allCases {
-            #expect(try CaptureVideoPreviewLayer.VideoGravity(commandLineName: gravity.commandLineName) == gravity)
-        }
-        #expect(CaptureVideoPreviewLayer.VideoGravity.commandLineNames == ["stretch", "fit", "fill"])
-    }
-
-    @Test(arguments: ["zoom", "Fit", "", "resizeAspect", " fit"])
-    func unknownGravityNameListsAllowedValues(_ name: String) {
-        #expect {
-            try CaptureVideoPreviewLayer.VideoGravity(commandLineName: name)
-        } throws: { error in
-            guard let error = error as? CaptureError else { return false }
-            return error.code == .invalidPreviewGeometry && error.message.contains("stretch, fit, fill")
-                && error.message.contains("\"\(name)\"")
-        }
-    }
-
-    @Test func viewSizeParsing() throws {
-        #expect(try CaptureVideoPreviewLayer.viewBounds(parsing: "1080x1920") == CGRect(x: 0, y: 0, width: 1080, height: 1920))
-        #expect(try CaptureVideoPreviewLayer.viewBounds(parsing: "800X600") == CGRect(x: 0, y: 0, width: 800, height: 600))
-        #expect(try CaptureVideoPreviewLayer.viewBounds(parsing: "320.5x240") == CGRect(x: 0, y: 0, width: 320.5, height: 240))
-    }
-
-    @Test(arguments: ["1080", "0x600", "-3x4", "axb", "1x2x3", "infx3", "nanx3", "x600", "800x", ""])
-    func badViewSizeIsRejected(_ text: String) {
-        #expect {
-            try CaptureVideoPreviewLayer.viewBounds(parsing: text)
-        } throws: { error in
-            (error as? CaptureError)?.code == .invalidPreviewGeometry
-        }
-    }
-
     @Test func invalidGeometryIsRejected() {
         let frame = CaptureDevice.Dimensions(width: 640, height: 480)
         let view = CGRect(x: 0, y: 0, width: 640, height: 480)

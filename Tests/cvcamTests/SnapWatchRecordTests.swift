@@ -220,6 +220,11 @@ import Testing
         let record = try userComment(url)
         #expect(record["reason"] as? String == "newFace")
         #expect((record["faces"] as? [[String: Any]])?.map { $0["faceID"] as? Int } == [1])
+        // Schema 2: the face has the same shape as a `face` event's (box {x, y, w, h}, score).
+        #expect(record["schema"] as? Int == 2)
+        let face = try #require((record["faces"] as? [[String: Any]])?.first)
+        #expect(Set((face["box"] as? [String: Any] ?? [:]).keys) == ["x", "y", "w", "h"])
+        #expect(face["score"] is Double && face["bounds"] == nil && face["confidence"] == nil)
         #expect((record["details"] as? [String: Any])?["framesConsidered"] as? Double == 3)
         let base = url.deletingPathExtension().lastPathComponent
         let files = try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted()

@@ -20,7 +20,7 @@ import Testing
     }
 
     @Test func jsonEscapesDELC1AndBidiAsUnicodeEscapes() throws {
-        let line = EventPrinter.encode(["path": Self.hostile + "\u{7F}"])
+        let line = EventPrinter.encode(RecordingEvent(path: Self.hostile + "\u{7F}", width: 1, height: 1))
         #expect(!line.unicodeScalars.contains(where: isRaw))
         #expect(line.contains("\\u001b") && line.contains("\\u202e") && line.contains("\\u009b") && line.contains("\\u007f"))
         let decoded = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]

@@ -65,30 +65,6 @@ public struct CaptureVideoPreviewLayer: Sendable, CustomStringConvertible {
         case resizeAspectFill
 
         public var description: String { rawValue }
-
-        /// The name used on the command line (`--gravity`): `stretch`, `fit` or `fill`.
-        public var commandLineName: String {
-            switch self {
-            case .resize: "stretch"
-            case .resizeAspect: "fit"
-            case .resizeAspectFill: "fill"
-            }
-        }
-
-        /// Every command-line name, in declaration order, for help text and errors.
-        public static var commandLineNames: [String] { allCases.map(\.commandLineName) }
-
-        /// Parses a command-line name: `fit` → `.resizeAspect`, `fill` → `.resizeAspectFill`,
-        /// `stretch` → `.resize`. Throws `CaptureError.Code.invalidPreviewGeometry` naming the
-        /// allowed values for anything else.
-        public init(commandLineName name: String) throws(CaptureError) {
-            guard let gravity = Self.allCases.first(where: { $0.commandLineName == name }) else {
-                throw CaptureError(
-                    .invalidPreviewGeometry,
-                    "unknown video gravity \"\(name)\"; use one of: \(Self.commandLineNames.joined(separator: ", "))")
-            }
-            self = gravity
-        }
     }
 
     /// The rotations a connection can apply, in degrees clockwise.
@@ -179,20 +155,6 @@ public struct CaptureVideoPreviewLayer: Sendable, CustomStringConvertible {
                 .invalidPreviewGeometry,
                 "view bounds \(bounds) must be finite with a positive width and height")
         }
-    }
-
-    /// Parses a view size written `WxH` (`--view 1080x1920`) into bounds at origin zero.
-    /// Throws `CaptureError.Code.invalidPreviewGeometry` for anything but two positive finite
-    /// numbers joined by `x`.
-    public static func viewBounds(parsing text: String) throws(CaptureError) -> CGRect {
-        let parts = text.lowercased().split(separator: "x", omittingEmptySubsequences: false)
-        guard parts.count == 2, let w = Double(parts[0]), let h = Double(parts[1]), w.isFinite, h.isFinite,
-            w > 0, h > 0
-        else {
-            throw CaptureError(
-                .invalidPreviewGeometry, "view size \"\(text)\" is not WIDTHxHEIGHT with positive numbers, e.g. 1080x1920")
-        }
-        return CGRect(x: 0, y: 0, width: w, height: h)
     }
 
     /// Clockwise rotation in degrees, 0, 90, 180 or 270 (the connection's, when following one).

@@ -22,7 +22,8 @@ public enum MetadataEvent: Sendable {
         }
     }
 
-    /// A short name: "enter", "update", "leave", "appear", "repeat".
+    /// A short name: "enter", "update", "leave", "appear", "repeat". cvcam prints it as the
+    /// `event` of its face and code lines, so the names live only here.
     public var name: String {
         switch self {
         case .faceEntered: "enter"

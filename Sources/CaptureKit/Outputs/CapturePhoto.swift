@@ -28,36 +28,24 @@ public enum PhotoFlashMode: String, Hashable, Sendable {
 }
 
 /// Why a photo was taken and which faces it shows; stored with the photo (EXIF UserComment as
-/// JSON for JPEG, a `.json` sidecar for PNG). Coordinates are in device space.
+/// JSON for JPEG, a `.json` sidecar for PNG). Coordinates are in device space; faces use the same
+/// JSON shape as cvcam's `face` events (`MetadataRecord.Face`).
+///
+/// JSON: `{"schema": 2, "reason", "time", "faces": [{"faceID", "box": {x, y, w, h}, "score",
+/// "roll", "yaw", "landmarks"}], "details"}`. Schema 2 replaced version 1's `frameTime`,
+/// `bounds: [[x, y], [w, h]]`, `confidence`, `rollAngle` and `yawAngle`.
 ///
 /// Value type; thread-safe.
 public struct PhotoAnnotation: Codable, Hashable, Sendable {
     /// One face in the photo.
-    public struct Face: Codable, Hashable, Sendable {
-        /// The tracker's faceID.
-        public var faceID: Int
-        /// Bounding box in device space (normalised 0…1, top-left origin, sensor orientation).
-        public var bounds: CGRect
-        /// The detector's confidence, 0…1.
-        public var confidence: Double
-        /// Roll in degrees, when known.
-        public var rollAngle: Double?
-        /// Yaw in degrees, when known.
-        public var yawAngle: Double?
+    public typealias Face = MetadataRecord.Face
 
-        /// Creates the record of a face object.
-        public init(_ face: MetadataFaceObject) {
-            faceID = face.faceID
-            bounds = face.bounds
-            confidence = face.confidence
-            rollAngle = face.hasRollAngle ? face.rollAngle : nil
-            yawAngle = face.hasYawAngle ? face.yawAngle : nil
-        }
-    }
+    /// The version of the JSON shape, written as `schema`.
+    public static let schemaVersion = 2
 
     /// Why the photo was taken ("newFace", "interval", "user", …).
     public var reason: String
-    /// Presentation time of the frame, in seconds on the input's clock.
+    /// Presentation time of the frame, in seconds on the input's clock (JSON: `time`).
     public var frameTime: Double
     /// The faces in the frame.
     public var faces: [Face]
@@ -70,6 +58,30 @@ public struct PhotoAnnotation: Codable, Hashable, Sendable {
         self.frameTime = frameTime
         self.faces = faces.map(Face.init)
         self.details = details
+    }
+
+    private enum CodingKeys: String, CodingKey { case schema, reason, time, faces, details }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let schema = try c.decode(Int.self, forKey: .schema)
+        guard schema == Self.schemaVersion else {
+            throw DecodingError.dataCorruptedError(
+                forKey: .schema, in: c, debugDescription: "photo record schema \(schema), expected \(Self.schemaVersion)")
+        }
+        reason = try c.decode(String.self, forKey: .reason)
+        frameTime = try c.decode(Double.self, forKey: .time)
+        faces = try c.decode([Face].self, forKey: .faces)
+        details = try c.decode([String: Double].self, forKey: .details)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(Self.schemaVersion, forKey: .schema)
+        try c.encode(reason, forKey: .reason)
+        try c.encode(frameTime, forKey: .time)
+        try c.encode(faces, forKey: .faces)
+        try c.encode(details, forKey: .details)
     }
 
     /// The JSON text stored with the photo (sorted keys, ASCII).

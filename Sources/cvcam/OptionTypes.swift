@@ -1,0 +1,94 @@
+import ArgumentParser
+import CaptureKit
+import Foundation
+
+// Options with a fixed set of values are typed: ArgumentParser lists the values in --help and
+// refuses anything else with its own message (exit 64), so no command checks them by hand.
+
+/// `--gravity`: how the video fills --view, in the user's words for
+/// `CaptureVideoPreviewLayer.VideoGravity`.
+enum Gravity: String, CaseIterable, ExpressibleByArgument, Sendable {
+    /// Letterbox: the whole frame, aspect kept (`.resizeAspect`).
+    case fit
+    /// Crop: the whole view covered, aspect kept (`.resizeAspectFill`).
+    case fill
+    /// The frame stretched to the view (`.resize`).
+    case stretch
+
+    var videoGravity: CaptureVideoPreviewLayer.VideoGravity {
+        switch self {
+        case .fit: .resizeAspect
+        case .fill: .resizeAspectFill
+        case .stretch: .resize
+        }
+    }
+}
+
+/// `--rotate`: a clockwise rotation the connection supports.
+enum Rotation: Int, CaseIterable, ExpressibleByArgument, Sendable {
+    case upright = 0
+    case quarterTurn = 90
+    case halfTurn = 180
+    case threeQuarterTurn = 270
+
+    var degrees: Int { rawValue }
+}
+
+/// `--preset`: one of the library's presets (the conformance is the CLI's: CaptureKit does not
+/// import ArgumentParser).
+extension SessionPreset: ExpressibleByArgument {
+    /// Only a preset the library defines; `SessionPreset(rawValue:)` would accept any name.
+    public init?(argument: String) {
+        guard let preset = Self.allCases.first(where: { $0.rawValue == argument }) else { return nil }
+        self = preset
+    }
+}
+
+/// `--view WxH`: the size of the screen boxes are mapped to, in points, each side 1…16384.
+struct ViewSize: ExpressibleByArgument, Equatable, Sendable {
+    var width: Int
+    var height: Int
+
+    init(width: Int, height: Int) {
+        self.width = width
+        self.height = height
+    }
+
+    init?(argument: String) {
+        guard let size = InputOptions.parseSize(argument) else { return nil }
+        self.init(width: size.width, height: size.height)
+    }
+
+    var defaultValueDescription: String { "\(width)x\(height)" }
+
+    /// The view's bounds, at origin zero.
+    var bounds: CGRect { CGRect(x: 0, y: 0, width: width, height: height) }
+}
+
+/// `--types`: code types by name, comma-separated, or `all` for every type this build reads.
+/// Names are checked here against every type CaptureKit knows; whether this build can read
+/// them (ZBar's barcodes) is known only from the output, so `scan` checks that when it runs.
+enum CodeTypeSelection: ExpressibleByArgument, Equatable, Sendable {
+    case all
+    case only([MetadataObjectType])
+
+    init?(argument: String) {
+        if argument.lowercased() == "all" {
+            self = .all
+            return
+        }
+        let names = argument.split(separator: ",", omittingEmptySubsequences: false)
+        let types = names.map { MetadataObjectType(rawValue: $0.lowercased()) }
+        guard types.allSatisfy({ MetadataObjectType.machineReadableCodeTypes.contains($0) }) else { return nil }
+        self = .only(types)
+    }
+
+    static var allValueStrings: [String] { MetadataObjectType.machineReadableCodeTypes.map(\.rawValue) + ["all"] }
+
+    var defaultValueDescription: String {
+        switch self {
+        case .all: "all"
+        case .only(let types): types.map(\.rawValue).joined(separator: ",")
+        }
+    }
+}
