@@ -54,7 +54,7 @@ public final class VideoFileSource: FrameSource, @unchecked Sendable {
         try InputFile.withRegularFile(path, kind: "a video", code: .cannotOpenVideo) { _ in }
         var info = cvb_video_info()
         var err = cvb_error()
-        guard let probe = cvb_video_reader_open(path, &info, &err) else {
+        guard let probe = FilePathBytes.withCString(path, { cvb_video_reader_open($0, &info, &err) }) else {
             throw CaptureError(
                 .cannotOpenVideo,
                 "\(path) is not a video OpenCV can decode (\(err.text)); use MP4, MKV or AVI, and check the file is complete",
@@ -81,7 +81,7 @@ public final class VideoFileSource: FrameSource, @unchecked Sendable {
         close()
         var raw = cvb_video_info()
         var err = cvb_error()
-        guard let reader = cvb_video_reader_open(path, &raw, &err) else {
+        guard let reader = FilePathBytes.withCString(path, { cvb_video_reader_open($0, &raw, &err) }) else {
             throw CaptureError(.cannotOpenVideo, "cannot reopen \(path): \(err.text)", path: path)
         }
         // The file may have been replaced since init: its size is checked again.
