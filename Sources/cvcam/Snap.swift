@@ -25,7 +25,7 @@ struct Snap: ParsableCommand {
     @OptionGroup var output: OutputOptions
     @OptionGroup var faceOptions: FaceOptions
 
-    @Option(name: [.customShort("o"), .long], help: ArgumentHelp("The photo's file: .jpg/.jpeg (JPEG with EXIF) or .png.", valueName: "file"), completion: .file())
+    @Option(name: [.customShort("o"), .long], help: ArgumentHelp("The photo's file: .jpg/.jpeg (JPEG with EXIF) or .png.", valueName: "file"), completion: .file(), transform: InputOptions.argumentBytes)
     var outputFile: String
 
     @Flag(help: "Take the photo when a face is first seen.")
