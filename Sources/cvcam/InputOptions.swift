@@ -116,7 +116,7 @@ struct InputOptions: ParsableArguments {
 
     var framePacing: FramePacing { pacing == .realtime ? .realTime : .asFastAsPossible }
 
-    /// A path option's `value` with the bytes it had in argv (the `transform` of `--input` and `-o`).
+    /// A path option's `value` with the bytes it had in argv (the `transform` of `--input`, `-o` and `--dir`).
     /// Swift decodes argv as UTF-8 and replaces bytes that are not (a Latin-1 `caf\xE9.png`) with
     /// U+FFFD, naming a file that does not exist; the raw argument (or `--name=` value) that
     /// decodes to `value` is carried whole (`FilePathBytes`). Two arguments differing only in such

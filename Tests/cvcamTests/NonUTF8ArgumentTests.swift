@@ -72,7 +72,7 @@ import Glibc
         #expect(!result.stderr.contains("\u{FFFD}"))
     }
 
-    @Test func snapWritesALatin1NameRecordRefusesOne() throws {
+    @Test func snapWritesALatin1NameRecordAndWatchRefuseOne() throws {
         let dir = try Self.folder()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let photo: [UInt8] = Array("photo".utf8) + [0xE9] + Array(".jpg".utf8)
@@ -85,6 +85,11 @@ import Glibc
         #expect(record.status == 64, "\(record.stderr)")
         #expect(record.stderr.contains("movie\\xe9.avi' is not a UTF-8 file name"), "\(record.stderr)")
         #expect(!Self.exists(dir, Array("movie".utf8) + [0xE9] + Array(".avi".utf8)))
+
+        let watch = try Self.run(["watch", "--input", dir + "/caf\\0351.jpg", "--dir", dir + "/shots\\0351"])
+        #expect(watch.status == 64, "\(watch.stderr)")
+        #expect(watch.stderr.contains("shots\\xe9' is not a UTF-8 folder name"), "\(watch.stderr)")
+        #expect(!Self.exists(dir, Array("shots".utf8) + [0xE9]))
     }
 
     @Test func carriedBytesAreEscapedForTheTerminal() {
