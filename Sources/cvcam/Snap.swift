@@ -84,7 +84,7 @@ struct Snap: ParsableCommand {
     func run() throws {
         let urls = Self.fileURLs(for: outputFile, count: count)
         // Refused up front; the write itself also never replaces without --overwrite (link(2)).
-        if !overwrite, let existing = urls.first(where: { FileManager.default.fileExists(atPath: $0.path) }) {
+        if !overwrite, let existing = urls.first(where: { url in FilePathBytes.withCString(url.path) { access($0, F_OK) } == 0 }) {
             throw CLIError.message("\(existing.path) exists; choose another name or pass --overwrite.")
         }
         // A single image ends after one frame, before a shutter could be pressed: repeat it.

@@ -80,6 +80,10 @@ import Glibc
         #expect(snap.status == 0, "\(snap.stderr)")
         #expect(snap.stdout.contains("photo\\xe9.jpg"), "\(snap.stdout)")
         #expect(Self.exists(dir, photo), "the photo is written under the bytes asked for")
+        // Refused up front, before capturing, like any existing name.
+        let again = try Self.run(["snap", "--input", dir + "/caf\\0351.jpg", "-o", dir + "/photo\\0351.jpg"])
+        #expect(again.status == 1)
+        #expect(again.stderr.contains("photo\\xe9.jpg exists; choose another name or pass --overwrite."), "\(again.stderr)")
 
         let record = try Self.run(["record", "--input", dir + "/caf\\0351.jpg", "-o", dir + "/movie\\0351.avi"])
         #expect(record.status == 64, "\(record.stderr)")
