@@ -9,7 +9,8 @@ import Glibc
 /// with U+FFFD, so the file can no longer be opened. Here a byte that is not part of valid UTF-8
 /// is carried as the private-use scalar U+F700 + byte (U+F780…U+F7FF); a name that really holds
 /// one of those scalars has its UTF-8 bytes carried the same way, so every path round-trips.
-/// Every path cvcam passes to C goes through `withCString`; names it lists come from `string`.
+/// Input files, and files written through `AtomicFile` and `VideoFileWriter`, reach C through
+/// `withCString`; names listed from a folder come from `string`.
 /// Printed, the carried bytes are escaped as `\xNN` (cvcam's `TerminalText.escaped`).
 ///
 /// Threading: stateless; call from any thread.
