@@ -7,7 +7,7 @@
 //   CaptureKit   the Swift API, shaped like AVFoundation
 //   CVBridge     C ABI over OpenCV, ZBar and zxing-cpp (C++ inside, plain C header, no policy)
 //   CV4L2        what Swift cannot import from <linux/videodev2.h> (macros, variadic calls)
-//   COpenCV, CZBar, CZXing, CLibV4L2: system libraries found through pkg-config
+//   COpenCV, CFFmpeg, CZBar, CZXing, CLibV4L2: system libraries found through pkg-config
 import PackageDescription
 
 let package = Package(
@@ -40,6 +40,11 @@ let package = Package(
             providers: [.apt(["libzxing-dev"])]
         ),
         .systemLibrary(
+            name: "CFFmpeg",
+            pkgConfig: "libavformat",
+            providers: [.apt(["libavformat-dev"])]
+        ),
+        .systemLibrary(
             name: "CLibV4L2",
             pkgConfig: "libv4l2",
             providers: [.apt(["libv4l-dev"])]
@@ -48,7 +53,7 @@ let package = Package(
         // C ABI over OpenCV, ZBar and zxing-cpp: marshalling only, every policy lives in CaptureKit.
         .target(
             name: "CVBridge",
-            dependencies: ["COpenCV", "CZBar", "CZXing"]
+            dependencies: ["COpenCV", "CFFmpeg", "CZBar", "CZXing"]
         ),
 
         // What Swift cannot import from <linux/videodev2.h> and libv4l2: VIDIOC_* constants and

@@ -3,6 +3,12 @@
 
 #include <opencv2/videoio.hpp>
 
+#include <cmath>
+
+extern "C" {
+#include <libavformat/avformat.h>
+}
+
 using namespace cvb;
 
 struct cvb_video_reader {
@@ -13,6 +19,27 @@ struct cvb_video_reader {
 struct cvb_video_writer {
     cv::VideoWriter writer;
 };
+
+// The video stream's start time and duration in seconds, else the container's (a longer audio
+// track must not lengthen the video); NaN where libavformat knows neither.
+static void read_times(const char *path, cvb_video_info *info) {
+    info->start_seconds = NAN;
+    info->duration_seconds = NAN;
+    AVFormatContext *ic = nullptr;
+    if (avformat_open_input(&ic, path, nullptr, nullptr) != 0) return;
+    int index = avformat_find_stream_info(ic, nullptr) >= 0
+                    ? av_find_best_stream(ic, AVMEDIA_TYPE_VIDEO, -1, -1, nullptr, 0)
+                    : -1;
+    if (index >= 0) {
+        const AVStream *st = ic->streams[index];
+        double unit = st->time_base.den != 0 ? (double)st->time_base.num / st->time_base.den : NAN;
+        if (st->start_time != AV_NOPTS_VALUE) info->start_seconds = (double)st->start_time * unit;
+        else if (ic->start_time != AV_NOPTS_VALUE) info->start_seconds = (double)ic->start_time / AV_TIME_BASE;
+        if (st->duration != AV_NOPTS_VALUE) info->duration_seconds = (double)st->duration * unit;
+        else if (ic->duration != AV_NOPTS_VALUE) info->duration_seconds = (double)ic->duration / AV_TIME_BASE;
+    }
+    avformat_close_input(&ic);
+}
 
 extern "C" {
 
@@ -25,18 +52,13 @@ cvb_video_reader *cvb_video_reader_open(const char *path, cvb_video_info *info, 
             return nullptr;
         }
         std::memset(info, 0, sizeof(*info));
-        info->width = (int32_t)r->capture.get(cv::CAP_PROP_FRAME_WIDTH);
-        info->height = (int32_t)r->capture.get(cv::CAP_PROP_FRAME_HEIGHT);
+        info->width = r->capture.get(cv::CAP_PROP_FRAME_WIDTH);
+        info->height = r->capture.get(cv::CAP_PROP_FRAME_HEIGHT);
         info->fps = r->capture.get(cv::CAP_PROP_FPS);
-        double count = r->capture.get(cv::CAP_PROP_FRAME_COUNT);
-        info->frame_count = count > 0 ? (int64_t)count : 0;
-        info->fourcc = (uint32_t)r->capture.get(cv::CAP_PROP_FOURCC);
+        info->frame_count = r->capture.get(cv::CAP_PROP_FRAME_COUNT);
+        info->fourcc = (uint32_t)(int64_t)r->capture.get(cv::CAP_PROP_FOURCC);
         std::snprintf(info->backend, sizeof(info->backend), "%s", r->capture.getBackendName().c_str());
-        if (info->width <= 0 || info->height <= 0) {
-            delete r;
-            set_error(err, -1, "the file has no video stream with a frame size");
-            return nullptr;
-        }
+        read_times(path, info);
         return r;
     });
 }

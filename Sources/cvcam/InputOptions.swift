@@ -17,7 +17,7 @@ struct InputOptions: ParsableArguments {
                 image=PATH (moves left to right; repeat for more), qr=TEXT (still, centred; repeat \
                 for more), speed=PIXELS_PER_SECOND (default 120).
                 """),
-        completion: .file())
+        completion: .file(), transform: InputOptions.argumentBytes)
     var input: String?
 
     @Option(help: "Session preset.")
@@ -105,14 +105,33 @@ struct InputOptions: ParsableArguments {
 
     var framePacing: FramePacing { pacing == .realtime ? .realTime : .asFastAsPossible }
 
+    /// A path option's `value` with the bytes it had in argv (the `transform` of `--input`, `-o` and `--dir`).
+    /// Swift decodes argv as UTF-8 and replaces bytes that are not (a Latin-1 `caf\xE9.png`) with
+    /// U+FFFD, naming a file that does not exist; the raw argument (or `--name=` value) that
+    /// decodes to `value` is carried whole (`FilePathBytes`). Two arguments differing only in such
+    /// bytes resolve to the first.
+    static func argumentBytes(_ value: String) -> String {
+        guard value.unicodeScalars.contains("\u{FFFD}") else { return value }
+        for i in 1..<Int(CommandLine.argc) {
+            guard let arg = CommandLine.unsafeArgv[i] else { continue }
+            let raw = UnsafeRawBufferPointer(start: arg, count: strlen(arg)).map { $0 }
+            var candidates = [raw]
+            if raw.starts(with: Array("--".utf8)), let eq = raw.firstIndex(of: UInt8(ascii: "=")) {
+                candidates.append(Array(raw[(eq + 1)...]))
+            }
+            if let match = candidates.first(where: { String(decoding: $0, as: UTF8.self) == value }) {
+                return FilePathBytes.string(match)
+            }
+        }
+        return value
+    }
+
     /// What kind of input the options name, for summaries ("camera", "file", "folder", "synthetic").
     var inputKind: String {
         guard let input else { return "camera" }
         if input.hasPrefix("synthetic:") { return "synthetic" }
-        var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: input, isDirectory: &isDirectory), isDirectory.boolValue {
-            return "folder"
-        }
+        var st = stat()
+        if FilePathBytes.withCString(input, { stat($0, &st) }) == 0, st.st_mode & S_IFMT == S_IFDIR { return "folder" }
         return ImageFolderSource.imageExtensions.contains((input as NSString).pathExtension.lowercased())
             ? "image" : "file"
     }

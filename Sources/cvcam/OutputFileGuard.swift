@@ -35,7 +35,7 @@ final class OutputFileGuard {
         }
         if exists, let input, !input.hasPrefix("synthetic:") {
             var inputStat = stat()
-            if stat(input, &inputStat) == 0 && inputStat.st_dev == st.st_dev && inputStat.st_ino == st.st_ino {
+            if FilePathBytes.withCString(input, { stat($0, &inputStat) }) == 0 && inputStat.st_dev == st.st_dev && inputStat.st_ino == st.st_ino {
                 throw CLIError.message("-o \(path) is the input file; record to another file.")
             }
         }

@@ -24,7 +24,7 @@ struct Record: ParsableCommand {
     @OptionGroup var input: InputOptions
     @OptionGroup var output: OutputOptions
 
-    @Option(name: [.customShort("o"), .long], help: ArgumentHelp("The movie file (.avi).", valueName: "file"), completion: .file(extensions: ["avi"]))
+    @Option(name: [.customShort("o"), .long], help: ArgumentHelp("The movie file (.avi).", valueName: "file"), completion: .file(extensions: ["avi"]), transform: InputOptions.argumentBytes)
     var outputFile: String
 
     @Option(help: "Stop after this many seconds of recorded time.")
@@ -43,6 +43,11 @@ struct Record: ParsableCommand {
     var overwrite = false
 
     func validate() throws {
+        // Recording goes through Foundation paths, which would store such a name's bytes altered.
+        guard !outputFile.unicodeScalars.contains(where: { FilePathBytes.carriedByte($0) != nil }) else {
+            throw ValidationError(
+                "-o '\(TerminalText.escaped(outputFile))' is not a UTF-8 file name; record to a UTF-8 name and rename the file afterwards.")
+        }
         guard (outputFile as NSString).pathExtension.lowercased() == "avi" else {
             throw ValidationError("-o must end in .avi (got '\(outputFile)'); cvcam records Motion-JPEG AVI.")
         }

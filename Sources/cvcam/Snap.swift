@@ -25,7 +25,7 @@ struct Snap: ParsableCommand {
     @OptionGroup var output: OutputOptions
     @OptionGroup var faceOptions: FaceOptions
 
-    @Option(name: [.customShort("o"), .long], help: ArgumentHelp("The photo's file: .jpg/.jpeg (JPEG with EXIF) or .png.", valueName: "file"), completion: .file())
+    @Option(name: [.customShort("o"), .long], help: ArgumentHelp("The photo's file: .jpg/.jpeg (JPEG with EXIF) or .png.", valueName: "file"), completion: .file(), transform: InputOptions.argumentBytes)
     var outputFile: String
 
     @Flag(help: "Take the photo when a face is first seen.")
@@ -84,7 +84,7 @@ struct Snap: ParsableCommand {
     func run() throws {
         let urls = Self.fileURLs(for: outputFile, count: count)
         // Refused up front; the write itself also never replaces without --overwrite (link(2)).
-        if !overwrite, let existing = urls.first(where: { FileManager.default.fileExists(atPath: $0.path) }) {
+        if !overwrite, let existing = urls.first(where: { url in FilePathBytes.withCString(url.path) { access($0, F_OK) } == 0 }) {
             throw CLIError.message("\(existing.path) exists; choose another name or pass --overwrite.")
         }
         // A single image ends after one frame, before a shutter could be pressed: repeat it.

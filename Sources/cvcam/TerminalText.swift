@@ -1,3 +1,4 @@
+import CaptureKit
 import Foundation
 
 /// Makes strings from outside (file names, payloads, device names, library messages) safe to
@@ -14,10 +15,13 @@ enum TerminalText {
         scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
     }
 
-    /// `text` with controls as `\n`, `\r`, `\t` or `\xNN` and bidi controls as `\u{NNNN}`;
-    /// with `backslash`, `\` doubles too so the escaped form reads back unambiguously.
+    /// `text` with controls as `\n`, `\r`, `\t` or `\xNN`, bidi controls as `\u{NNNN}` and a
+    /// file name's non-UTF-8 bytes (`FilePathBytes`) as `\xNN`; with `backslash`, `\` doubles too
+    /// so the escaped form reads back unambiguously.
     static func escaped(_ text: String, backslash: Bool = false) -> String {
-        guard text.unicodeScalars.contains(where: { isControl($0) || isBidiControl($0) || (backslash && $0 == "\\") })
+        guard text.unicodeScalars.contains(where: {
+            isControl($0) || isBidiControl($0) || FilePathBytes.carriedByte($0) != nil || (backslash && $0 == "\\")
+        })
         else { return text }
         var out = ""
         for scalar in text.unicodeScalars {
@@ -28,6 +32,8 @@ enum TerminalText {
             case "\t": out += "\\t"
             case _ where isControl(scalar): out += String(format: "\\x%02x", scalar.value)
             case _ where isBidiControl(scalar): out += String(format: "\\u{%04X}", scalar.value)
+            case _ where FilePathBytes.carriedByte(scalar) != nil:
+                out += String(format: "\\x%02x", FilePathBytes.carriedByte(scalar)!)
             default: out.unicodeScalars.append(scalar)
             }
         }

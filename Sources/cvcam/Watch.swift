@@ -27,7 +27,7 @@ struct Watch: ParsableCommand {
     @OptionGroup var output: OutputOptions
     @OptionGroup var faceOptions: FaceOptions
 
-    @Option(help: "Folder for the snapshots (created if missing).", completion: .directory)
+    @Option(help: "Folder for the snapshots (created if missing).", completion: .directory, transform: InputOptions.argumentBytes)
     var dir: String
 
     @Option(help: "Smallest face, as a fraction of the frame height (0…1).")
@@ -70,6 +70,11 @@ struct Watch: ParsableCommand {
     var quality: Int = 92
 
     func validate() throws {
+        // The folder is created through Foundation paths, which would store such a name's bytes altered.
+        guard !dir.unicodeScalars.contains(where: { FilePathBytes.carriedByte($0) != nil }) else {
+            throw ValidationError(
+                "--dir '\(TerminalText.escaped(dir))' is not a UTF-8 folder name; use a UTF-8 name for the snapshot folder.")
+        }
         try OptionRange.check(minFaceSize, 0...1, "--min-face-size")
         try OptionRange.check(minScore, 0...1, "--min-score")
         try OptionRange.check(maxRoll, 0...180, "--max-roll", unit: " degrees")

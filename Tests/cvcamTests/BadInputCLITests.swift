@@ -49,6 +49,14 @@ import Testing
         #expect(r.seconds < 5)
     }
 
+    @Test func intactVideoWhoseClockStartsAtOneHourExitsZero() throws {
+        // OpenCV counts 36020 frames in this 20-frame file; it used to end "truncated or corrupt" (exit 1).
+        let path = CLI.packageRoot.appendingPathComponent("Tests/Fixtures/video/clock-at-1h.mkv").path
+        let r = try CLI.run(["faces", "--input", path])
+        #expect(r.status == 0, "stderr: \(r.stderr)")
+        #expect(r.stdout.contains("summary: 20 frames"), "\(r.stdout)")
+    }
+
     @Test func hugeDeclaredImageIsAClearErrorNotGigabytes() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("cvcam-huge-\(UUID())")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)

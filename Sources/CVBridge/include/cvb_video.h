@@ -11,18 +11,23 @@ extern "C" {
 typedef struct cvb_video_reader cvb_video_reader;
 typedef struct cvb_video_writer cvb_video_writer;
 
-/// What the container says about a stream (`CAP_PROP_*`). Unknown values are 0.
+/// What the container says about a stream, as read: `width`..`fourcc` from `CAP_PROP_*`
+/// (unknown is 0), the times from libavformat (the video stream's `start_time` and `duration`,
+/// else the container's, in seconds; NaN when unknown). Unchecked: CaptureKit range-checks them.
 typedef struct {
-    int32_t width;
-    int32_t height;
+    double width;
+    double height;
     double fps;
-    int64_t frame_count;
+    double frame_count;
     uint32_t fourcc;
+    double start_seconds;
+    double duration_seconds;
     char backend[32];
 } cvb_video_info;
 
-/// Opens a video file with OpenCV's FFmpeg backend. Returns NULL and fills `err` when the
-/// file cannot be opened or has no decodable video stream.
+/// Opens a video file with OpenCV's FFmpeg backend and reads its start time and duration with
+/// `avformat_open_input`/`avformat_find_stream_info` (OpenCV 4.6 exposes neither). Returns NULL
+/// and fills `err` when OpenCV cannot open the file.
 cvb_video_reader *cvb_video_reader_open(const char *path, cvb_video_info *info, cvb_error *err);
 
 /// Status of `cvb_video_reader_read`.

@@ -44,12 +44,10 @@ public final class ImageFolderSource: FrameSource, @unchecked Sendable {
             throw CaptureError(.invalidConfiguration, "an image folder's frame rate must be above 0 (got \(frameRate))")
         }
         if InputFile.isFolder(try InputFile.status(path, code: .unreadableImage)) {
-            // opendir first: a folder that cannot be read says so (with errno), not "holds no images".
-            guard let dir = opendir(path) else { throw InputFile.openError(path, errno: errno, code: .unreadableImage) }
-            closedir(dir)
-            let names: [String]
-            do { names = try FileManager.default.contentsOfDirectory(atPath: path) } catch {
-                throw CaptureError(.unreadableImage, "cannot list \(path): \(error.localizedDescription)", path: path)
+            // Listed by bytes: Foundation's listing turns a non-UTF-8 name into one that opens nothing.
+            // A folder that cannot be read says so (with errno), not "holds no images".
+            guard let names = FilePathBytes.contentsOfDirectory(path) else {
+                throw InputFile.openError(path, errno: errno, code: .unreadableImage)
             }
             files = names
                 .filter { Self.imageExtensions.contains(($0 as NSString).pathExtension.lowercased()) && !$0.hasPrefix(".") }
@@ -105,7 +103,7 @@ public final class ImageFolderSource: FrameSource, @unchecked Sendable {
             }
         }
         var err = cvb_error()
-        guard let mat = cvb_image_read(path, format.rawValue, &err) else {
+        guard let mat = FilePathBytes.withCString(path, { cvb_image_read($0, format.rawValue, &err) }) else {
             throw CaptureError(.unreadableImage, "\(path) is not an image OpenCV can decode", path: path)
         }
         return PixelBuffer(ownedMat: mat, pixelFormat: format, pool: nil)

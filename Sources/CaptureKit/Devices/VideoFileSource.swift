@@ -6,8 +6,11 @@ import Synchronization
 /// (`cv::VideoCapture` via `cvb_video_reader_*`), decoded to BGR.
 ///
 /// Timestamps come from the container (`CAP_PROP_POS_MSEC`); where the container reports 0
-/// after the first frame, `index × frame duration` is used instead. A file that ends before
-/// the frame count its container declares ends with `CaptureError.Code.truncatedVideo`.
+/// after the first frame, `index × frame duration` is used instead. Times count from the
+/// stream's start, not the file's clock: a file whose clock starts at 1 h plays from 0.
+/// A file that ends well before the duration (or, without one, the frame count) its container
+/// declares ends with `CaptureError.Code.truncatedVideo`. The header's numbers are range-checked
+/// once, by `VideoContainerInfo`.
 ///
 /// Threading: `open`/`nextFrame`/`close` on the capture thread only (FrameSource's rule).
 public final class VideoFileSource: FrameSource, @unchecked Sendable {
@@ -16,14 +19,15 @@ public final class VideoFileSource: FrameSource, @unchecked Sendable {
 
     /// The file being read.
     public let path: String
-    /// What the container declares.
+    /// What the container declares (0 when it declares none, or an absurd number).
     public let declaredFrameCount: Int
-    /// The container's frame rate (30 when it declares none).
+    /// The container's frame rate (30 when it declares none, or an absurd rate).
     public let frameRate: Double
     public let formats: [CaptureDevice.Format]
     public let isLive = false
     public let pacing: FramePacing
 
+    private let info: VideoContainerInfo
     private var reader: OpaquePointer?
     private var pool: PixelBufferPool?
     private var framesRead: Int64 = 0
@@ -36,7 +40,8 @@ public final class VideoFileSource: FrameSource, @unchecked Sendable {
     /// - Throws: `.fileNotFound` when nothing is at `path`; `.permissionDenied` when it cannot be
     ///   read; `.cannotOpenVideo` when it is not a regular file (a FIFO, a socket), or when the file
     ///   is not a video OpenCV's FFmpeg backend can decode (a text file named `.mp4`, a
-    ///   truncated MP4 without its index, a directory).
+    ///   truncated MP4 without its index, a directory, no usable frame size); `.imageTooLarge`
+    ///   when its frames would have more than `ImageFolderSource.maximumPixels` pixels.
     public init(path: String, pacing: FramePacing = .realTime) throws(CaptureError) {
         self.path = path
         self.pacing = pacing
@@ -49,21 +54,23 @@ public final class VideoFileSource: FrameSource, @unchecked Sendable {
         try InputFile.withRegularFile(path, kind: "a video", code: .cannotOpenVideo) { _ in }
         var info = cvb_video_info()
         var err = cvb_error()
-        guard let probe = cvb_video_reader_open(path, &info, &err) else {
+        guard let probe = FilePathBytes.withCString(path, { cvb_video_reader_open($0, &info, &err) }) else {
             throw CaptureError(
                 .cannotOpenVideo,
                 "\(path) is not a video OpenCV can decode (\(err.text)); use MP4, MKV or AVI, and check the file is complete",
                 path: path)
         }
         cvb_video_reader_close(probe)
-        let fps = info.fps > 0 && info.fps < 1000 ? info.fps : 30
+        let checked = try VideoContainerInfo(info, path: path)
+        self.info = checked
+        let fps = checked.framesPerSecond ?? 30
         frameRate = fps
-        declaredFrameCount = Int(info.frame_count)
-        let codec = VideoFileSource.fourCC(info.fourcc)
+        declaredFrameCount = checked.frameCount ?? 0
+        let codec = VideoFileSource.fourCC(checked.fourCC)
         formats = [
             CaptureDevice.Format(
                 mediaSubType: codec, pixelFormat: .bgr,
-                dimensions: .init(width: Int(info.width), height: Int(info.height)),
+                dimensions: .init(width: checked.width, height: checked.height),
                 videoSupportedFrameRateRanges: [.init(framesPerSecond: fps)])
         ]
     }
@@ -72,15 +79,22 @@ public final class VideoFileSource: FrameSource, @unchecked Sendable {
 
     public func open(format: CaptureDevice.Format, frameDuration: MediaTime) throws(CaptureError) {
         close()
-        var info = cvb_video_info()
+        var raw = cvb_video_info()
         var err = cvb_error()
-        guard let reader = cvb_video_reader_open(path, &info, &err) else {
+        guard let reader = FilePathBytes.withCString(path, { cvb_video_reader_open($0, &raw, &err) }) else {
             throw CaptureError(.cannotOpenVideo, "cannot reopen \(path): \(err.text)", path: path)
+        }
+        // The file may have been replaced since init: its size is checked again.
+        let reopened: VideoContainerInfo
+        do { reopened = try VideoContainerInfo(raw, path: path) } catch {
+            cvb_video_reader_close(reader)
+            throw error
         }
         self.reader = reader
         self.frameDuration = MediaTime.frameDuration(framesPerSecond: frameRate)
-        pool = PixelBufferPool(width: Int(info.width), height: Int(info.height), pixelFormat: .bgr)
+        pool = PixelBufferPool(width: reopened.width, height: reopened.height, pixelFormat: .bgr)
         framesRead = 0
+        lastPTS = .zero
     }
 
     public func nextFrame(isCancelled: @Sendable () -> Bool) throws(CaptureError) -> SourceFrame? {
@@ -97,11 +111,12 @@ public final class VideoFileSource: FrameSource, @unchecked Sendable {
             lastPTS = pts
             return SourceFrame(pixelBuffer: buffer, presentationTimeStamp: pts, sequenceNumber: UInt64(n))
         case Int32(CVB_READ_END):
-            // Containers estimate counts from duration × rate, so allow a frame of rounding.
-            if declaredFrameCount > 1 && framesRead < Int64(declaredFrameCount) - 1 {
+            let last = framesRead > 0 ? lastPTS.seconds : 0
+            if info.endedEarly(lastFrame: last, framesRead: Int(framesRead), frameDuration: frameDuration.seconds) {
+                let declared = info.durationSeconds.map { "a \($0) s duration" } ?? "\(declaredFrameCount) frames"
                 throw CaptureError(
                     .truncatedVideo,
-                    "\(path) ended after \(framesRead) of the \(declaredFrameCount) frames its container declares: the file is truncated or corrupt",
+                    "\(path) ended after \(framesRead) frames (\(last) s) though its container declares \(declared): the file is truncated or corrupt",
                     path: path)
             }
             return nil
@@ -114,7 +129,8 @@ public final class VideoFileSource: FrameSource, @unchecked Sendable {
     /// frame durations of the constant-rate schedule (FFmpeg's threaded decoders sometimes report
     /// a neighbouring frame's time, measured on MJPEG clips at end of stream), where the schedule
     /// is used. Larger departures (variable frame rate, real gaps) keep the container's time.
-    /// Always strictly increasing.
+    /// Without a believable declared rate there is no schedule to snap to: the container's time
+    /// is kept. Always strictly increasing.
     private func timestamp(containerSeconds: Double, frame n: Int64) -> MediaTime {
         if n == 0 {
             firstPTS = MediaTime(seconds: max(0, containerSeconds))
@@ -122,7 +138,7 @@ public final class VideoFileSource: FrameSource, @unchecked Sendable {
         }
         let scheduled = MediaTime(seconds: firstPTS.seconds + frameDuration.seconds * Double(n))
         var t = containerSeconds > 0 ? MediaTime(seconds: containerSeconds) : scheduled
-        if abs(t.seconds - scheduled.seconds) < 1.5 * frameDuration.seconds { t = scheduled }
+        if info.framesPerSecond != nil && abs(t.seconds - scheduled.seconds) < 1.5 * frameDuration.seconds { t = scheduled }
         if t <= lastPTS { t = MediaTime(seconds: lastPTS.seconds + frameDuration.seconds) }
         return t
     }

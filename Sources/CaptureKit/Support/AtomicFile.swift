@@ -34,7 +34,7 @@ protocol FileSystemCalls: Sendable {
 
 extension FileSystemCalls {
     func link(_ from: String, _ to: String) -> Result<Void, FileErrno> {
-        Glibc.link(from, to) == 0 ? .success(()) : .failure(.current)
+        FilePathBytes.withCString(from) { f in FilePathBytes.withCString(to) { Glibc.link(f, $0) } } == 0 ? .success(()) : .failure(.current)
     }
 }
 
@@ -45,10 +45,10 @@ struct FileErrno: Error, Equatable {
     static var current: FileErrno { FileErrno(rawValue: Glibc.errno) }
 }
 
-/// The real system calls (Glibc).
+/// The real system calls (Glibc), with paths as the bytes they carry (`FilePathBytes`).
 struct SystemFileCalls: FileSystemCalls {
     func open(_ path: String, flags: Int32, mode: mode_t) -> Result<Int32, FileErrno> {
-        retrying { Glibc.open(path, flags, mode) }.map { Int32($0) }
+        retrying { FilePathBytes.withCString(path) { Glibc.open($0, flags, mode) } }.map { Int32($0) }
     }
     func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Result<Int, FileErrno> {
         retrying { Glibc.write(fd, bytes.baseAddress, bytes.count) }
@@ -64,14 +64,14 @@ struct SystemFileCalls: FileSystemCalls {
         Glibc.close(fd) == 0 ? .success(()) : .failure(.current)
     }
     func rename(_ from: String, _ to: String) -> Result<Void, FileErrno> {
-        Glibc.rename(from, to) == 0 ? .success(()) : .failure(.current)
+        FilePathBytes.withCString(from) { f in FilePathBytes.withCString(to) { Glibc.rename(f, $0) } } == 0 ? .success(()) : .failure(.current)
     }
     func unlink(_ path: String) -> Result<Void, FileErrno> {
-        Glibc.unlink(path) == 0 ? .success(()) : .failure(.current)
+        FilePathBytes.withCString(path) { Glibc.unlink($0) } == 0 ? .success(()) : .failure(.current)
     }
     func availableBytes(at path: String) -> Result<Int64, FileErrno> {
         var s = statvfs()
-        guard statvfs(path, &s) == 0 else { return .failure(.current) }
+        guard FilePathBytes.withCString(path, { statvfs($0, &s) }) == 0 else { return .failure(.current) }
         return .success(Int64(s.f_bavail) * Int64(s.f_frsize))
     }
 

@@ -12,7 +12,7 @@ enum InputFile {
     /// The file's status (`stat`, following symbolic links), or an error that names the path and errno.
     static func status(_ path: String, code: CaptureError.Code) throws(CaptureError) -> stat {
         var st = stat()
-        guard stat(path, &st) == 0 else { throw openError(path, errno: Glibc.errno, code: code) }
+        guard FilePathBytes.withCString(path, { stat($0, &st) }) == 0 else { throw openError(path, errno: Glibc.errno, code: code) }
         return st
     }
 
@@ -26,7 +26,7 @@ enum InputFile {
         _ path: String, kind: String, code: CaptureError.Code, _ body: (Int32) throws(CaptureError) -> R
     ) throws(CaptureError) -> R {
         var fd: Int32
-        repeat { fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC) } while fd < 0 && errno == EINTR
+        repeat { fd = FilePathBytes.withCString(path) { open($0, O_RDONLY | O_NONBLOCK | O_CLOEXEC) } } while fd < 0 && errno == EINTR
         guard fd >= 0 else { throw openError(path, errno: errno, code: code) }
         defer { close(fd) }
         var st = stat()

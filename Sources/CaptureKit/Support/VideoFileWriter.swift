@@ -29,9 +29,11 @@ public final class VideoFileWriter {
         self.dimensions = dimensions
         var err = cvb_error()
         guard
-            let w = cvb_video_writer_open(
-                path, backend.rawValue, fourCC, frameRate, Int32(dimensions.width), Int32(dimensions.height),
-                isColor ? 1 : 0, &err)
+            let w = FilePathBytes.withCString(path, {
+                cvb_video_writer_open(
+                    $0, backend.rawValue, fourCC, frameRate, Int32(dimensions.width), Int32(dimensions.height),
+                    isColor ? 1 : 0, &err)
+            })
         else {
             throw CaptureError(
                 .writeFailed, "cannot write \(fourCC) video to \(path): \(err.text); check the folder exists and is writable",

@@ -1,0 +1,1 @@
+// Intentionally empty: libavformat is included by CVBridge/video.cpp only.
