@@ -25,7 +25,8 @@ struct BadInputCase: Sendable, CustomTestStringConvertible {
     let exit: Int32
     /// A regex (case-insensitive, `.` matches newlines) stderr must match.
     let message: String
-    /// Rows that need permissions to mean something (root reads and writes anything).
+    /// Rows that need permissions to mean something (root reads and writes anything): as root
+    /// they run cvcam as nobody.
     var needsNonRoot = false
     /// Why the row fails today, when the fix belongs to work in progress elsewhere: the failure
     /// is recorded as a known issue, and the row fails once it passes, so the mark is removed.
@@ -371,7 +372,7 @@ extension BadInputCase {
                 let mode: mode_t = name.contains("write") ? 0o500 : 0
                 chmod(lock, mode)
                 return Prepared(arguments: args, teardown: { chmod(lock, 0o700) })
-            }, exit: 1, message: "permission denied|EACCES|errno 13", needsNonRoot: true)
+            }, exit: 1, message: "permission denied|not writable by this user", needsNonRoot: true)
     }
 
     static let permissionRows: [BadInputCase] = [
@@ -482,6 +483,7 @@ extension BadInputCase {
 /// Runs every row of `BadInputCase.all` against the built binary (issue #17).
 @Suite struct BadInputTableTests {
     static let gnuTime = FileManager.default.isExecutableFile(atPath: "/usr/bin/time") ? "/usr/bin/time" : nil
+    static let setpriv = FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") ? "/usr/bin/setpriv" : nil
 
     struct Outcome {
         var status: Int32
@@ -494,14 +496,18 @@ extension BadInputCase {
     }
 
     @Test(arguments: BadInputCase.all) func row(_ row: BadInputCase) throws {
-        if row.needsNonRoot && getuid() == 0 { return }  // root ignores permissions: nothing to see
+        // Root ignores permissions: as root such rows run cvcam as nobody, or are skipped
+        // when setpriv is missing.
+        let asNobody = row.needsNonRoot && getuid() == 0
+        if asNobody && Self.setpriv == nil { return }
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("cvcam-table-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         let prepared = try row.setup(Scratch(url: dir))
         defer { prepared.teardown() }
         let before = try prepared.intact.map(Self.snapshot)
-        let outcome = try Self.execute(prepared.arguments, environment: prepared.environment, timeLimit: row.timeLimit)
+        let outcome = try Self.execute(
+            prepared.arguments, environment: prepared.environment, timeLimit: row.timeLimit, asNobody: asNobody)
         let after = try prepared.intact.map(Self.snapshot)
         let shown = "\(row.testDescription)\n  cvcam \(prepared.arguments.joined(separator: " ").debugDescription)\n  exit \(outcome.status), \(String(format: "%.2f", outcome.seconds)) s, stderr: \(outcome.stderr.suffix(600).debugDescription)"
 
@@ -561,17 +567,18 @@ extension BadInputCase {
     /// Runs the binary under GNU time for its peak RSS (the test process cannot measure it
     /// itself: a child it forks carries the test process's own high-water mark into its
     /// rusage), killing it after `timeLimit` seconds.
-    static func execute(_ arguments: [String], environment: [String: String], timeLimit: Double) throws -> Outcome {
+    static func execute(_ arguments: [String], environment: [String: String], timeLimit: Double, asNobody: Bool = false)
+        throws -> Outcome
+    {
         let report = FileManager.default.temporaryDirectory.appendingPathComponent("cvcam-table-rss-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: report) }
+        // setpriv execs cvcam in its own process, so GNU time's child is cvcam either way.
+        var command = [CLI.binary.path] + arguments
+        if asNobody, let setpriv { command = [setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups"] + command }
+        if let gnuTime { command = [gnuTime, "-f", "%M", "-o", report.path] + command }
         let process = Process()
-        if let gnuTime {
-            process.executableURL = URL(fileURLWithPath: gnuTime)
-            process.arguments = ["-f", "%M", "-o", report.path, CLI.binary.path] + arguments
-        } else {
-            process.executableURL = CLI.binary
-            process.arguments = arguments
-        }
+        process.executableURL = URL(fileURLWithPath: command[0])
+        process.arguments = Array(command.dropFirst())
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let out = Pipe()
         let err = Pipe()
