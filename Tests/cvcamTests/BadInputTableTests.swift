@@ -269,9 +269,15 @@ extension BadInputCase {
         return (try? Data(contentsOf: URL(fileURLWithPath: path))) ?? Data()
     }()
 
+    /// The sample AVI, or a failure saying it could not be made (rather than rows failing oddly on no bytes).
+    static func sample() throws -> Data {
+        try #require(sampleAVI.count > 1000, "cvcam record did not write the sample AVI")
+        return sampleAVI
+    }
+
     /// The sample AVI with the 32-bit little-endian field at `offset` into chunk `fourCC`'s data set to `value`.
     static func patchedAVI(_ fourCC: String, _ offset: Int, _ value: UInt32) throws -> Data {
-        var bytes = [UInt8](sampleAVI)
+        var bytes = [UInt8](try sample())
         let tag = Array(fourCC.utf8)
         let at = try #require((0..<bytes.count - 4).first { Array(bytes[$0..<$0 + 4]) == tag }, "no \(fourCC) in the sample AVI")
         for i in 0..<4 { bytes[at + 8 + offset + i] = UInt8(truncatingIfNeeded: value >> (8 * i)) }
@@ -285,10 +291,10 @@ extension BadInputCase {
     }
 
     static let videoRows: [BadInputCase] = [
-        input("AVI cut in half", .video, "ended after 5 of the 10 frames") { try $0.write("half.avi", sampleAVI.prefix(sampleAVI.count / 2)) },
-        input("AVI cut inside its header", .video, "not a video") { try $0.write("head.avi", sampleAVI.prefix(100)) },
+        input("AVI cut in half", .video, "ended after 5 of the 10 frames") { try $0.write("half.avi", try sample().prefix(sampleAVI.count / 2)) },
+        input("AVI cut inside its header", .video, "not a video") { try $0.write("head.avi", try sample().prefix(100)) },
         input("AVI with its middle third overwritten", .video, "truncated or corrupt") { s in
-            var bytes = [UInt8](sampleAVI)
+            var bytes = [UInt8](try sample())
             var state: UInt32 = 17  // a fixed LCG: the same noise every run
             for i in bytes.count / 3..<2 * bytes.count / 3 {
                 state = state &* 1_664_525 &+ 1_013_904_223
@@ -377,7 +383,7 @@ extension BadInputCase {
 
     static let permissionRows: [BadInputCase] = [
         unreadable("chmod 000 image") { s in let p = try s.photo("a.jpg"); return (["faces", "--input", p], p) },
-        unreadable("chmod 000 video") { s in let p = try s.write("v.avi", sampleAVI); return (["faces", "--input", p], p) },
+        unreadable("chmod 000 video") { s in let p = try s.write("v.avi", try sample()); return (["faces", "--input", p], p) },
         unreadable("chmod 000 image folder") { s in
             let dir = try s.folder("in")
             try FileManager.default.copyItem(atPath: CLI.fixture("images/grace_hopper.jpg"), toPath: dir + "/a.jpg")
@@ -449,20 +455,20 @@ extension BadInputCase {
             return Prepared(arguments: ["snap", "-o", s.path("shot.jpg"), "--count", "3", "--input", scene], intact: [taken])
         },
         keeps("record -o existing, no --overwrite", "exists; choose another name or pass --overwrite") { s in
-            let out = try s.write("keep.avi", sampleAVI)
+            let out = try s.write("keep.avi", try sample())
             return Prepared(arguments: ["record", "-o", out, "--input", scene], intact: [out])
         },
         keeps("record --overwrite, missing input", "no file at .*typo\\.mp4") { s in
-            let out = try s.write("keep.avi", sampleAVI)
+            let out = try s.write("keep.avi", try sample())
             return Prepared(arguments: ["record", "-o", out, "--overwrite", "--input", s.path("typo.mp4")], intact: [out])
         },
         keeps("record --overwrite from a truncated video", "truncated or corrupt") { s in
-            let out = try s.write("keep.avi", sampleAVI)
-            let half = try s.write("half.avi", sampleAVI.prefix(sampleAVI.count / 2))
+            let out = try s.write("keep.avi", try sample())
+            let half = try s.write("half.avi", try sample().prefix(sampleAVI.count / 2))
             return Prepared(arguments: ["record", "-o", out, "--overwrite", "--input", half], intact: [out, half])
         },
         keeps("record -o the input itself", "is the input file") { s in
-            let movie = try s.write("in.avi", sampleAVI)
+            let movie = try s.write("in.avi", try sample())
             return Prepared(arguments: ["record", "-o", movie, "--overwrite", "--input", movie], intact: [movie])
         },
         keeps("record -o a folder", "is a folder") { s in
