@@ -287,7 +287,7 @@ extension BadInputCase {
     static let headerWork = "range checks on numbers read from video headers (VideoFileSource, in progress elsewhere)"
 
     static func absurdHeader(_ name: String, _ fourCC: String, _ offset: Int, _ value: UInt32) -> BadInputCase {
-        input("AVI \(name)", .video, "\\.avi", pending: headerWork) { try $0.write("absurd.avi", patchedAVI(fourCC, offset, value)) }
+        input("AVI \(name)", .video, "absurd\\.avi", pending: headerWork) { try $0.write("absurd.avi", patchedAVI(fourCC, offset, value)) }
     }
 
     static let videoRows: [BadInputCase] = [
@@ -309,7 +309,7 @@ extension BadInputCase {
         absurdHeader("width 2³¹−1 in avih", "avih", 32, 0x7FFF_FFFF),
         absurdHeader("rate 0 in strh", "strh", 24, 0),
         absurdHeader("scale 0 in strh", "strh", 20, 0),
-        input("AVI length 2³²−1 in strh", .video, "\\.avi") { try $0.write("absurd.avi", patchedAVI("strh", 32, 0xFFFF_FFFF)) },
+        input("AVI length 2³²−1 in strh", .video, "10 of the 4294967295 frames") { try $0.write("absurd.avi", patchedAVI("strh", 32, 0xFFFF_FFFF)) },
         absurdHeader("2³²−1 total frames in avih", "avih", 16, 0xFFFF_FFFF),
     ]
 
