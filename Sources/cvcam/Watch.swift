@@ -106,6 +106,10 @@ struct Watch: ParsableCommand {
         } catch {
             throw CLIError.message("Cannot create the snapshot folder \(dir): \(error.localizedDescription)")
         }
+        // Refused now, not at the first face hours later: snapshots need to create files in it.
+        guard access(folder.path, W_OK | X_OK) == 0 else {
+            throw CLIError.message("Cannot write snapshots to \(dir): \(AtomicFile.advice(for: errno, folder: dir)).")
+        }
         let job = try CaptureJob(input: input, output: output)
         var store = SnapshotStore(
             folder: folder, quality: quality, device: job.device, rotation: Int32(input.rotate.degrees), mirrored: input.mirror)

@@ -265,10 +265,6 @@ import Testing
         let movie = try movieFrames(out)
         #expect(movie.declared == 25 && movie.decoded == 25)
         #expect(movie.size == CaptureDevice.Dimensions(width: 320, height: 240))
-        // A second run refuses to overwrite.
-        let again = try CLI.run(["record", "-o", out.path, "--input", "synthetic:size=320x240,fps=10,frames=5"])
-        #expect(again.status == 1)
-        #expect(again.stderr.contains("exists; choose another name or pass --overwrite"))
     }
 
     @Test func recordStopsAtItsDurationLimit() throws {
