@@ -37,6 +37,7 @@ static void read_times(const char *path, cvb_video_info *info) {
         else if (ic->start_time != AV_NOPTS_VALUE) info->start_seconds = (double)ic->start_time / AV_TIME_BASE;
         if (st->duration != AV_NOPTS_VALUE) info->duration_seconds = (double)st->duration * unit;
         else if (ic->duration != AV_NOPTS_VALUE) info->duration_seconds = (double)ic->duration / AV_TIME_BASE;
+        info->declared_frames = (double)st->nb_frames;
     }
     avformat_close_input(&ic);
 }

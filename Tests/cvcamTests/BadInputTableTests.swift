@@ -192,9 +192,9 @@ extension BadInputCase {
         usage("synthetic size past Int", ["scan", "--input", "synthetic:size=99999999999999999999x2"], "synthetic: size"),
         usage("empty --types", ["scan", "--types", "", "--input", scene], "--types"),
         usage("--types with an empty entry", ["scan", "--types", "qr,", "--input", scene], "--types"),
-        usage("--rotate 45", ["faces", "--rotate", "45", "--input", scene], "--rotate must be 0, 90, 180 or 270"),
+        usage("--rotate 45", ["faces", "--rotate", "45", "--input", scene], "'45' is invalid for '--rotate.*'0', '90', '180' or '270'"),
         usage("unknown --gravity", ["faces", "--gravity", "sideways", "--input", scene], "--gravity"),
-        usage("unknown --preset", ["faces", "--preset", "huge", "--input", scene], "Unknown preset 'huge'"),
+        usage("unknown --preset", ["faces", "--preset", "huge", "--input", scene], "'huge' is invalid for '--preset"),
         usage("--device and --input", ["faces", "--device", "0", "--input", scene], "either --device or --input"),
         usage("unknown option", ["faces", "--bogus", "--input", scene], "--bogus"),
         usage("snap -o .gif", ["snap", "-o", "/nonexistent/a.gif", "--input", scene], "-o must end in .jpg"),
@@ -284,14 +284,15 @@ extension BadInputCase {
         return Data(bytes)
     }
 
-    static let headerWork = "range checks on numbers read from video headers (VideoFileSource, in progress elsewhere)"
 
+    /// The frames themselves are intact: the absurd number is ignored (an absurd rate or count
+    /// reads as unknown, the decoder's own frame size wins) and every frame is read.
     static func absurdHeader(_ name: String, _ fourCC: String, _ offset: Int, _ value: UInt32) -> BadInputCase {
-        input("AVI \(name)", .video, "absurd\\.avi", pending: headerWork) { try $0.write("absurd.avi", patchedAVI(fourCC, offset, value)) }
+        input("AVI \(name)", .video, exit: 0, "^(?![\\s\\S]*error:)") { try $0.write("absurd.avi", patchedAVI(fourCC, offset, value)) }
     }
 
     static let videoRows: [BadInputCase] = [
-        input("AVI cut in half", .video, "ended after 5 of the 10 frames") { try $0.write("half.avi", try sample().prefix(sampleAVI.count / 2)) },
+        input("AVI cut in half", .video, "ended after 5 frames .* declares 10 frames") { try $0.write("half.avi", try sample().prefix(sampleAVI.count / 2)) },
         input("AVI cut inside its header", .video, "not a video") { try $0.write("head.avi", try sample().prefix(100)) },
         input("AVI with its middle third overwritten", .video, "truncated or corrupt") { s in
             var bytes = [UInt8](try sample())
@@ -309,7 +310,7 @@ extension BadInputCase {
         absurdHeader("width 2³¹−1 in avih", "avih", 32, 0x7FFF_FFFF),
         absurdHeader("rate 0 in strh", "strh", 24, 0),
         absurdHeader("scale 0 in strh", "strh", 20, 0),
-        input("AVI length 2³²−1 in strh", .video, "10 of the 4294967295 frames") { try $0.write("absurd.avi", patchedAVI("strh", 32, 0xFFFF_FFFF)) },
+        absurdHeader("length 2³²−1 in strh", "strh", 32, 0xFFFF_FFFF),
         absurdHeader("2³²−1 total frames in avih", "avih", 16, 0xFFFF_FFFF),
     ]
 

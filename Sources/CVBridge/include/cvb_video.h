@@ -12,8 +12,10 @@ typedef struct cvb_video_reader cvb_video_reader;
 typedef struct cvb_video_writer cvb_video_writer;
 
 /// What the container says about a stream, as read: `width`..`fourcc` from `CAP_PROP_*`
-/// (unknown is 0), the times from libavformat (the video stream's `start_time` and `duration`,
-/// else the container's, in seconds; NaN when unknown). Unchecked: CaptureKit range-checks them.
+/// (unknown is 0; OpenCV derives `frame_count` from duration × fps when the header has none),
+/// from libavformat the times (the video stream's `start_time` and `duration`, else the
+/// container's, in seconds; NaN when unknown) and `declared_frames`, the stream header's own
+/// frame count (`nb_frames`; 0 when it has none). Unchecked: CaptureKit range-checks them.
 typedef struct {
     double width;
     double height;
@@ -22,6 +24,7 @@ typedef struct {
     uint32_t fourcc;
     double start_seconds;
     double duration_seconds;
+    double declared_frames;
     char backend[32];
 } cvb_video_info;
 

@@ -18,8 +18,12 @@ struct VideoContainerInfo: Sendable, Equatable {
     /// The declared rate, or `nil` when missing or absurd: timestamps then come from the
     /// container's positions alone.
     let framesPerSecond: Double?
-    /// The declared frame count, or `nil` when missing or absurd: no count-based truncation check.
+    /// OpenCV's frame count (the header's, else duration × rate), or `nil` when missing or absurd.
     let frameCount: Int?
+    /// The stream header's own frame count (AVI's `dwLength`, MP4's sample count), or `nil` when
+    /// it has none or it is absurd. A cut AVI keeps it while FFmpeg shortens the duration to
+    /// the frames it finds, so truncation is judged by it first.
+    let declaredFrames: Int?
     /// The container's clock at its start (FFmpeg's `start_time`; may be negative), or `nil`.
     let startSeconds: Double?
     /// The container's duration (FFmpeg's `duration`), or `nil` when missing or longer than
@@ -50,6 +54,7 @@ struct VideoContainerInfo: Sendable, Equatable {
         let fpsRange = MediaTime.frameRateLimits.lowerBound...Self.maximumFrameRate
         framesPerSecond = fpsRange.contains(raw.fps) ? raw.fps : nil
         frameCount = Self.wholeNumber(raw.frame_count, in: 1...Self.maximumFrameCount)
+        declaredFrames = Self.wholeNumber(raw.declared_frames, in: 1...Self.maximumFrameCount)
         startSeconds = abs(raw.start_seconds) <= Self.maximumSeconds ? raw.start_seconds : nil
         // A duration holding more frames than a believable count comes from the same broken header.
         let duration = raw.duration_seconds
@@ -67,8 +72,10 @@ struct VideoContainerInfo: Sendable, Equatable {
     /// more than a frame of rounding short of the container's end. Muxers write the duration
     /// either from the start time or from 0 (FFmpeg's Matroska muxer with a 1 h clock writes
     /// 3602 s for 2 s of video), so the earlier of the two ends is the one that must be reached.
-    /// Without a duration, the declared frame count is compared with `framesRead` instead.
+    /// A frame count the stream header itself declares is checked first (FFmpeg derives the
+    /// duration of a cut AVI from the frames left); without a duration, OpenCV's count is used.
     func endedEarly(lastFrame: Double, framesRead: Int, frameDuration: Double) -> Bool {
+        if let declaredFrames, declaredFrames > 1, framesRead < declaredFrames - 1 { return true }
         if let durationSeconds {
             let end = durationSeconds - max(startSeconds ?? 0, 0)
             return lastFrame + 2 * frameDuration < end

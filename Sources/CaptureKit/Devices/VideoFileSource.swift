@@ -65,7 +65,7 @@ public final class VideoFileSource: FrameSource, @unchecked Sendable {
         self.info = checked
         let fps = checked.framesPerSecond ?? 30
         frameRate = fps
-        declaredFrameCount = checked.frameCount ?? 0
+        declaredFrameCount = checked.declaredFrames ?? checked.frameCount ?? 0
         let codec = VideoFileSource.fourCC(checked.fourCC)
         formats = [
             CaptureDevice.Format(
@@ -113,7 +113,9 @@ public final class VideoFileSource: FrameSource, @unchecked Sendable {
         case Int32(CVB_READ_END):
             let last = framesRead > 0 ? lastPTS.seconds : 0
             if info.endedEarly(lastFrame: last, framesRead: Int(framesRead), frameDuration: frameDuration.seconds) {
-                let declared = info.durationSeconds.map { "a \($0) s duration" } ?? "\(declaredFrameCount) frames"
+                let declared =
+                    info.declaredFrames.flatMap { Int(framesRead) < $0 - 1 ? "\($0) frames" : nil }
+                    ?? info.durationSeconds.map { "a \($0) s duration" } ?? "\(declaredFrameCount) frames"
                 throw CaptureError(
                     .truncatedVideo,
                     "\(path) ended after \(framesRead) frames (\(last) s) though its container declares \(declared): the file is truncated or corrupt",
