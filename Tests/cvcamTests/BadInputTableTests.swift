@@ -208,8 +208,7 @@ extension BadInputCase {
         BadInputCase(
             name: "48 px high frames", kind: .spec,
             setup: { _ in Prepared(arguments: ["faces", "--input", "synthetic:size=640x48,frames=30", "-q"]) },
-            exit: 0, message: "^(?!.*detection failed)",
-            pending: "a fix of the face crop on frames under ~72 px high (CaptureKit face detection; found by this table)"),
+            exit: 0, message: "^(?!.*detection failed)"),
         BadInputCase(
             name: "missing synthetic image", kind: .spec,
             setup: { s in Prepared(arguments: ["scan", "--input", "synthetic:size=64x48,frames=2,image=\(s.path("none.png"))"]) },

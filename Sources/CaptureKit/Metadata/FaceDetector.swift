@@ -393,7 +393,8 @@ public final class FaceDetector: @unchecked Sendable {
     /// The upper or lower half of `roi` for a spread search at `scale`, in whole pixels.
     static func half(upper: Bool, of roi: CGRect, scale: Double) -> CGRect {
         let overlap = (scanPartOverlap / scale).rounded(.up)
-        let split = (Double(roi.midY) - overlap / 2).rounded(.down)
+        // Inside the region even when the overlap is taller than it (frames a few dozen pixels high).
+        let split = min(max((Double(roi.midY) - overlap / 2).rounded(.down), Double(roi.minY)), Double(roi.maxY))
         return upper
             ? CGRect(x: roi.minX, y: roi.minY, width: roi.width, height: min(roi.height, CGFloat(split + overlap) - roi.minY))
             : CGRect(x: roi.minX, y: CGFloat(split), width: roi.width, height: roi.maxY - CGFloat(split))
@@ -664,6 +665,10 @@ public final class FaceDetector: @unchecked Sendable {
     private func detectScaled(
         _ image: PixelBuffer, region: CGRect, scale: Double, yuNetHandle: OpaquePointer? = nil
     ) throws(CaptureError) -> [Candidate] {
+        // The shim refuses a crop reaching outside the image: whatever a search plan asks, only
+        // the part inside is searched.
+        let region = region.intersection(CGRect(x: 0, y: 0, width: image.width, height: image.height))
+        guard !region.isNull, region.width >= 1, region.height >= 1 else { return [] }
         let w = max(1, Int((Double(region.width) * scale).rounded()))
         let h = max(1, Int((Double(region.height) * scale).rounded()))
         let scaled: PixelBuffer
