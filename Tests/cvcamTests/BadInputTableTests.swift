@@ -317,8 +317,32 @@ extension BadInputCase {
     /// SOI, a baseline frame header declaring 65000x65000 with one component, EOI.
     static let bombJPEG = Data([0xFF, 0xD8, 0xFF, 0xC0, 0, 11, 8, 0xFD, 0xE8, 0xFD, 0xE8, 1, 1, 0x11, 0, 0xFF, 0xD9])
 
+    /// A little-endian TIFF whose one IFD declares 20000x20000 8-bit gray pixels in one
+    /// uncompressed strip it does not hold: a format whose header cvcam does not read itself.
+    static let bombTIFF: Data = {
+        var b: [UInt8] = Array("II".utf8) + [42, 0, 8, 0, 0, 0]
+        func u16(_ v: Int) { b += [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF)] }
+        func u32(_ v: Int) { for k in 0..<4 { b.append(UInt8(v >> (8 * k) & 0xFF)) } }
+        // (tag, type: 3 SHORT or 4 LONG, value), ascending tags as TIFF requires.
+        let entries: [(Int, Int, Int)] = [
+            (256, 4, 20000), (257, 4, 20000), (258, 3, 8), (259, 3, 1), (262, 3, 1), (273, 4, 200), (277, 3, 1),
+            (278, 4, 20000), (279, 4, 400_000_000),
+        ]
+        u16(entries.count)
+        for (tag, type, value) in entries {
+            u16(tag)
+            u16(type)
+            u32(1)
+            if type == 3 { u16(value); u16(0) } else { u32(value) }
+        }
+        u32(0)
+        b += [UInt8](repeating: 0, count: 256)
+        return Data(b)
+    }()
+
     /// Refused from their headers: a decode would take gigabytes, so these rows allow 500 MB.
     static let bombRows: [BadInputCase] = ([
+        input("TIFF declaring 20000x20000", .imageBomb, "20000x20000.*CVCAM_MAX_IMAGE_PIXELS") { try $0.write("huge.tif", bombTIFF) },
         input("PNG declaring 32000x32000", .imageBomb, "32000x32000.*CVCAM_MAX_IMAGE_PIXELS") { try $0.write("huge.png", bombPNG) },
         input("JPEG declaring 65000x65000", .imageBomb, "65000x65000.*CVCAM_MAX_IMAGE_PIXELS") { try $0.write("huge.jpg", bombJPEG) },
         input("PNG bomb beside a photo", .imageBomb, exit: 0, "warning: skipped.*huge\\.png") { s in

@@ -85,15 +85,23 @@ public final class ImageFolderSource: FrameSource, @unchecked Sendable {
     }()
 
     /// Decodes one image file as BGR (`cvb_image_read`), after checking it is a regular file
-    /// this user can read whose header declares at most `maximumPixels` pixels.
+    /// this user can read whose header (`ImageHeader`) declares at most `maximumPixels` pixels.
+    /// A file whose size cannot be read from its header is not decoded: nothing else would bound
+    /// what OpenCV allocates for it.
     ///
     /// - Throws: `.fileNotFound`, `.permissionDenied` (with errno), `.imageTooLarge`, or
-    ///   `.unreadableImage` when it is not a regular file or OpenCV cannot decode it.
+    ///   `.unreadableImage` when it is not a regular file, its header gives no size, or OpenCV
+    ///   cannot decode it.
     public static func decode(
         _ path: String, as format: PixelFormat = .bgr, maximumPixels: Int = ImageFolderSource.maximumPixels
     ) throws(CaptureError) -> PixelBuffer {
         try InputFile.withRegularFile(path, kind: "an image", code: .unreadableImage) { (fd) throws(CaptureError) in
-            guard let size = ImageHeader.dimensions(fd) else { return }
+            guard let size = ImageHeader.dimensions(fd) else {
+                throw CaptureError(
+                    .unreadableImage,
+                    "\(path) is not an image whose size cvcam can read from its header (\(ImageHeader.formatNames)), "
+                        + "so it is not decoded", path: path)
+            }
             let (pixels, overflow) = size.width.multipliedReportingOverflow(by: size.height)
             if overflow || pixels > maximumPixels {
                 throw CaptureError(
