@@ -123,9 +123,15 @@ int32_t cvb_code_scanner_symbol(const cvb_code_scanner *scanner, int32_t index, 
     return 0;
 }
 
-const char *cvb_code_symbology_name(int32_t symbology) {
-    return zbar_get_symbol_name((zbar_symbol_type_t)symbology);
-}
+const int32_t cvb_zbar_qrcode = ZBAR_QRCODE, cvb_zbar_ean13 = ZBAR_EAN13, cvb_zbar_ean8 = ZBAR_EAN8,
+              cvb_zbar_upca = ZBAR_UPCA, cvb_zbar_upce = ZBAR_UPCE, cvb_zbar_isbn10 = ZBAR_ISBN10,
+              cvb_zbar_isbn13 = ZBAR_ISBN13, cvb_zbar_code128 = ZBAR_CODE128, cvb_zbar_code93 = ZBAR_CODE93,
+              cvb_zbar_code39 = ZBAR_CODE39, cvb_zbar_codabar = ZBAR_CODABAR, cvb_zbar_i25 = ZBAR_I25,
+              cvb_zbar_databar = ZBAR_DATABAR, cvb_zbar_databar_exp = ZBAR_DATABAR_EXP,
+              cvb_zbar_pdf417 = ZBAR_PDF417;
+const int32_t cvb_zbar_cfg_enable = ZBAR_CFG_ENABLE, cvb_zbar_cfg_binary = ZBAR_CFG_BINARY,
+              cvb_zbar_cfg_test_inverted = ZBAR_CFG_TEST_INVERTED, cvb_zbar_cfg_x_density = ZBAR_CFG_X_DENSITY,
+              cvb_zbar_cfg_y_density = ZBAR_CFG_Y_DENSITY;
 
 int32_t cvb_qr_locate(const cvb_image *src, int32_t multi, float *quads, int32_t capacity, cvb_error *err) {
     return guarded(err, [&]() -> int {
@@ -277,16 +283,6 @@ int32_t cvb_image_above_mean(const cvb_image *src, const cvb_image *mean, cvb_im
         } else {
             cv::compare(s, m, d, cv::CMP_GT);
         }
-        return 0;
-    });
-}
-
-int32_t cvb_image_mean_stddev(const cvb_image *src, double *mean, double *stddev, cvb_error *err) {
-    return guarded(err, [&] {
-        cv::Scalar m, s;
-        cv::meanStdDev(as_mat(src), m, s);
-        *mean = m[0];
-        *stddev = s[0];
         return 0;
     });
 }

@@ -61,14 +61,6 @@ cvb_mat *cvb_image_read(const char *path, int32_t format, cvb_error *err) {
     });
 }
 
-cvb_mat *cvb_image_decode(const uint8_t *bytes, size_t length, int32_t format, cvb_error *err) {
-    return guarded_ptr<cvb_mat>(err, [&]() -> cvb_mat * {
-        int flags = format == CVB_FORMAT_GRAY ? cv::IMREAD_GRAYSCALE : cv::IMREAD_COLOR;
-        cv::Mat buf(1, (int)length, CV_8UC1, (void *)bytes);
-        return finish_decoded(cv::imdecode(buf, flags), "OpenCV could not decode the bytes as an image", err);
-    });
-}
-
 cvb_mat *cvb_image_encode(const cvb_image *src, const char *extension, const int32_t *params,
                           int32_t param_count, cvb_error *err) {
     return guarded_ptr<cvb_mat>(err, [&]() -> cvb_mat * {

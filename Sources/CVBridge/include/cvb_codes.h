@@ -55,8 +55,13 @@ int32_t cvb_code_scanner_symbol(const cvb_code_scanner *scanner, int32_t index, 
                                 uint8_t *data, int32_t data_capacity, int32_t *xs, int32_t *ys,
                                 int32_t point_capacity);
 
-/// ZBar's name for a symbology (`zbar_get_symbol_name`), e.g. "QR-Code"; static storage.
-const char *cvb_code_symbology_name(int32_t symbology);
+/// ZBar's symbology numbers (`zbar_symbol_type_t`) and configuration keys (`zbar_config_t`),
+/// exported from zbar.h so that Swift copies no value by hand.
+extern const int32_t cvb_zbar_qrcode, cvb_zbar_ean13, cvb_zbar_ean8, cvb_zbar_upca, cvb_zbar_upce,
+    cvb_zbar_isbn10, cvb_zbar_isbn13, cvb_zbar_code128, cvb_zbar_code93, cvb_zbar_code39,
+    cvb_zbar_codabar, cvb_zbar_i25, cvb_zbar_databar, cvb_zbar_databar_exp, cvb_zbar_pdf417;
+extern const int32_t cvb_zbar_cfg_enable, cvb_zbar_cfg_binary, cvb_zbar_cfg_test_inverted,
+    cvb_zbar_cfg_x_density, cvb_zbar_cfg_y_density;
 
 // MARK: - OpenCV QR localisation (Debian's OpenCV is built without QUIRC: no decoding here)
 
@@ -127,9 +132,6 @@ int32_t cvb_image_local_mean(const cvb_image *src, cvb_image *dst, int32_t block
 /// one mean serves several offsets. GRAY images of one size; `offset` ≥ 0.
 int32_t cvb_image_above_mean(const cvb_image *src, const cvb_image *mean, cvb_image *dst, double offset,
                              cvb_error *err);
-
-/// Mean and standard deviation of a GRAY image (`cv::meanStdDev`).
-int32_t cvb_image_mean_stddev(const cvb_image *src, double *mean, double *stddev, cvb_error *err);
 
 /// Mean absolute Laplacian-like gradient per cell of a `cols`×`rows` grid over a GRAY image
 /// (`cv::Sobel` x and y, `cv::abs`, `cv::resize` INTER_AREA to the grid): a coarse map of

@@ -50,8 +50,6 @@ cvb_image cvb_mat_image(const cvb_mat *mat);
 /// `format` is CVB_FORMAT_BGR or CVB_FORMAT_GRAY. Returns NULL and fills `err` when
 /// the file cannot be read or is not an image OpenCV can decode.
 cvb_mat *cvb_image_read(const char *path, int32_t format, cvb_error *err);
-/// Decodes an encoded image in memory (`cv::imdecode`).
-cvb_mat *cvb_image_decode(const uint8_t *bytes, size_t length, int32_t format, cvb_error *err);
 
 /// Encodes an image (`cv::imencode`). `extension` is ".jpg" or ".png"; `params` are OpenCV
 /// IMWRITE_* key, value pairs laid out flat; `param_count` counts int32 values (twice the number

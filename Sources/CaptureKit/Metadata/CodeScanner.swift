@@ -1,22 +1,25 @@
 import CVBridge
 import Foundation
 
-/// ZBar's symbology numbers (`zbar_symbol_type_t` in zbar.h) for the code types CaptureKit names.
+/// ZBar's symbology numbers (`zbar_symbol_type_t`, exported by the shim) for the code types
+/// CaptureKit names.
 enum CodeSymbology {
     static let table: [(MetadataObjectType, Int32)] = [
-        (.qr, 64), (.ean13, 13), (.ean8, 8), (.upca, 12), (.upce, 9), (.isbn10, 10), (.isbn13, 14),
-        (.code128, 128), (.code93, 93), (.code39, 39), (.codabar, 38), (.interleaved2of5, 25),
-        (.dataBar, 34), (.dataBarExpanded, 35), (.pdf417, 57),
+        (.qr, cvb_zbar_qrcode), (.ean13, cvb_zbar_ean13), (.ean8, cvb_zbar_ean8), (.upca, cvb_zbar_upca),
+        (.upce, cvb_zbar_upce), (.isbn10, cvb_zbar_isbn10), (.isbn13, cvb_zbar_isbn13), (.code128, cvb_zbar_code128),
+        (.code93, cvb_zbar_code93), (.code39, cvb_zbar_code39), (.codabar, cvb_zbar_codabar),
+        (.interleaved2of5, cvb_zbar_i25), (.dataBar, cvb_zbar_databar), (.dataBarExpanded, cvb_zbar_databar_exp),
+        (.pdf417, cvb_zbar_pdf417),
     ]
     static func zbar(_ type: MetadataObjectType) -> Int32? { table.first { $0.0 == type }?.1 }
     static func type(zbar: Int32) -> MetadataObjectType? { table.first { $0.1 == zbar }?.0 }
 
-    // zbar_config_t values (zbar.h).
-    static let configEnable: Int32 = 0
-    static let configBinary: Int32 = 4
-    static let configTestInverted: Int32 = 0x81
-    static let configXDensity: Int32 = 0x100
-    static let configYDensity: Int32 = 0x101
+    // zbar_config_t values, exported by the shim.
+    static let configEnable = cvb_zbar_cfg_enable
+    static let configBinary = cvb_zbar_cfg_binary
+    static let configTestInverted = cvb_zbar_cfg_test_inverted
+    static let configXDensity = cvb_zbar_cfg_x_density
+    static let configYDensity = cvb_zbar_cfg_y_density
 }
 
 /// One symbol as ZBar or zxing-cpp reported it, in the pixels of the image it scanned.
@@ -115,7 +118,7 @@ final class ZBarScanner {
         for t in types {
             if let z = CodeSymbology.zbar(t) { setConfig(symbology: z, config: CodeSymbology.configEnable, value: 1) }
         }
-        setConfig(symbology: 64, config: CodeSymbology.configBinary, value: binary ? 1 : 0)
+        setConfig(symbology: cvb_zbar_qrcode, config: CodeSymbology.configBinary, value: binary ? 1 : 0)
     }
 
     /// Scans a gray image (`cvb_code_scanner_scan` → `zbar_scan_image`) and copies every symbol out.
