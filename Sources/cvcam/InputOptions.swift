@@ -179,7 +179,7 @@ struct InputOptions: ParsableArguments {
         }
         // A device node, also through a symlink such as /dev/v4l/by-id/….
         let node = URL(fileURLWithPath: selector).resolvingSymlinksInPath().path
-        if let match = cameras.first(where: { ($0.source as? V4L2FrameSource)?.path == node }) {
+        if let match = cameras.first(where: { $0.source.capabilities?.devicePath == node }) {
             return match
         }
         throw CLIError.message("No camera matches '\(selector)'. Run `cvcam devices` to list cameras.")

@@ -15,7 +15,7 @@ struct V4L2EmulatorTests {
 
     @Test func discoveryFindsTheCaptureNodeAndSkipsTheMetadataNode() throws {
         let devices = CaptureDevice.DiscoverySession(deviceTypes: [.external], mediaType: .video, position: .unspecified).devices
-        let paths = devices.compactMap { ($0.source as? V4L2FrameSource)?.path }
+        let paths = devices.compactMap { $0.source.capabilities?.devicePath }
         #expect(paths.contains(V4L2Emulator.capturePath))
         #expect(!paths.contains(V4L2Emulator.metadataPath))
         let device = try V4L2Emulator.device()

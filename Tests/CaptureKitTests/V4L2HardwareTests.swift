@@ -12,7 +12,7 @@ enum V4L2Hardware {
         let live = V4L2SystemCalls.live
         system.access = { path, mode in path.hasPrefix("/dev/video-emulated") ? -1 : live.access(path, mode) }
         return V4L2Discovery.devices(system: system).filter {
-            (($0.source as? V4L2FrameSource)?.path.hasPrefix("/dev/video-emulated")) == false
+            ($0.source.capabilities?.devicePath.hasPrefix("/dev/video-emulated")) == false
         }
     }()
 }

@@ -31,7 +31,7 @@ enum V4L2Emulator {
     static func device() throws -> CaptureDevice {
         let devices = CaptureDevice.DiscoverySession(deviceTypes: [.external], mediaType: .video, position: .unspecified)
             .devices
-        return try #require(devices.first { ($0.source as? V4L2FrameSource)?.path == capturePath })
+        return try #require(devices.first { $0.source.capabilities?.devicePath == capturePath })
     }
 
     /// Puts every control back to its default (the emulator keeps values across opens, like a driver).

@@ -46,4 +46,31 @@ public protocol FrameSource: AnyObject, Sendable {
     func nextFrame(isCancelled: @Sendable () -> Bool) throws(CaptureError) -> SourceFrame?
     /// Stops streaming and releases what `open` acquired. Safe to call more than once.
     func close()
+    /// What the device offers beyond frames (controls, the last negotiation, frames in flight),
+    /// or nil for sources that are only frames (files, folders, synthetic cameras).
+    var capabilities: (any DeviceCapabilities)? { get }
+}
+
+extension FrameSource {
+    public var capabilities: (any DeviceCapabilities)? { nil }
+}
+
+/// What a camera backend offers beyond frames. Devices, outputs and the CLI ask a source for
+/// this instead of downcasting it to a backend type, so a second backend (or a test double)
+/// plugs in by adopting it.
+///
+/// Threading: every member may be used from any thread.
+public protocol DeviceCapabilities: AnyObject, Sendable {
+    /// The device node frames come from (e.g. /dev/video0).
+    var devicePath: String { get }
+    /// The format the last `open` asked for and the one the driver granted; nil before it.
+    var lastNegotiation: V4L2Negotiation? { get }
+    /// How many frames the device may have captured and not yet delivered (its driver
+    /// buffers): a setting changed now shows in the frames after these.
+    var framesInFlight: Int { get }
+    /// The exposure mode last chosen through `CaptureDevice.exposureMode`, if any.
+    var chosenExposureMode: CaptureDevice.ExposureMode? { get set }
+    /// Runs `body` with a descriptor for control ioctls: the streaming one while streaming,
+    /// else one opened for the call.
+    func withControlDescriptor<T>(_ body: (V4L2Descriptor) throws(CaptureError) -> T) throws(CaptureError) -> T
 }

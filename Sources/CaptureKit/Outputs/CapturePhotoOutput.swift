@@ -142,8 +142,10 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
     public static let formatSwitchSettleFrameCount = 4
 
     /// Frames a flash capture waits at most for one exposed after the strobe, for drivers whose
-    /// timestamps are not on `CLOCK_MONOTONIC` (the driver's buffers, plus one).
-    static let flashFramesInFlight = Int(V4L2FrameSource.bufferCount) + 1
+    /// timestamps are not on `CLOCK_MONOTONIC` (the frames in flight, plus one).
+    static func flashFramesInFlight(_ device: CaptureDevice?) -> Int {
+        (device?.source.capabilities?.framesInFlight ?? 1) + 1
+    }
 
     /// The largest frame size the connected device offers (`maxPhotoDimensions`); nil before
     /// the output is in a running session. Ask for it in `CapturePhotoSettings` to get it; see
@@ -359,7 +361,7 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
             if needsFlash {
                 if var shot = s.flash {
                     shot.framesWaited += 1
-                    lit = sample.presentationTimeStamp >= shot.firedAt || shot.framesWaited > Self.flashFramesInFlight
+                    lit = sample.presentationTimeStamp >= shot.firedAt || shot.framesWaited > Self.flashFramesInFlight(device)
                     s.flash = shot
                 } else if let flash {
                     do throws(CaptureError) {
@@ -564,8 +566,8 @@ struct ExposureBiasControl: Sendable {
             try device.lockForConfiguration()
             defer { device.unlockForConfiguration() }
             try device.setExposureTargetBias(bias)
-            // Frames already queued in the driver's buffers were exposed before the change.
-            return Int(V4L2FrameSource.bufferCount)
+            // Frames already captured were exposed before the change.
+            return device.source.capabilities?.framesInFlight ?? 1
         }
     }
 }

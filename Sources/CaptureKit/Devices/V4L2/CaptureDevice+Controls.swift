@@ -97,9 +97,9 @@ extension CaptureDevice {
 
     // MARK: Generic controls
 
-    /// The V4L2 source behind this device, or `.unsupported` for files and synthetic cameras.
-    func v4l2Source(for setting: String) throws(CaptureError) -> V4L2FrameSource {
-        guard let source = source as? V4L2FrameSource else {
+    /// The device's capabilities, or `.unsupported` for files and synthetic cameras.
+    func v4l2Source(for setting: String) throws(CaptureError) -> any DeviceCapabilities {
+        guard let source = source.capabilities else {
             throw CaptureError(.unsupported, "\(localizedName) is not a V4L2 camera, so it has no \(setting)")
         }
         return source
@@ -168,7 +168,7 @@ extension CaptureDevice {
 
     /// The last format negotiation of a V4L2 camera (requested and granted), nil before the
     /// first start or for other devices. Threading: thread-safe.
-    public var lastNegotiation: V4L2Negotiation? { (source as? V4L2FrameSource)?.lastNegotiation }
+    public var lastNegotiation: V4L2Negotiation? { source.capabilities?.lastNegotiation }
 
     // MARK: Focus
 
@@ -279,7 +279,7 @@ extension CaptureDevice {
         get throws(CaptureError) {
             let raw = try value(of: .exposureAuto)
             if raw != 1 { return .continuousAutoExposure }
-            let chosen = (source as? V4L2FrameSource)?.exposureModeChoice.withLock { $0 }
+            let chosen = source.capabilities?.chosenExposureMode
             return chosen == .locked ? .locked : .custom
         }
     }
@@ -292,7 +292,8 @@ extension CaptureDevice {
         }
         let items = Set(menu.menu.map(\.index))
         try setValue(mode == .continuousAutoExposure ? (items.contains(0) ? 0 : 3) : 1, for: .exposureAuto)
-        try v4l2Source(for: "exposure modes").exposureModeChoice.withLock { $0 = mode }
+        let capabilities = try v4l2Source(for: "exposure modes")
+        capabilities.chosenExposureMode = mode
     }
 
     /// The exposure duration (`exposure_time_absolute`, converted from its 100 µs units).

@@ -7,9 +7,12 @@ import Glibc
 /// An open V4L2 device node and the ioctls the backend issues on it, each retried on EINTR and
 /// failing with a `V4L2Error` that names the call. All calls go through `system`.
 ///
+/// Public as an opaque handle only (`DeviceCapabilities.withControlDescriptor` hands one to
+/// CaptureKit's control code); its calls stay internal.
+///
 /// Threading: the kernel serialises ioctls on one descriptor, so calls may come from any
 /// thread; closing is the owner's job (`close()`, once, when no other call can be running).
-struct V4L2Descriptor: Sendable {
+public struct V4L2Descriptor: Sendable {
     let fd: Int32
     let path: String
     let system: V4L2SystemCalls

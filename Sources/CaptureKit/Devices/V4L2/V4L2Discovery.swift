@@ -47,8 +47,8 @@ public enum V4L2Discovery {
             return known.withLock { known -> CaptureDevice? in
                 // One object per camera while anyone holds it, as AVFoundation does: the
                 // configuration lock and active format live in the object.
-                if let device = known[id]?.device, let old = device.source as? V4L2FrameSource, old.path == path,
-                    old.formats == source.formats
+                if let device = known[id]?.device, device.source.capabilities?.devicePath == path,
+                    device.source.formats == source.formats
                 {
                     return device
                 }
@@ -135,8 +135,8 @@ extension CaptureDevice {
                 let new = paths.filter { known[$0] == nil }
                 if !new.isEmpty {
                     for device in V4L2Discovery.devices(system: system) {
-                        guard let source = device.source as? V4L2FrameSource, new.contains(source.path) else { continue }
-                        known[source.path] = device.uniqueID
+                        guard let path = device.source.capabilities?.devicePath, new.contains(path) else { continue }
+                        known[path] = device.uniqueID
                         continuation.yield(.connected(device))
                     }
                 }

@@ -337,7 +337,7 @@ public final class V4L2FrameSource: FrameSource, @unchecked Sendable {
 
     /// Runs `body` with a descriptor for control ioctls: the streaming one when open, otherwise
     /// one opened for the call.
-    func withControlDescriptor<T>(_ body: (V4L2Descriptor) throws(CaptureError) -> T) throws(CaptureError) -> T {
+    public func withControlDescriptor<T>(_ body: (V4L2Descriptor) throws(CaptureError) -> T) throws(CaptureError) -> T {
         if let s = stream.withLock({ $0 }), let result = try s.withOpenDescriptor(body) {
             return result
         }
@@ -497,5 +497,15 @@ final class V4L2Stream: @unchecked Sendable {
             try? descriptor.ioctl(CV4L2_VIDIOC_STREAMOFF, .streamOff, &type)
             descriptor.close()
         }
+    }
+}
+
+extension V4L2FrameSource: DeviceCapabilities {
+    public var capabilities: (any DeviceCapabilities)? { self }
+    public var devicePath: String { path }
+    public var framesInFlight: Int { Int(Self.bufferCount) }
+    public var chosenExposureMode: CaptureDevice.ExposureMode? {
+        get { exposureModeChoice.withLock { $0 } }
+        set { exposureModeChoice.withLock { $0 = newValue } }
     }
 }
