@@ -57,9 +57,8 @@ struct ScannedSymbol: Sendable {
 ///
 /// The scanner underneath is replaced by a new one, with the same configuration, after every
 /// `renewalInterval` symbols read: ZBar's image scanner keeps about 200 bytes of every symbol it
-/// decodes for as long as it lives (measured with Debian's libzbar 0.23: 1.0 MB after 5,000
-/// decodes of one QR code, 3.8 MB after 20,000; ~100 KB throughout when renewed every 1,000), so
-/// a camera watching a code would grow by megabytes an hour.
+/// decodes for as long as it lives, so a camera watching a code would grow by megabytes an hour
+/// (figures in `Tools/Bench/README.md`).
 ///
 /// Threading: not thread-safe; one thread at a time (ZBar's rule for a scanner).
 final class ZBarScanner {

@@ -183,10 +183,8 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
     /// `DefaultFaceStage`: on video at 25 fps or more each search is spread over three frames
     /// (a coarse pass, then each half), and tracked faces are followed in every frame by a
     /// 128×128 search near each, so they are reported in every frame and a face that enters is
-    /// found within this interval plus three frames. On a 720p30 clip with one face and one
-    /// code (`Tools/bench`), latency p95 went from 59–64 ms with every frame searched whole to
-    /// 33–44 ms, and skipped frames from 2–6 of 300 to 0–1. Frames of an image folder are
-    /// always searched whole.
+    /// found within this interval plus three frames (why: latency and skipped frames in
+    /// `Tools/Bench/README.md`). Frames of an image folder are always searched whole.
     public var faceScanInterval: Double {
         get { config.withLock { $0.faceScanInterval } }
         set { config.withLock { $0.faceScanInterval = max(0, newValue) } }
