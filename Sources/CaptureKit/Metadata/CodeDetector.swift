@@ -207,8 +207,10 @@ public final class CodeDetector: Sendable {
                 s.scanner.enable(s.types)
                 s.configured = s.types
             }
-            let roi = Self.pixelRect(s.rectOfInterest, width: pixelBuffer.width, height: pixelBuffer.height)
-            guard let roi, !s.types.isEmpty else { return [] }
+            let space = DeviceSpace(pixelBuffer)
+            // Under 8 pixels a side no code can be read.
+            guard let roi = space.wholePixels(s.rectOfInterest), roi.width >= 8, roi.height >= 8, !s.types.isEmpty
+            else { return [] }
             var gray = try CodeImaging.gray(pixelBuffer)
             if roi != PixelRect(x: 0, y: 0, width: pixelBuffer.width, height: pixelBuffer.height) {
                 gray = try CodeImaging.crop(gray, roi)
@@ -217,36 +219,17 @@ public final class CodeDetector: Sendable {
             defer { s.counts = run.counts }
             run.counts = s.counts
             try run.scan(gray)
-            let size = CGSize(width: pixelBuffer.width, height: pixelBuffer.height)
             return run.found.compactMap { symbol -> MetadataMachineReadableCodeObject? in
                 let corners = symbol.points.map {
-                    Self.deviceSpace(CGPoint(x: Double($0.x) + Double(roi.x), y: Double($0.y) + Double(roi.y)), in: size)
+                    space.devicePoint(fromPixel: CGPoint(x: Double($0.x) + Double(roi.x), y: Double($0.y) + Double(roi.y)))
                 }
-                let bounds = QRTestCorpus.boundingBox(corners)
+                let bounds = DeviceSpace.boundingBox(of: corners)
                 guard s.rectOfInterest.contains(CGPoint(x: bounds.midX, y: bounds.midY)) else { return nil }
                 return MetadataMachineReadableCodeObject(
                     type: symbol.type, bounds: bounds, stringValue: symbol.text, payload: symbol.bytes,
                     corners: corners, quality: symbol.quality, time: time, inputID: inputID)
             }
         }
-    }
-
-    /// The one place frame pixels become device space (ZBar's pixel coordinates address pixel
-    /// corners, so no half-pixel shift).
-    static func deviceSpace(_ p: CGPoint, in size: CGSize) -> CGPoint {
-        CGPoint(x: Double(p.x) / Double(size.width), y: Double(p.y) / Double(size.height))
-    }
-
-    /// `rect` (device space) as whole pixels inside a width×height frame; nil when empty.
-    static func pixelRect(_ rect: CGRect, width: Int, height: Int) -> PixelRect? {
-        let r = rect.standardized.intersection(CGRect(x: 0, y: 0, width: 1, height: 1))
-        guard !r.isNull, r.width > 0, r.height > 0 else { return nil }
-        let x0 = Int((Double(r.minX) * Double(width)).rounded(.down))
-        let y0 = Int((Double(r.minY) * Double(height)).rounded(.down))
-        let x1 = min(width, Int((Double(r.maxX) * Double(width)).rounded(.up)))
-        let y1 = min(height, Int((Double(r.maxY) * Double(height)).rounded(.up)))
-        guard x1 - x0 >= 8, y1 - y0 >= 8 else { return nil }
-        return PixelRect(x: x0, y: y0, width: x1 - x0, height: y1 - y0)
     }
 }
 
@@ -422,7 +405,7 @@ private struct ScanRun {
                     // First only around those finders; the detailed regions when that is not enough.
                     if passes.finderLocate, try readAroundFinders(finders, in: gray).isEmpty { return }
                 }
-                let boxes = found.map { QRTestCorpus.boundingBox($0.points) }
+                let boxes = found.map { DeviceSpace.boundingBox(of: $0.points) }
                 for region in try candidateRegions(gray) {
                     let r = CGRect(x: region.x, y: region.y, width: region.width, height: region.height)
                     let covered = boxes.reduce(0.0) { sum, b in
@@ -473,7 +456,7 @@ private struct ScanRun {
     mutating func fullSizeFinders(_ gray: PixelBuffer) throws(CaptureError) -> [FinderEvidence.Finder] {
         if let fullFinders { return fullFinders }
         counts.finderChecks += 1
-        let read = found.map { QRTestCorpus.boundingBox($0.points) }
+        let read = found.map { DeviceSpace.boundingBox(of: $0.points) }
         let finders = try FinderEvidence.finders(
             gray, mean: try fullSizeMean(gray), ignoring: read, offset: passes.fullSizeFinderThresholdOffset)
         counts.findersSeen += finders.count
@@ -677,7 +660,7 @@ private struct ScanRun {
     /// Of `points` (frame pixels), those outside every code read so far (its box plus a cell).
     func unexplained(_ points: [CGPoint]) -> [CGPoint] {
         let margin = Double(Self.cell)
-        let boxes = found.map { QRTestCorpus.boundingBox($0.points).insetBy(dx: -margin, dy: -margin) }
+        let boxes = found.map { DeviceSpace.boundingBox(of: $0.points).insetBy(dx: -margin, dy: -margin) }
         return points.filter { p in !boxes.contains { $0.contains(p) } }
     }
 

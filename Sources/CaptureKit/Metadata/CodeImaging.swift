@@ -153,14 +153,6 @@ enum CodeImaging {
     }
 }
 
-/// A pixel rectangle inside an image.
-struct PixelRect: Hashable, Sendable {
-    var x: Int
-    var y: Int
-    var width: Int
-    var height: Int
-}
-
 /// A 3×3 projective transform, row-major, as OpenCV's `getPerspectiveTransform` returns it.
 struct Homography: Hashable, Sendable {
     var m: [Double]

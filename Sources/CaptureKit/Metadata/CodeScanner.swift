@@ -44,7 +44,7 @@ struct ScannedSymbol: Sendable {
     /// zxing-cpp the bytes as encoded). A code nested in another overlaps it but differs in both.
     func isSameCode(as other: ScannedSymbol) -> Bool {
         guard type == other.type,
-            QRTestCorpus.boundingBox(points).insetBy(dx: -4, dy: -4).intersects(QRTestCorpus.boundingBox(other.points))
+            DeviceSpace.boundingBox(of: points).insetBy(dx: -4, dy: -4).intersects(DeviceSpace.boundingBox(of: other.points))
         else { return false }
         if bytes == other.bytes { return true }
         guard let text else { return false }

@@ -407,7 +407,7 @@ public final class FaceDetector: @unchecked Sendable {
     public func prepare(width: Int, height: Int, regionOfInterest: CGRect = CGRect(x: 0, y: 0, width: 1, height: 1))
         throws(CaptureError)
     {
-        let roi = DeviceSpace.pixelRect(regionOfInterest, in: CGSize(width: width, height: height))
+        let roi = DeviceSpace(width: width, height: height).wholePixels(regionOfInterest)?.cgRect ?? .zero
         guard roi.width >= 8, roi.height >= 8 else { return }
         let blank = try PixelBuffer(width: width, height: height, pixelFormat: .bgr)
         lock.lock()
@@ -452,9 +452,9 @@ public final class FaceDetector: @unchecked Sendable {
     public func detect(
         in image: PixelBuffer, near faces: [CGRect], regionOfInterest: CGRect = CGRect(x: 0, y: 0, width: 1, height: 1)
     ) throws(CaptureError) -> [FaceDetection]? {
-        let frame = CGSize(width: image.width, height: image.height)
-        let roi = DeviceSpace.pixelRect(regionOfInterest, in: frame)
-        let known = faces.map { DeviceSpace.pixels($0, in: frame) }
+        let space = DeviceSpace(image)
+        let roi = space.wholePixels(regionOfInterest)?.cgRect ?? .zero
+        let known = faces.map(space.pixelRect(fromDevice:))
         var squares: [CGRect] = []
         for face in known {
             guard let square = Self.nearSearchSquare(around: face, regionOfInterest: roi) else { return nil }
@@ -515,8 +515,8 @@ public final class FaceDetector: @unchecked Sendable {
         in image: PixelBuffer, regionOfInterest: CGRect,
         search: (PixelBuffer, CGRect) throws(CaptureError) -> [Candidate]?
     ) throws(CaptureError) -> [FaceDetection]? {
-        let frame = CGSize(width: image.width, height: image.height)
-        let roi = DeviceSpace.pixelRect(regionOfInterest, in: frame)
+        let space = DeviceSpace(image)
+        let roi = space.wholePixels(regionOfInterest)?.cgRect ?? .zero
         guard roi.width >= 8, roi.height >= 8 else { return [] }
         var source = image
         if image.pixelFormat != .bgr {
@@ -572,8 +572,8 @@ public final class FaceDetector: @unchecked Sendable {
             }
             faces.append(
                 FaceDetection(
-                    bounds: DeviceSpace.normalize(c.box, in: frame),
-                    landmarks: marks.map { DeviceSpace.normalize($0, in: frame) },
+                    bounds: space.deviceRect(fromPixels: c.box),
+                    landmarks: marks.map(space.devicePoint(fromPixel:)),
                     confidence: min(1, max(0, c.score)),
                     rollAngle: roll, yawAngle: yaw))
         }
@@ -836,32 +836,6 @@ public final class FaceDetector: @unchecked Sendable {
             if !overlaps { kept.append(c) }
         }
         return kept
-    }
-}
-
-/// The one place where face pixels become device space (and device rects become pixels).
-enum DeviceSpace {
-    /// A pixel rectangle divided by the frame size.
-    static func normalize(_ r: CGRect, in frame: CGSize) -> CGRect {
-        CGRect(x: r.minX / frame.width, y: r.minY / frame.height, width: r.width / frame.width, height: r.height / frame.height)
-    }
-    /// A device-space rectangle in pixels of the frame (not rounded, not clipped).
-    static func pixels(_ r: CGRect, in frame: CGSize) -> CGRect {
-        CGRect(x: r.minX * frame.width, y: r.minY * frame.height, width: r.width * frame.width, height: r.height * frame.height)
-    }
-    /// A pixel point divided by the frame size.
-    static func normalize(_ p: CGPoint, in frame: CGSize) -> CGPoint {
-        CGPoint(x: p.x / frame.width, y: p.y / frame.height)
-    }
-    /// A device-space rectangle as whole pixels, clipped to the frame.
-    static func pixelRect(_ r: CGRect, in frame: CGSize) -> CGRect {
-        let clipped = r.standardized.intersection(CGRect(x: 0, y: 0, width: 1, height: 1))
-        guard !clipped.isNull else { return .zero }
-        let x0 = (clipped.minX * frame.width).rounded(.down)
-        let y0 = (clipped.minY * frame.height).rounded(.down)
-        let x1 = (clipped.maxX * frame.width).rounded(.up)
-        let y1 = (clipped.maxY * frame.height).rounded(.up)
-        return CGRect(x: x0, y: y0, width: x1 - x0, height: y1 - y0)
     }
 }
 

@@ -126,7 +126,7 @@ public enum QRTestCorpus {
             }
             guard let code = placed else { continue }
             codes.append(code)
-            occupied.append(boundingBox(code.corners).insetBy(dx: -code.moduleSize * 6, dy: -code.moduleSize * 6))
+            occupied.append(DeviceSpace.boundingBox(of: code.corners).insetBy(dx: -code.moduleSize * 6, dy: -code.moduleSize * 6))
         }
         switch category {
         case .blurred:
@@ -205,7 +205,7 @@ public enum QRTestCorpus {
             corners[a] = lerp(corners[a], corners[b], shorten / 2)
             corners[b] = lerp(corners[b], corners[a], shorten / 2)
         }
-        let box = boundingBox(corners).insetBy(dx: -module * 5, dy: -module * 5)
+        let box = DeviceSpace.boundingBox(of: corners).insetBy(dx: -module * 5, dy: -module * 5)
         guard !occupied.contains(where: { $0.intersects(box) }) else { return nil }
 
         var gray = try CodeImaging.gray(symbol)
@@ -293,12 +293,6 @@ public enum QRTestCorpus {
 
     private static func lerp(_ a: CGPoint, _ b: CGPoint, _ t: Double) -> CGPoint {
         CGPoint(x: Double(a.x) + (Double(b.x) - Double(a.x)) * t, y: Double(a.y) + (Double(b.y) - Double(a.y)) * t)
-    }
-
-    static func boundingBox(_ points: [CGPoint]) -> CGRect {
-        let xs = points.map(\.x), ys = points.map(\.y)
-        guard let x0 = xs.min(), let x1 = xs.max(), let y0 = ys.min(), let y1 = ys.max() else { return .null }
-        return CGRect(x: x0, y: y0, width: x1 - x0, height: y1 - y0)
     }
 }
 

@@ -293,17 +293,14 @@ public final class SnapshotTrigger {
                 inputID: CaptureInput.ID(rawValue: 0))
             measured = try converter.convert(sample, to: .gray, rotation: 0, mirrored: false).pixelBuffer
         }
-        // Device space → pixels of this frame (normalised, top-left origin).
-        let w = Double(measured.width)
-        let h = Double(measured.height)
-        let x0 = Int32((rect.minX * w).rounded(.down))
-        let y0 = Int32((rect.minY * h).rounded(.down))
-        let x1 = Int32((rect.maxX * w).rounded(.up))
-        let y1 = Int32((rect.maxY * h).rounded(.up))
+        guard let box = DeviceSpace(measured).wholePixels(rect) else {
+            throw CaptureError(.conversionFailed, "measuring sharpness failed: the rectangle lies outside the image")
+        }
         var err = cvb_error()
         var variance = 0.0
         let status = measured.withBridgeImage {
-            cvb_image_laplacian_variance(&$0, x0, y0, x1 - x0, y1 - y0, &variance, &err)
+            cvb_image_laplacian_variance(
+                &$0, Int32(box.x), Int32(box.y), Int32(box.width), Int32(box.height), &variance, &err)
         }
         guard status == 0 else {
             throw CaptureError(.conversionFailed, "measuring sharpness failed: \(err.text)")
