@@ -2,9 +2,15 @@
 //
 // cvcam: AVFoundation's capture architecture for Linux webcams.
 //
-// Layers (each depends only on the ones below it):
-//   cvcam        command-line tool (swift-argument-parser)
-//   CaptureKit   the Swift API, shaped like AVFoundation
+// Layers (each depends only on the ones below it; Tools/check-layers builds a client of the
+// CaptureKit product and checks that the testing layer is out of its sight):
+//   cvcam              command-line tool (swift-argument-parser)
+//   Tools/*            benchmarks and fixture makers, on CaptureKit (and CaptureKitTesting's corpus)
+//   CaptureKitTesting  test doubles and the generated QR corpus, a product for testing apps
+//                      (as swift-log's InMemoryLogging); test targets and Tools use it, the library
+//                      never does, so none of it ships in CaptureKit's API
+//   CaptureKit         the Swift API, shaped like AVFoundation (a few `package` seams for
+//                      CaptureKitTesting: CodeImaging, PixelBuffer.withBridgeImage, DeviceSpace)
 //   CVBridge     C ABI over OpenCV, ZBar and zxing-cpp (C++ inside, plain C header, no policy)
 //   CV4L2        what Swift cannot import from <linux/videodev2.h> (macros, variadic calls)
 //   COpenCV, CFFmpeg, CZBar, CZXing, CLibV4L2: system libraries found through pkg-config
@@ -14,6 +20,8 @@ let package = Package(
     name: "cvcam",
     products: [
         .library(name: "CaptureKit", targets: ["CaptureKit"]),
+        // Test doubles (recording delegates, scripted frame sources) and the generated QR corpus.
+        .library(name: "CaptureKitTesting", targets: ["CaptureKitTesting"]),
         .executable(name: "cvcam", targets: ["cvcam"]),
         // An emulated V4L2 camera for tests, loaded with LD_PRELOAD (see Tools/test).
         .library(name: "V4L2Emulator", type: .dynamic, targets: ["V4L2Emulator"]),
@@ -76,6 +84,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // CVBridge for the corpus's own drawing (noise and rectangle fills, copies), which CaptureKit has no use for.
+        .target(
+            name: "CaptureKitTesting",
+            dependencies: ["CaptureKit", "CVBridge"]
+        ),
         .executableTarget(
             name: "cvcam",
             dependencies: [
@@ -110,7 +123,8 @@ let package = Package(
         ),
 
         // Code-reading benchmark: plain ZBar versus CodeDetector on the generated corpus (Tools/bench-codes).
-        .executableTarget(name: "bench-codes", dependencies: ["CaptureKit"], path: "Tools/Bench/Codes"),
+        .executableTarget(
+            name: "bench-codes", dependencies: ["CaptureKit", "CaptureKitTesting"], path: "Tools/Bench/Codes"),
 
         // glibc's mallinfo2 for the soak's memory trend (not in Swift's Glibc module).
         .target(name: "BenchHeap", path: "Tools/Bench/Heap"),
@@ -120,6 +134,7 @@ let package = Package(
             name: "bench-pipeline",
             dependencies: [
                 "CaptureKit",
+                "CaptureKitTesting",
                 "BenchHeap",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -128,13 +143,18 @@ let package = Package(
 
         .testTarget(
             name: "CaptureKitTests",
-            dependencies: ["CaptureKit", "CVBridge"]
+            dependencies: ["CaptureKit", "CaptureKitTesting", "CVBridge"]
+        ),
+        .testTarget(
+            name: "CaptureKitTestingTests",
+            dependencies: ["CaptureKit", "CaptureKitTesting"]
         ),
         .testTarget(
             name: "cvcamTests",
             dependencies: [
                 "cvcam",
                 "CaptureKit",
+                "CaptureKitTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             exclude: ["Golden"]  // NDJSON golden files, read from the source tree

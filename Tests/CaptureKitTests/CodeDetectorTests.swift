@@ -3,6 +3,7 @@ import Foundation
 import Testing
 
 @_spi(Benchmark) @testable import CaptureKit
+import CaptureKitTesting
 
 /// The package root, found from this file.
 private let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

@@ -1,4 +1,5 @@
 import CaptureKit
+import CaptureKitTesting
 import Foundation
 import Synchronization
 import Testing
@@ -75,7 +76,7 @@ import Testing
     }
 
     @Test func aLostDeviceInterruptsAndResumes() throws {
-        let source = ScriptedLiveSource(frames: nil, interval: 0.005, disconnectAfter: 5, reconnectAfterOpens: 1)
+        let source = ScriptedLiveSource(frames: nil, interval: 0.005, disconnectAfter: 5)
         let device = try CaptureDevice(uniqueID: "flaky", localizedName: "Flaky", deviceType: .external, source: source)
         let recorder = FrameRecorder()
         let (session, _) = try makeSession(device: device, recorder: recorder)
@@ -88,58 +89,4 @@ import Testing
         try session.stopRunning()
         #expect(source.openCount.withLock { $0 } >= 2)
     }
-}
-
-/// A live test double: produces numbered gray frames at a fixed interval, can skip sequence
-/// numbers and can fail with `deviceDisconnected` once.
-final class ScriptedLiveSource: FrameSource, @unchecked Sendable {
-    // @unchecked: `next`, `delivered`, `failed` are touched only on the capture thread.
-    let formats = [
-        CaptureDevice.Format(
-            mediaSubType: "GREY", pixelFormat: .gray, dimensions: .init(width: 64, height: 48),
-            videoSupportedFrameRateRanges: [.init(framesPerSecond: 30)])
-    ]
-    let isLive = true
-    let pacing = FramePacing.realTime
-    let frames: Int?
-    let interval: Double
-    let skipping: Set<UInt64>
-    let disconnectAfter: Int?
-    let reconnectAfterOpens: Int
-    let openCount = Mutex(0)
-    private var next: UInt64 = 0
-    private var delivered = 0
-    private var failed = false
-
-    init(frames: Int?, interval: Double, skipping: Set<UInt64> = [], disconnectAfter: Int? = nil, reconnectAfterOpens: Int = 0) {
-        self.frames = frames
-        self.interval = interval
-        self.skipping = skipping
-        self.disconnectAfter = disconnectAfter
-        self.reconnectAfterOpens = reconnectAfterOpens
-    }
-
-    func open(format: CaptureDevice.Format, frameDuration: MediaTime) throws(CaptureError) {
-        openCount.withLock { $0 += 1 }
-    }
-
-    func nextFrame(isCancelled: @Sendable () -> Bool) throws(CaptureError) -> SourceFrame? {
-        if isCancelled() { return nil }
-        if let frames, next >= UInt64(frames) { return nil }
-        if let limit = disconnectAfter, delivered == limit, !failed {
-            failed = true
-            throw CaptureError(.deviceDisconnected, "scripted unplug", errno: ENODEV)
-        }
-        Thread.sleep(forTimeInterval: interval)
-        while skipping.contains(next) { next += 1 }
-        let buffer = try PixelBuffer(width: 64, height: 48, pixelFormat: .gray)
-        defer {
-            next += 1
-            delivered += 1
-        }
-        return SourceFrame(
-            pixelBuffer: buffer, presentationTimeStamp: MediaTime(seconds: Double(next) / 30), sequenceNumber: next)
-    }
-
-    func close() {}
 }

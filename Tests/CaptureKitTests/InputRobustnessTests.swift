@@ -1,4 +1,5 @@
 import CaptureKit
+import CaptureKitTesting
 import Foundation
 import Testing
 
@@ -27,11 +28,11 @@ import Testing
         return nil
     }
 
-    /// A 57-byte PNG whose IHDR declares 32000x32000 (3 GB as BGR): refused from its header.
+    /// A 45-byte PNG whose IHDR declares 32000x32000 (3 GB as BGR): refused from its header.
     @Test func imageDeclaringTooManyPixelsIsRefusedBeforeDecoding() throws {
         let dir = try TemporaryDirectory()
         let path = dir.path("huge.png")
-        try Data(Self.png(width: 32000, height: 32000)).write(to: URL(fileURLWithPath: path))
+        try Data(TestImageFiles.pngHeaderOnly(width: 32000, height: 32000)).write(to: URL(fileURLWithPath: path))
         let e = error { _ = try ImageFolderSource.decode(path) }
         #expect(e?.code == .imageTooLarge)
         #expect(e?.message.contains("32000x32000") == true && e?.message.contains("CVCAM_MAX_IMAGE_PIXELS") == true)
@@ -111,18 +112,5 @@ import Testing
         defer { chmod(dir.url.path, 0o700) }
         let f = error { _ = try CaptureDevice(imagesAtPath: dir.url.path) }
         #expect(f?.code == .permissionDenied && f?.errno == EACCES)
-    }
-
-    /// A PNG signature and an IHDR chunk (with its CRC) declaring `width`x`height`, and no pixels.
-    static func png(width: UInt32, height: UInt32) -> [UInt8] {
-        func be(_ v: UInt32) -> [UInt8] { [24, 16, 8, 0].map { UInt8(truncatingIfNeeded: v >> $0) } }
-        let chunk = Array("IHDR".utf8) + be(width) + be(height) + [8, 2, 0, 0, 0]
-        var crc: UInt32 = 0xFFFF_FFFF
-        for byte in chunk {
-            crc ^= UInt32(byte)
-            for _ in 0..<8 { crc = crc & 1 == 1 ? 0xEDB8_8320 ^ (crc >> 1) : crc >> 1 }
-        }
-        return [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + be(13) + chunk + be(~crc)
-            + be(0) + Array("IEND".utf8) + [0xAE, 0x42, 0x60, 0x82]
     }
 }

@@ -1,23 +1,7 @@
 import CaptureKit
+import CaptureKitTesting
 import Foundation
 import Testing
-
-/// Records what a metadata output delivers.
-final class MetadataRecorder: CaptureMetadataOutputObjectsDelegate, @unchecked Sendable {
-    // @unchecked: guarded by `lock`.
-    private let lock = NSLock()
-    private var _frames: [[any MetadataObject]] = []
-    private var _events: [MetadataEvent] = []
-    var frames: [[any MetadataObject]] { lock.withLock { _frames } }
-    var events: [MetadataEvent] { lock.withLock { _events } }
-
-    func metadataOutput(_ output: CaptureMetadataOutput, didOutput metadataObjects: [any MetadataObject], from connection: CaptureConnection) {
-        lock.withLock { _frames.append(metadataObjects) }
-    }
-    func metadataOutput(_ output: CaptureMetadataOutput, didEmit events: [MetadataEvent], from connection: CaptureConnection) {
-        lock.withLock { _events.append(contentsOf: events) }
-    }
-}
 
 extension MetadataRecorder {
     /// Plays `scene` as fast as possible through a session into `output` looking for `types`

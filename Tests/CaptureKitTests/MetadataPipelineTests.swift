@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 
 @testable import CaptureKit
+import CaptureKitTesting
 
 /// The metadata output's pipeline: stages loaded on demand, one conversion per frame, each
 /// stage on its own thread and timed alone, frames joined in order, and `waitUntilIdle` safe on

@@ -1,4 +1,5 @@
 @testable import CaptureKit
+import CaptureKitTesting
 import CVBridge
 import Foundation
 import Testing

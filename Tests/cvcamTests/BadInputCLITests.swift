@@ -82,18 +82,3 @@ import Testing
         #expect(r.status == 0 || r.status == 128 + signal, "status \(r.status); stderr: \(r.stderr)")
     }
 }
-
-/// The IHDR-only PNG (shared with CaptureKitTests' copy; test targets cannot share sources).
-enum InputRobustnessPNG {
-    static func png(width: UInt32, height: UInt32) -> [UInt8] {
-        func be(_ v: UInt32) -> [UInt8] { [24, 16, 8, 0].map { UInt8(truncatingIfNeeded: v >> $0) } }
-        let chunk = Array("IHDR".utf8) + be(width) + be(height) + [8, 2, 0, 0, 0]
-        var crc: UInt32 = 0xFFFF_FFFF
-        for byte in chunk {
-            crc ^= UInt32(byte)
-            for _ in 0..<8 { crc = crc & 1 == 1 ? 0xEDB8_8320 ^ (crc >> 1) : crc >> 1 }
-        }
-        return [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + be(13) + chunk + be(~crc)
-            + be(0) + Array("IEND".utf8) + [0xAE, 0x42, 0x60, 0x82]
-    }
-}

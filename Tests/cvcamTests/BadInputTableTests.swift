@@ -1,3 +1,4 @@
+import CaptureKitTesting
 import Foundation
 import Testing
 
@@ -313,7 +314,7 @@ extension BadInputCase {
         absurdHeader("2³²−1 total frames in avih", "avih", 16, 0xFFFF_FFFF),
     ]
 
-    static let bombPNG = Data(InputRobustnessPNG.png(width: 32000, height: 32000))
+    static let bombPNG = Data(TestImageFiles.pngHeaderOnly(width: 32000, height: 32000))
     /// SOI, a baseline frame header declaring 65000x65000 with one component, EOI.
     static let bombJPEG = Data([0xFF, 0xD8, 0xFF, 0xC0, 0, 11, 8, 0xFD, 0xE8, 0xFD, 0xE8, 1, 1, 0x11, 0, 0xFF, 0xD9])
 

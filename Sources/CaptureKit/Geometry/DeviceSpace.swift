@@ -8,8 +8,10 @@ import Foundation
 /// (0, 0) covers 0…1 × 0…1, as ZBar and OpenCV report points), so the conversion is a plain
 /// scale with no half-pixel shift.
 ///
+/// Package-visible so CaptureKitTesting's corpus shares `boundingBox(of:)`.
+///
 /// Threading: a value type; use from any thread.
-struct DeviceSpace: Hashable, Sendable {
+package struct DeviceSpace: Hashable, Sendable {
     /// The frame's width and height in pixels.
     let width: Double
     let height: Double
@@ -66,7 +68,7 @@ struct DeviceSpace: Hashable, Sendable {
 
     /// The smallest rectangle holding every point (in whichever space the points are);
     /// `CGRect.null` for no points.
-    static func boundingBox(of points: [CGPoint]) -> CGRect {
+    package static func boundingBox(of points: [CGPoint]) -> CGRect {
         guard var x0 = points.first?.x, var y0 = points.first?.y else { return .null }
         var x1 = x0, y1 = y0
         for p in points.dropFirst() {

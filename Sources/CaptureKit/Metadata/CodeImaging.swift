@@ -2,12 +2,13 @@ import CVBridge
 import Foundation
 
 /// The image operations the code detector and the code test corpus share, over CVBridge's
-/// OpenCV calls. Every result is a new tightly packed `PixelBuffer`.
+/// OpenCV calls. Every result is a new tightly packed `PixelBuffer`. Package-visible for
+/// CaptureKitTesting's corpus, so the drawing it shares with the detector is not copied.
 ///
 /// Threading: stateless; call from any thread (each input buffer must not be written meanwhile).
-enum CodeImaging {
+package enum CodeImaging {
     /// An 8-bit gray copy of `buffer`, or `buffer` itself when it is already gray (`cvb_image_convert`).
-    static func gray(_ buffer: PixelBuffer) throws(CaptureError) -> PixelBuffer {
+    package static func gray(_ buffer: PixelBuffer) throws(CaptureError) -> PixelBuffer {
         if buffer.pixelFormat == .gray { return buffer }
         let out = try PixelBuffer(width: buffer.width, height: buffer.height, pixelFormat: .gray)
         var err = cvb_error()
@@ -31,7 +32,7 @@ enum CodeImaging {
     }
 
     /// `buffer` resized to width×height (`cvb_image_resize_with`).
-    static func resized(
+    package static func resized(
         _ buffer: PixelBuffer, width: Int, height: Int, interpolation: Int32 = Int32(CVB_INTER_AREA)
     ) throws(CaptureError) -> PixelBuffer {
         let out = try PixelBuffer(width: width, height: height, pixelFormat: buffer.pixelFormat)
@@ -42,7 +43,7 @@ enum CodeImaging {
     }
 
     /// `saturate(pixel * alpha + beta)` (`cvb_image_scale`); alpha -1, beta 255 inverts.
-    static func scaled(_ buffer: PixelBuffer, alpha: Double, beta: Double) throws(CaptureError) -> PixelBuffer {
+    package static func scaled(_ buffer: PixelBuffer, alpha: Double, beta: Double) throws(CaptureError) -> PixelBuffer {
         let out = try PixelBuffer(width: buffer.width, height: buffer.height, pixelFormat: buffer.pixelFormat)
         var err = cvb_error()
         let status = PixelBuffer.withBridgeImages(buffer, out) { src, dst in cvb_image_scale(&src, &dst, alpha, beta, &err) }
@@ -51,7 +52,7 @@ enum CodeImaging {
     }
 
     /// The negative image (light-on-dark codes become dark-on-light).
-    static func inverted(_ buffer: PixelBuffer) throws(CaptureError) -> PixelBuffer {
+    package static func inverted(_ buffer: PixelBuffer) throws(CaptureError) -> PixelBuffer {
         try scaled(buffer, alpha: -1, beta: 255)
     }
 
@@ -95,7 +96,7 @@ enum CodeImaging {
     }
 
     /// Gaussian-blurred copy (`cvb_image_gaussian_blur`).
-    static func blurred(_ buffer: PixelBuffer, sigma: Double) throws(CaptureError) -> PixelBuffer {
+    package static func blurred(_ buffer: PixelBuffer, sigma: Double) throws(CaptureError) -> PixelBuffer {
         let out = try PixelBuffer(width: buffer.width, height: buffer.height, pixelFormat: buffer.pixelFormat)
         var err = cvb_error()
         let status = PixelBuffer.withBridgeImages(buffer, out) { src, dst in cvb_image_gaussian_blur(&src, &dst, sigma, &err) }
@@ -104,7 +105,7 @@ enum CodeImaging {
     }
 
     /// Adds seeded zero-mean Gaussian noise in place (`cvb_image_add_noise`).
-    static func addNoise(_ buffer: PixelBuffer, seed: UInt64, standardDeviation: Double) throws(CaptureError) {
+    package static func addNoise(_ buffer: PixelBuffer, seed: UInt64, standardDeviation: Double) throws(CaptureError) {
         var err = cvb_error()
         let status = buffer.withBridgeImage { dst in cvb_image_add_noise(&dst, seed, standardDeviation, &err) }
         try check(status, err, "adding noise")
@@ -112,7 +113,7 @@ enum CodeImaging {
 
     /// The homography taking the four `from` points onto the four `to` points
     /// (`cvb_perspective_transform`).
-    static func homography(from: [CGPoint], to: [CGPoint]) throws(CaptureError) -> Homography {
+    package static func homography(from: [CGPoint], to: [CGPoint]) throws(CaptureError) -> Homography {
         precondition(from.count == 4 && to.count == 4, "a homography needs four point pairs")
         let a = from.flatMap { [Float($0.x), Float($0.y)] }
         let b = to.flatMap { [Float($0.x), Float($0.y)] }
@@ -123,7 +124,7 @@ enum CodeImaging {
     }
 
     /// Warps `source` through `homography` into `destination` in place (`cvb_image_warp_perspective`).
-    static func warp(
+    package static func warp(
         _ source: PixelBuffer, into destination: PixelBuffer, homography: Homography,
         interpolation: Int32 = Int32(CVB_INTER_LINEAR), border: Int32 = Int32(CVB_BORDER_TRANSPARENT),
         borderValue: UInt8 = 255
@@ -148,13 +149,13 @@ enum CodeImaging {
         }
     }
 
-    static func check(_ status: Int32, _ err: cvb_error, _ what: String) throws(CaptureError) {
+    package static func check(_ status: Int32, _ err: cvb_error, _ what: String) throws(CaptureError) {
         if status != 0 { throw CaptureError(.conversionFailed, "\(what) failed: \(err.text)") }
     }
 }
 
 /// A 3×3 projective transform, row-major, as OpenCV's `getPerspectiveTransform` returns it.
-struct Homography: Hashable, Sendable {
+package struct Homography: Hashable, Sendable {
     var m: [Double]
 
     /// The identity followed by a scale and an offset: `p * scale + offset`.

@@ -82,14 +82,14 @@ public final class PixelBuffer: @unchecked Sendable {
     /// Calls `body` with a CVBridge view of the pixels. The view holds a raw pointer and no
     /// reference, so it is valid only inside `body`, which keeps the buffer alive; use this
     /// rather than `bridgeImage` whenever the buffer is a temporary.
-    func withBridgeImage<R, E: Error>(_ body: (inout cvb_image) throws(E) -> R) throws(E) -> R {
+    package func withBridgeImage<R, E: Error>(_ body: (inout cvb_image) throws(E) -> R) throws(E) -> R {
         var image = bridgeImage
         defer { withExtendedLifetime(self) {} }
         return try body(&image)
     }
 
     /// `withBridgeImage` for a source and a destination.
-    static func withBridgeImages<R, E: Error>(
+    package static func withBridgeImages<R, E: Error>(
         _ source: PixelBuffer, _ destination: PixelBuffer, _ body: (inout cvb_image, inout cvb_image) throws(E) -> R
     ) throws(E) -> R {
         try source.withBridgeImage { (src) throws(E) -> R in

@@ -1,4 +1,5 @@
 @_spi(Benchmark) import CaptureKit
+import CaptureKitTesting
 import Foundation
 
 // The real-photo QR dev set (shared/devsets/qr: manifest.json, images/, negatives/; its README

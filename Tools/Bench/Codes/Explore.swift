@@ -1,5 +1,6 @@
 import CVBridge
 @_spi(Benchmark) import CaptureKit
+import CaptureKitTesting
 import Foundation
 
 /// Raw ZBar costs at several scales and scan densities (development aid: `--explore`).

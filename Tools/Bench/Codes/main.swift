@@ -29,6 +29,7 @@
 // conversion included for both.
 import CVBridge
 @_spi(Benchmark) import CaptureKit
+import CaptureKitTesting
 import Foundation
 
 var samplesPerCategory = 40

@@ -1,55 +1,8 @@
 import ArgumentParser
 import CaptureKit
+import CaptureKitTesting
 import Foundation
 import Synchronization
-
-/// Plays a finite synthetic scene over and over as one endless camera, for the soak: frame
-/// times and sequence numbers continue across repetitions, so the session sees one stream.
-///
-/// Threading: FrameSource's rule (open/nextFrame/close on the capture thread only).
-final class LoopingSceneSource: FrameSource, @unchecked Sendable {
-    // @unchecked: `cycle`, `format` and `duration` are touched only by the capture thread.
-    let inner: SyntheticCameraSource
-    let cycles: Int
-    var formats: [CaptureDevice.Format] { inner.formats }
-    var isLive: Bool { inner.isLive }
-    var pacing: FramePacing { inner.pacing }
-    private var cycle = 0
-    private var format: CaptureDevice.Format?
-    private var duration = MediaTime(value: 1, timescale: 30)
-
-    init(scene: SyntheticScene, cycles: Int) throws(CaptureError) {
-        inner = try SyntheticCameraSource(scene: scene, pacing: .realTime)
-        self.cycles = cycles
-    }
-
-    var framesPerCycle: Int { inner.scene.frameCount ?? 0 }
-
-    func open(format: CaptureDevice.Format, frameDuration: MediaTime) throws(CaptureError) {
-        cycle = 0
-        self.format = format
-        duration = frameDuration
-        try inner.open(format: format, frameDuration: frameDuration)
-    }
-
-    func nextFrame(isCancelled: @Sendable () -> Bool) throws(CaptureError) -> SourceFrame? {
-        while cycle < cycles {
-            if var frame = try inner.nextFrame(isCancelled: isCancelled) {
-                let offset = Int64(cycle * framesPerCycle)
-                frame.presentationTimeStamp = duration.multiplied(by: offset + Int64(frame.sequenceNumber))
-                frame.sequenceNumber += UInt64(offset)
-                return frame
-            }
-            cycle += 1
-            guard cycle < cycles, let format else { return nil }
-            inner.close()
-            try inner.open(format: format, frameDuration: duration)
-        }
-        return nil
-    }
-
-    func close() { inner.close() }
-}
 
 /// Long run at 720p30 with faces and codes coming and going: memory, descriptors and threads
 /// must stay flat, and every appearance must be reported.

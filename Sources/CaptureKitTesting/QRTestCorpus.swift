@@ -1,4 +1,5 @@
 import CVBridge
+import CaptureKit
 import Foundation
 
 /// A deterministic, seeded set of synthetic frames with QR codes, each knowing the payloads it
@@ -6,6 +7,9 @@ import Foundation
 /// `cv::QRCodeEncoder` (`QRCodeImage`), placed with a perspective warp
 /// (`cvb_image_warp_perspective`) on a cluttered background, then degraded per category
 /// (`cvb_image_gaussian_blur`, `cvb_image_add_noise`, `cvb_image_scale`).
+///
+/// Part of CaptureKitTesting, not CaptureKit: a test corpus is for tests and benchmarks (an
+/// app can check its own code reading against it), and the library never calls into it.
 ///
 /// Threading: value types; generation is pure and may run on any thread.
 public enum QRTestCorpus {
@@ -298,23 +302,4 @@ public enum QRTestCorpus {
 
 extension QRTestCorpus.Category {
     fileprivate var hashSeed: Int { Self.allCases.firstIndex(of: self)! &* 104_729 }
-}
-
-/// A small, fast, seedable generator (SplitMix64), so corpora are identical on every machine.
-struct SplitMix64: RandomNumberGenerator, Sendable {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    /// 0 ..< n.
-    mutating func int(_ n: Int) -> Int { Int(next() % UInt64(max(n, 1))) }
-    /// lo ..< hi.
-    mutating func double(_ lo: Double, _ hi: Double) -> Double {
-        lo + (hi - lo) * Double(next() >> 11) / Double(1 << 53)
-    }
 }

@@ -1,0 +1,30 @@
+import Foundation
+import Testing
+
+/// The layering as a user of the package sees it, through `Tools/check-layers`: a client of
+/// CaptureKit alone cannot name `QRTestCorpus` (nor the `package` seam `CodeImaging`); a client
+/// of CaptureKitTesting can. The client's build folder is kept, so after the first run (about a
+/// minute) this takes seconds.
+@Suite struct LayerTests {
+    static let packageRoot: URL = {
+        var url = URL(fileURLWithPath: #filePath)
+        while url.path != "/" {
+            url.deleteLastPathComponent()
+            if FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) { return url }
+        }
+        fatalError("Package.swift not found above \(#filePath)")
+    }()
+
+    @Test(.timeLimit(.minutes(10))) func theCorpusIsOutOfCaptureKitsSight() throws {
+        let p = Process()
+        p.executableURL = Self.packageRoot.appendingPathComponent("Tools/check-layers")
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = out
+        try p.run()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0, "Tools/check-layers: \(text)")
+        #expect(text.contains("cannot see QRTestCorpus or CodeImaging"))
+    }
+}
