@@ -4,7 +4,7 @@ import Testing
 /// The layering as a user of the package sees it, through `Tools/check-layers`: a client of
 /// CaptureKit alone cannot name `QRTestCorpus` (nor the `package` seam `CodeImaging`); a client
 /// of CaptureKitTesting can. The client's build folder is kept, so after the first run (about a
-/// minute) this takes seconds.
+/// minute of compiling, which Tools/test does before the suite) this takes seconds.
 @Suite struct LayerTests {
     static let packageRoot: URL = {
         var url = URL(fileURLWithPath: #filePath)
