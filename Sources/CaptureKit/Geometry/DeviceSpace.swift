@@ -8,45 +8,45 @@ import Foundation
 /// (0, 0) covers 0…1 × 0…1, as ZBar and OpenCV report points), so the conversion is a plain
 /// scale with no half-pixel shift.
 ///
-/// Package-visible so CaptureKitTesting's corpus shares `boundingBox(of:)`.
+/// Package-visible so CaptureKitTesting's corpus and the benchmarks share it.
 ///
 /// Threading: a value type; use from any thread.
 package struct DeviceSpace: Hashable, Sendable {
     /// The frame's width and height in pixels.
-    let width: Double
-    let height: Double
+    package let width: Double
+    package let height: Double
 
     /// The space of a `width` × `height` frame. A zero size is allowed (an empty frame):
     /// `wholePixels(_:)` gives nil, and device coordinates from it are not finite.
-    init(width: Int, height: Int) {
+    package init(width: Int, height: Int) {
         self.width = Double(width)
         self.height = Double(height)
     }
 
     /// The space of `buffer`'s frame.
-    init(_ buffer: PixelBuffer) {
+    package init(_ buffer: PixelBuffer) {
         self.init(width: buffer.width, height: buffer.height)
     }
 
     /// A pixel point in device space.
-    func devicePoint(fromPixel p: CGPoint) -> CGPoint {
+    package func devicePoint(fromPixel p: CGPoint) -> CGPoint {
         CGPoint(x: Double(p.x) / width, y: Double(p.y) / height)
     }
 
     /// A device-space point in pixels (not rounded, not clipped).
-    func pixelPoint(fromDevice p: CGPoint) -> CGPoint {
+    package func pixelPoint(fromDevice p: CGPoint) -> CGPoint {
         CGPoint(x: Double(p.x) * width, y: Double(p.y) * height)
     }
 
     /// A pixel rectangle in device space.
-    func deviceRect(fromPixels r: CGRect) -> CGRect {
+    package func deviceRect(fromPixels r: CGRect) -> CGRect {
         CGRect(
             x: Double(r.minX) / width, y: Double(r.minY) / height,
             width: Double(r.width) / width, height: Double(r.height) / height)
     }
 
     /// A device-space rectangle in pixels (not rounded, not clipped).
-    func pixelRect(fromDevice r: CGRect) -> CGRect {
+    package func pixelRect(fromDevice r: CGRect) -> CGRect {
         CGRect(
             x: Double(r.minX) * width, y: Double(r.minY) * height,
             width: Double(r.width) * width, height: Double(r.height) * height)
@@ -55,7 +55,7 @@ package struct DeviceSpace: Hashable, Sendable {
     /// The whole pixels a device-space rectangle touches, clipped to the frame (edges rounded
     /// outwards, so a region of interest never loses a partly covered pixel); nil when nothing
     /// of it lies inside the frame.
-    func wholePixels(_ r: CGRect) -> PixelRect? {
+    package func wholePixels(_ r: CGRect) -> PixelRect? {
         let clipped = r.standardized.intersection(CGRect(x: 0, y: 0, width: 1, height: 1))
         guard !clipped.isNull else { return nil }
         let x0 = Int((Double(clipped.minX) * width).rounded(.down))
@@ -82,12 +82,12 @@ package struct DeviceSpace: Hashable, Sendable {
 }
 
 /// A rectangle of whole pixels inside an image.
-struct PixelRect: Hashable, Sendable {
-    var x: Int
-    var y: Int
-    var width: Int
-    var height: Int
+package struct PixelRect: Hashable, Sendable {
+    package var x: Int
+    package var y: Int
+    package var width: Int
+    package var height: Int
 
     /// The same rectangle as a `CGRect` in pixels.
-    var cgRect: CGRect { CGRect(x: x, y: y, width: width, height: height) }
+    package var cgRect: CGRect { CGRect(x: x, y: y, width: width, height: height) }
 }

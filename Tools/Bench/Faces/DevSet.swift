@@ -55,12 +55,8 @@ func runDevSet(_ detector: FaceDetector, on images: [DevImage]) throws -> DevRun
         let start = DispatchTime.now().uptimeNanoseconds
         let found = try detector.detect(in: item.image)
         run.milliseconds.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6)
-        let w = CGFloat(item.image.width)
-        let h = CGFloat(item.image.height)
-        run.detections.append(found.map {
-            (CGRect(x: $0.bounds.minX * w, y: $0.bounds.minY * h, width: $0.bounds.width * w, height: $0.bounds.height * h),
-             $0.confidence)
-        })
+        let space = DeviceSpace(item.image)
+        run.detections.append(found.map { (space.pixelRect(fromDevice: $0.bounds), $0.confidence) })
     }
     return run
 }

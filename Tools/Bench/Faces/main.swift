@@ -74,12 +74,11 @@ struct Counts {
 func score(_ results: [(Sample, [FaceDetection])], threshold: Double = 0) -> Counts {
     var c = Counts()
     for (sample, detections) in results {
-        let size = CGSize(width: sample.image.width, height: sample.image.height)
+        let space = DeviceSpace(sample.image)
         var free = Set(sample.faces.indices)
         if sample.faces.isEmpty { c.faceFreeImages += 1 }
         for d in detections.sorted(by: { $0.confidence > $1.confidence }) where d.confidence >= threshold {
-            let box = CGRect(x: d.bounds.minX * size.width, y: d.bounds.minY * size.height,
-                             width: d.bounds.width * size.width, height: d.bounds.height * size.height)
+            let box = space.pixelRect(fromDevice: d.bounds)
             let best = free.map { ($0, overlap(box, sample.faces[$0], voc: sample.vocBoxes)) }.max { $0.1 < $1.1 }
             if let best, best.1 >= 0.5 {
                 free.remove(best.0)
@@ -244,11 +243,8 @@ let extendedSamples = extended
 if CommandLine.arguments.contains("--details") {
     for sample in extendedSamples {
         let found = try cvcam.detect(in: sample.image)
-        let size = CGSize(width: sample.image.width, height: sample.image.height)
-        let boxes = found.map {
-            CGRect(x: $0.bounds.minX * size.width, y: $0.bounds.minY * size.height, width: $0.bounds.width * size.width,
-                   height: $0.bounds.height * size.height)
-        }
+        let space = DeviceSpace(sample.image)
+        let boxes = found.map { space.pixelRect(fromDevice: $0.bounds) }
         for (box, d) in zip(boxes, found) where !sample.faces.contains(where: { overlap(box, $0, voc: sample.vocBoxes) >= 0.5 }) {
             print("false face \(sample.name) \(box.integral) score \(String(format: "%.2f", d.confidence))")
         }
@@ -300,11 +296,9 @@ func foundCount(_ detector: FaceDetector, preset: CaptureDevice.Dimensions, side
         let frame = try render(SyntheticScene(
             size: preset, background: .image(path: fixtures.appendingPathComponent("negatives/rocket.jpg").path),
             sprites: [sprite]))
-        let size = CGSize(width: preset.width, height: preset.height)
+        let space = DeviceSpace(width: preset.width, height: preset.height)
         let hit = try detector.detect(in: frame).contains { d in
-            let box = CGRect(x: d.bounds.minX * size.width, y: d.bounds.minY * size.height,
-                             width: d.bounds.width * size.width, height: d.bounds.height * size.height)
-            return box.intersectionOverUnion(face) >= 0.5
+            space.pixelRect(fromDevice: d.bounds).intersectionOverUnion(face) >= 0.5
         }
         if hit { found += 1 }
     }
