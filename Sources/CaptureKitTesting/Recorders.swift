@@ -105,3 +105,111 @@ public final class EventLog: @unchecked Sendable {
         return lock.withLock { _events }
     }
 }
+
+/// A photo capture delegate that records every call as "<stage>:<uniqueID>" in order, with the
+/// photos and errors, so a test can check a capture's whole lifecycle.
+///
+/// Threading: the delegate methods run on the photo output's queue; read from any thread.
+public final class PhotoEvents: CapturePhotoCaptureDelegate, @unchecked Sendable {
+    // @unchecked: all state is behind `lock`; `finished` is a semaphore.
+    private let lock = NSLock()
+    private var _events: [String] = []
+    private var _photos: [CapturePhoto] = []
+    private var _photoErrors: [CaptureError?] = []
+    private var _finishErrors: [Int64: CaptureError?] = [:]
+    private let finished = DispatchSemaphore(value: 0)
+
+    /// An empty recorder.
+    public init() {}
+
+    /// Every call so far, as "<stage>:<uniqueID>".
+    public var events: [String] { lock.withLock { _events } }
+    /// The photos delivered, in order.
+    public var photos: [CapturePhoto] { lock.withLock { _photos } }
+    /// The error delivered with each photo (nil when it succeeded), in order.
+    public var photoErrors: [CaptureError?] { lock.withLock { _photoErrors } }
+    /// The error each capture finished with, by the settings' `uniqueID`.
+    public var finishErrors: [Int64: CaptureError?] { lock.withLock { _finishErrors } }
+
+    private func add(_ s: String) { lock.withLock { _events.append(s) } }
+
+    public func photoOutput(_ output: CapturePhotoOutput, willBeginCaptureFor r: CaptureResolvedPhotoSettings) {
+        add("willBegin:\(r.uniqueID)")
+    }
+    public func photoOutput(_ output: CapturePhotoOutput, willCapturePhotoFor r: CaptureResolvedPhotoSettings) {
+        add("willCapture:\(r.uniqueID)")
+    }
+    public func photoOutput(_ output: CapturePhotoOutput, didCapturePhotoFor r: CaptureResolvedPhotoSettings) {
+        add("didCapture:\(r.uniqueID)")
+    }
+    public func photoOutput(_ output: CapturePhotoOutput, didFinishProcessingPhoto photo: CapturePhoto, error: CaptureError?) {
+        lock.withLock {
+            _events.append("didFinishProcessing:\(photo.resolvedSettings.uniqueID)")
+            _photos.append(photo)
+            _photoErrors.append(error)
+        }
+    }
+    public func photoOutput(
+        _ output: CapturePhotoOutput, didFinishCaptureFor r: CaptureResolvedPhotoSettings, error: CaptureError?
+    ) {
+        lock.withLock {
+            _events.append("didFinishCapture:\(r.uniqueID)")
+            _finishErrors[r.uniqueID] = error
+        }
+        finished.signal()
+    }
+
+    /// Waits for `count` captures to finish, up to 20 seconds each; false when one did not.
+    public func wait(_ count: Int) -> Bool {
+        (0..<count).allSatisfy { _ in finished.wait(timeout: .now() + 20) == .success }
+    }
+
+    /// The stages of one capture, in order, with the ID stripped.
+    public func stages(of id: Int64) -> [String] {
+        events.filter { $0.hasSuffix(":\(id)") }.map { String($0.split(separator: ":")[0]) }
+    }
+
+    /// The stages of a successful capture of `photos` photos.
+    public static func lifecycle(photos: Int) -> [String] {
+        ["willBegin", "willCapture", "didCapture"] + Array(repeating: "didFinishProcessing", count: photos) + ["didFinishCapture"]
+    }
+}
+
+/// A movie recording delegate that records its calls ("didStart", "didFinish") and the error
+/// the recording finished with.
+///
+/// Threading: the delegate methods run on the movie output's queue; read from any thread.
+public final class RecordingEvents: CaptureFileOutputRecordingDelegate, @unchecked Sendable {
+    // @unchecked: all state is behind `lock`; `finished` is a semaphore.
+    private let lock = NSLock()
+    private var _events: [String] = []
+    private var _error: CaptureError?
+    private let finished = DispatchSemaphore(value: 0)
+
+    /// An empty recorder.
+    public init() {}
+
+    /// The calls so far, in order.
+    public var events: [String] { lock.withLock { _events } }
+    /// The error the recording finished with; nil while recording or when it finished cleanly.
+    public var error: CaptureError? { lock.withLock { _error } }
+
+    public func fileOutput(
+        _ output: CaptureMovieFileOutput, didStartRecordingTo fileURL: URL, from connections: [CaptureConnection]
+    ) {
+        lock.withLock { _events.append("didStart") }
+    }
+    public func fileOutput(
+        _ output: CaptureMovieFileOutput, didFinishRecordingTo outputFileURL: URL, from connections: [CaptureConnection],
+        error: CaptureError?
+    ) {
+        lock.withLock {
+            _events.append("didFinish")
+            _error = error
+        }
+        finished.signal()
+    }
+
+    /// Waits up to a minute for the recording to finish; false when it did not.
+    public func wait() -> Bool { finished.wait(timeout: .now() + 60) == .success }
+}

@@ -6,14 +6,9 @@ import Testing
 /// of CaptureKitTesting can. The client's build folder is kept, so after the first run (about a
 /// minute of compiling, which Tools/test does before the suite) this takes seconds.
 @Suite struct LayerTests {
-    static let packageRoot: URL = {
-        var url = URL(fileURLWithPath: #filePath)
-        while url.path != "/" {
-            url.deleteLastPathComponent()
-            if FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) { return url }
-        }
-        fatalError("Package.swift not found above \(#filePath)")
-    }()
+    /// Tests/CaptureKitTestingTests/LayerTests.swift → the package root.
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
 
     @Test(.timeLimit(.minutes(10))) func theCorpusIsOutOfCaptureKitsSight() throws {
         let p = Process()

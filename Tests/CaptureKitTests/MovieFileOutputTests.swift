@@ -1,31 +1,8 @@
 @testable import CaptureKit
+import CaptureKitTesting
 import Dispatch
 import Foundation
 import Testing
-
-/// Records the recording delegate's calls.
-final class RecordingEvents: CaptureFileOutputRecordingDelegate, @unchecked Sendable {
-    // @unchecked: all state is behind `lock`.
-    let lock = NSLock()
-    var events: [String] = []
-    var error: CaptureError?
-    let finished = DispatchSemaphore(value: 0)
-
-    func fileOutput(_ output: CaptureMovieFileOutput, didStartRecordingTo fileURL: URL, from connections: [CaptureConnection]) {
-        lock.withLock { events.append("didStart") }
-    }
-    func fileOutput(
-        _ output: CaptureMovieFileOutput, didFinishRecordingTo outputFileURL: URL, from connections: [CaptureConnection],
-        error: CaptureError?
-    ) {
-        lock.withLock {
-            events.append("didFinish")
-            self.error = error
-        }
-        finished.signal()
-    }
-    func wait() -> Bool { finished.wait(timeout: .now() + 60) == .success }
-}
 
 @Suite(.serialized) struct MovieFileOutputTests {
     /// Records `frames` synthetic frames (as fast as they encode) and returns what the delegate saw.

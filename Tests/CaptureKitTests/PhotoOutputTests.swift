@@ -1,51 +1,9 @@
 @testable import CaptureKit
+import CaptureKitTesting
 import CVBridge
 import Dispatch
 import Foundation
 import Testing
-
-/// Records every delegate call as "<stage>:<uniqueID>" in order.
-final class PhotoEvents: CapturePhotoCaptureDelegate, @unchecked Sendable {
-    // @unchecked: all state is behind `lock`.
-    let lock = NSLock()
-    var events: [String] = []
-    var photos: [CapturePhoto] = []
-    var photoErrors: [CaptureError?] = []
-    var finishErrors: [Int64: CaptureError?] = [:]
-    let finished = DispatchSemaphore(value: 0)
-
-    private func add(_ s: String) { lock.withLock { events.append(s) } }
-    func photoOutput(_ output: CapturePhotoOutput, willBeginCaptureFor r: CaptureResolvedPhotoSettings) { add("willBegin:\(r.uniqueID)") }
-    func photoOutput(_ output: CapturePhotoOutput, willCapturePhotoFor r: CaptureResolvedPhotoSettings) { add("willCapture:\(r.uniqueID)") }
-    func photoOutput(_ output: CapturePhotoOutput, didCapturePhotoFor r: CaptureResolvedPhotoSettings) { add("didCapture:\(r.uniqueID)") }
-    func photoOutput(_ output: CapturePhotoOutput, didFinishProcessingPhoto photo: CapturePhoto, error: CaptureError?) {
-        lock.withLock {
-            events.append("didFinishProcessing:\(photo.resolvedSettings.uniqueID)")
-            photos.append(photo)
-            photoErrors.append(error)
-        }
-    }
-    func photoOutput(_ output: CapturePhotoOutput, didFinishCaptureFor r: CaptureResolvedPhotoSettings, error: CaptureError?) {
-        lock.withLock {
-            events.append("didFinishCapture:\(r.uniqueID)")
-            finishErrors[r.uniqueID] = error
-        }
-        finished.signal()
-    }
-
-    func wait(_ count: Int) -> Bool {
-        (0..<count).allSatisfy { _ in finished.wait(timeout: .now() + 20) == .success }
-    }
-
-    /// The events of one capture, with the ID stripped.
-    func stages(of id: Int64) -> [String] {
-        lock.withLock { events.filter { $0.hasSuffix(":\(id)") }.map { String($0.split(separator: ":")[0]) } }
-    }
-
-    static func lifecycle(photos: Int) -> [String] {
-        ["willBegin", "willCapture", "didCapture"] + Array(repeating: "didFinishProcessing", count: photos) + ["didFinishCapture"]
-    }
-}
 
 /// A camera double whose exposure bias changes the brightness of its frames, `late` frames
 /// after it is set (like a driver with frames in flight): it lets bracketed captures run

@@ -1,5 +1,6 @@
 import CV4L2
 import CaptureKit
+import CaptureKitTesting
 import Dispatch
 import Foundation
 import Synchronization
