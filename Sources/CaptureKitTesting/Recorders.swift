@@ -2,39 +2,63 @@ import CaptureKit
 import Dispatch
 import Foundation
 
-/// A video data output delegate that records what it is given: the frames, the drop reasons,
-/// optionally taking `delay` seconds per frame to play a slow consumer.
+/// A video data output delegate that records what it is given: the frames (or only their
+/// count), the drop reasons, optionally taking `delay` seconds per frame to play a slow
+/// consumer.
 ///
 /// Threading: the delegate methods run on the output's delegate queue; read the properties
-/// from any thread.
+/// and wait from any thread.
 public final class FrameRecorder: CaptureVideoDataOutputSampleBufferDelegate, @unchecked Sendable {
-    // @unchecked: every field is guarded by `lock`.
-    private let lock = NSLock()
+    // @unchecked: every field is guarded by `condition`.
+    private let condition = NSCondition()
     private var _frames: [SampleBuffer] = []
     private var _drops: [FrameDropReason] = []
+    private var _received = 0
     /// Seconds each delivered frame is held before returning.
     public let delay: Double
+    /// Whether frames are kept; when false only counted, so no buffer (a V4L2 mmap buffer, say)
+    /// stays referenced.
+    public let keepsFrames: Bool
 
-    /// A recorder that holds each frame for `delay` seconds.
-    public init(delay: Double = 0) { self.delay = delay }
+    /// A recorder that holds each frame for `delay` seconds and keeps the frames when
+    /// `keepsFrames` is true.
+    public init(delay: Double = 0, keepsFrames: Bool = true) {
+        self.delay = delay
+        self.keepsFrames = keepsFrames
+    }
 
-    /// Every frame delivered so far, in order.
-    public var frames: [SampleBuffer] { lock.withLock { _frames } }
+    /// Every frame kept so far, in order.
+    public var frames: [SampleBuffer] { condition.withLock { _frames } }
     /// Why each dropped frame was dropped, in order.
-    public var drops: [FrameDropReason] { lock.withLock { _drops } }
+    public var drops: [FrameDropReason] { condition.withLock { _drops } }
+    /// Frames delivered so far, kept or not.
+    public var received: Int { condition.withLock { _received } }
+
+    /// Waits until `n` frames arrived (or `timeout` seconds passed); returns the frames kept.
+    public func wait(for n: Int, timeout: Double = 10) -> [SampleBuffer] {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        condition.lock()
+        defer { condition.unlock() }
+        while _received < n && condition.wait(until: deadline) {}
+        return _frames
+    }
 
     public func captureOutput(
         _ output: CaptureVideoDataOutput, didOutput sampleBuffer: SampleBuffer, from connection: CaptureConnection
     ) {
         if delay > 0 { Thread.sleep(forTimeInterval: delay) }
-        lock.withLock { _frames.append(sampleBuffer) }
+        condition.withLock {
+            if keepsFrames { _frames.append(sampleBuffer) }
+            _received += 1
+            condition.broadcast()
+        }
     }
 
     public func captureOutput(
         _ output: CaptureVideoDataOutput, didDrop sampleBuffer: SampleBuffer?, reason: FrameDropReason,
         from connection: CaptureConnection
     ) {
-        lock.withLock { _drops.append(reason) }
+        condition.withLock { _drops.append(reason) }
     }
 }
 

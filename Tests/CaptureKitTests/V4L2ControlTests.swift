@@ -1,4 +1,5 @@
 import CaptureKit
+import CaptureKitTesting
 import Foundation
 import Testing
 
@@ -197,7 +198,7 @@ extension V4L2EmulatorTests {
             try session.setSessionPreset(.vga640x480)
             try session.addInput(try CaptureDeviceInput(device: device))
             let output = CaptureVideoDataOutput()
-            let collector = V4L2FrameCollector(keep: false)
+            let collector = FrameRecorder(keepsFrames: false)
             output.setSampleBufferDelegate(collector, queue: DispatchQueue(label: "v4l2.controls"))
             try session.addOutput(output)
             try session.startRunning()

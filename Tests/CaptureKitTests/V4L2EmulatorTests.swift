@@ -299,7 +299,7 @@ struct V4L2EmulatorTests {
         let output = CaptureVideoDataOutput()
         output.videoPixelFormat = .bgr
         output.alwaysDiscardsLateVideoFrames = false
-        let collector = V4L2FrameCollector()
+        let collector = FrameRecorder()
         output.setSampleBufferDelegate(collector, queue: DispatchQueue(label: "v4l2.test"))
         try session.addOutput(output)
         try session.commitConfiguration()
@@ -340,7 +340,7 @@ struct V4L2EmulatorTests {
         let output = CaptureVideoDataOutput()
         output.videoPixelFormat = nil
         output.alwaysDiscardsLateVideoFrames = false
-        let collector = V4L2FrameCollector(keep: true)
+        let collector = FrameRecorder()
         output.setSampleBufferDelegate(collector, queue: DispatchQueue(label: "v4l2.test"))
         let session = try PhotoTestSupport.runningSession(device, preset: .vga640x480, outputs: [output])
         let frames = collector.wait(for: 10)
@@ -377,7 +377,7 @@ struct V4L2EmulatorTests {
         }
         let device = try CaptureDevice(v4l2Path: V4L2Emulator.capturePath, system: system)
         let output = CaptureVideoDataOutput()
-        let collector = V4L2FrameCollector(keep: true)
+        let collector = FrameRecorder()
         output.setSampleBufferDelegate(collector, queue: DispatchQueue(label: "v4l2.test"))
         let session = try PhotoTestSupport.runningSession(device, preset: .vga640x480, outputs: [output])
         let frames = collector.wait(for: 12)
@@ -390,7 +390,7 @@ struct V4L2EmulatorTests {
     @Test func presetHighPrefersMJPEGAtFullRate() throws {
         let device = try V4L2Emulator.device()
         let output = CaptureVideoDataOutput()
-        let collector = V4L2FrameCollector()
+        let collector = FrameRecorder()
         output.setSampleBufferDelegate(collector, queue: DispatchQueue(label: "v4l2.test"))
         let session = try PhotoTestSupport.runningSession(device, preset: .hd1280x720, outputs: [output])
         _ = collector.wait(for: 2)
@@ -408,7 +408,7 @@ struct V4L2EmulatorTests {
         try session.setSessionPreset(.vga640x480)
         try session.addInput(try CaptureDeviceInput(device: device))
         let output = CaptureVideoDataOutput()
-        let collector = V4L2FrameCollector(keep: false)
+        let collector = FrameRecorder(keepsFrames: false)
         output.setSampleBufferDelegate(collector, queue: DispatchQueue(label: "v4l2.test"))
         try session.addOutput(output)
         let events = session.events()
@@ -496,7 +496,7 @@ struct V4L2EmulatorTests {
         try session.addInput(try CaptureDeviceInput(device: device))
         let output = CaptureVideoDataOutput()
         output.videoPixelFormat = nil  // native YUYV: frames wrap the mmap buffers themselves
-        let collector = V4L2FrameCollector(keep: false)
+        let collector = FrameRecorder(keepsFrames: false)
         output.setSampleBufferDelegate(collector, queue: DispatchQueue(label: "v4l2.test"))
         try session.addOutput(output)
         var peak = (descriptors: 0, mappings: 0)

@@ -1,4 +1,5 @@
 import CaptureKit
+import CaptureKitTesting
 import Dispatch
 import Foundation
 import Synchronization
@@ -24,7 +25,7 @@ struct V4L2HardwareTests {
         let session = CaptureSession()
         try session.addInput(try CaptureDeviceInput(device: device))
         let output = CaptureVideoDataOutput()
-        let collector = V4L2FrameCollector()
+        let collector = FrameRecorder()
         output.setSampleBufferDelegate(collector, queue: DispatchQueue(label: "v4l2.hardware"))
         try session.addOutput(output)
         try session.startRunning()

@@ -72,41 +72,6 @@ enum V4L2Emulator {
     }
 }
 
-/// Collects frames delivered to a video data output.
-final class V4L2FrameCollector: CaptureVideoDataOutputSampleBufferDelegate, @unchecked Sendable {
-    // @unchecked: all state is behind `lock`.
-    private let lock = NSCondition()
-    private var frames: [SampleBuffer] = []
-    private var count = 0
-    private let keep: Bool
-
-    /// `keep` false only counts frames (so no frame, and no mmap buffer, stays referenced).
-    init(keep: Bool = true) { self.keep = keep }
-
-    func captureOutput(_ output: CaptureVideoDataOutput, didOutput sampleBuffer: SampleBuffer, from connection: CaptureConnection) {
-        lock.lock()
-        if keep { frames.append(sampleBuffer) }
-        count += 1
-        lock.broadcast()
-        lock.unlock()
-    }
-
-    /// Waits until `n` frames arrived (or `timeout` seconds passed); returns the frames kept.
-    func wait(for n: Int, timeout: Double = 10) -> [SampleBuffer] {
-        let deadline = Date(timeIntervalSinceNow: timeout)
-        lock.lock()
-        defer { lock.unlock() }
-        while count < n && lock.wait(until: deadline) {}
-        return frames
-    }
-
-    var received: Int {
-        lock.lock()
-        defer { lock.unlock() }
-        return count
-    }
-}
-
 /// Waits for the first session event matching `predicate`, or nil after `timeout` seconds.
 func nextEvent(
     _ events: AsyncStream<CaptureSession.Event>, timeout: Double = 10,
