@@ -16,7 +16,7 @@ import Synchronization
 /// ECI-declared payloads to UTF-8 and does not say so).
 ///
 /// What it does beyond one ZBar scan (each step was kept because it measurably adds decodes
-/// on the `QRTestCorpus` categories; the numbers are in `bench-codes` and next to each pass):
+/// on the generated corpus and the real dev set; `Tools/Bench/README.md` has the numbers):
 /// - inverted (light-on-dark) codes are read by default;
 /// - every code in the frame is reported, each once;
 /// - payloads are ZBar's raw bytes (`ZBAR_CFG_BINARY`), turned into text by a documented
@@ -99,12 +99,8 @@ public final class CodeDetector: Sendable {
         /// Module size (pixels) the area of a finder triple is warped upright to before ZBar
         /// scans it (`ScanRun.scanUpright`); 0 scans the axis-aligned area at the frame's or the
         /// half-size frame's own scale instead. ZBar's cost follows the pixels it scans.
-        /// `bench-codes --samples 40`, 0 → 2.5, one window: decodes equal in every category
-        /// (478/503), no false decode; medians 640x480 with codes 2.13 → 1.80 ms, 1280x720
-        /// 4.49 → 3.57, rotated 2.28 → 1.63, perspective 2.79 → 1.87, inverted 2.25 → 2.05,
-        /// noisy 2.71 → 2.11, lowContrast 2.84 → 1.90; no category slower. 2 px was cheaper
-        /// still for upright codes (640x480 1.74 ms) but rotated codes failed the upright scan
-        /// more often and paid for the fall-backs (2.28 → 3.35 ms); 3 px saved less.
+        /// 2.5 px: fewer pixels than the frame's own scale for the same decodes; 2 px made
+        /// rotated codes fail the upright scan more often (figures in `Tools/Bench/README.md`).
         public var areaModuleSize = 2.5
         /// zxing-cpp reads the whole frame first (2-D types; see `zxingFinderGate`), rectified
         /// areas, and the inverted frame when a light-on-dark finder shows.
@@ -235,64 +231,26 @@ public final class CodeDetector: Sendable {
 
 /// One detection: the passes over one gray image and what they found, merged.
 ///
-/// Order (cheap first; later passes run only while nothing is found, and only where the gate
-/// points). Numbers: `bench-codes --samples 12 --ablation`, 153 codes in 132 generated frames,
-/// CPU ms per code-free 640x480 fixture photo; the full pipeline decodes 149 (ZBar alone 127)
-/// at 41 ms (ZBar alone 8 ms). Each pass, removed alone:
+/// Order (cheap first; later passes run only while nothing is found, and only where the gates
+/// point). Each pass stays because removing it loses decodes or makes frames dearer on the
+/// generated corpus and the dev set (`Tools/Bench/README.md` has the figures of each):
 /// 0. QR-only detectors, frames ≥ 360 px: `FinderEvidence` on the half-size frame, then ZBar on
-///    only the area each finder triple spans (a right angle, two equal sides; plus the fourth
-///    corner and 9 modules), at full size when modules there are under 2 px, inverted too
-///    when the finder is light-centred. ZBar's cost follows the pixels scanned and a code rarely
-///    fills the frame. The whole half-size scan (1.) follows only when that read nothing or
-///    left a finder unexplained. Same decodes; `--samples 10` medians at 640x480 (same window,
-///    busy machine, ±15%): plain 5.4 → 3.2 ms, nonUTF8 5.3 → 2.2, lowContrast 5.9 → 3.8,
-///    inverted 18.6 → 4.4, multiple 14.3 → 6.5, perspective 13.2 → 9.5; 640x480 with codes
-///    7.5 → 4.7, 1280x720 14 → 9.5. Then, when nothing was read and `FinderEvidence` sees no
-///    finder at full, half or quarter size (modules ~1.5–17 px), the frame stops before any ZBar
-///    scan: code-free 640x480 photos 4.6 → 1.4 ms, noise/clutter 5.0 → 2.4; 1280x720 photos
-///    14 → 3.1, noise/clutter 19 → 5.5; decodes unchanged. Otherwise the triples of the
-///    full-size finders get the same area scan at full size (finders the half-size frame blurs:
-///    rotated, noisy, small modules) before the whole half-size scan: same decodes, medians
-///    (three runs over the `--samples 10` frames) rotated 10.3 → 7.0 ms, perspective
-///    9.2 → 7.2, noisy 14 → 3.3, blurred 8.6 → 4.4, lowContrast 4.6 → 3.1. All of 0.,
-///    `--samples 40`, before → after in one window: decodes 478/503 both, every category
-///    equal, no false decode; medians plain 5.5 → 4.9 ms, nonUTF8 4.8 → 2.6, rotated
-///    6.0 → 4.2, perspective 8.6 → 5.0, noisy 7.5 → 4.1, lowContrast 9.5 → 4.9, inverted
-///    17.6 → 4.5, multiple 16.7 → 7.1, small (1920x1080) 63 → 13; 640x480 with codes 8.1 → 4.0,
-///    1280x720 14.6 → 7.3. Switching to full size under 2 px at half size rather than 2.5
-///    (4-px modules read in the half-size crop, a quarter of the pixels): same decodes, plain
-///    4.9 → 3.7 ms, inverted 4.5 → 3.4, multiple 7.1 → 5.7, others within noise. Density 2 on ZBar (half the lines)
-///    was measured and left out: half-size reads fell from 7 to 5 of 10 plain codes, rotated
-///    from 4 to 1, multiple from 14 to 0 (ZBar's QR finder wants every line). Since then the
-///    area is no longer scanned axis-aligned: it is warped upright at 2.5 px per module
-///    (`Passes.areaModuleSize`, `scanUpright`), which reads the same codes from fewer pixels.
-/// 1. ZBar on the half-size frame (a quarter of the pixels; reads codes with modules ≥ 3 px).
-///    Adds no decodes but makes the common case cheap: ~3 ms instead of ~15 ms per 640x480
-///    frame with a code. Frames where it reads something stop after it, plus, for more codes,
-///    a plain full-size scan of detailed regions it left (several codes per frame: 100%, not
-///    84%) — only when `FinderEvidence` sees a finder pattern outside the codes read (QR-only
-///    detectors), and only after scanning the areas of those finders' triples (as in 0.) left
-///    one unexplained. Without that check a code on a busy background paid for a full-size scan of
-///    the background and its negative: 1280x720 frames with codes 40 ms instead of 15 ms
-///    (ZBar alone 35), 640x480 14 ms instead of 10 (16); decodes unchanged (478/503,
-///    `--samples 40`).
+///    only the area each finder triple spans, warped upright at `Passes.areaModuleSize` (ZBar's
+///    cost follows the pixels scanned and a code rarely fills the frame), inverted too when the
+///    finder is light-centred; then the same around the full-size finders. No finder at full,
+///    half or quarter size and the frame stops before any ZBar scan.
+/// 1. ZBar on the half-size frame (a quarter of the pixels; modules ≥ 3 px), only when 0. read
+///    nothing or left a finder unexplained; after a read, a full-size scan of the detailed
+///    regions it left, only when a finder outside the codes read remains.
 /// 2. Gate: a grid of gradient energy (`cvb_image_detail_grid`, 16×16-pixel cells, mean
 ///    |Sobel| ≥ 40) at full size; smooth frames stop here; the rest is cropped to the hull of
-///    the detailed cells. Without it: 145 decodes (the crop helps ZBar and OpenCV), 38 ms.
-///    Thresholds 60/90 lost low-contrast codes (146, 144).
-/// 2b. Finder gate (QR-only detectors, frames ≥ 360 px): `FinderEvidence` looks for a
-///    1:1:3:1:1 finder pattern (either polarity) at full size; none, and the frame stops here.
-///    Without it the code-free 640x480 photos cost 49 ms instead of 5.7 ms (ZBar alone 10.8) and
-///    1280x720 noise/clutter 132 ms instead of 21 ms (ZBar alone 35); decodes unchanged (99/103
-///    at `--samples 8`). Codes it must let through are those the half-size scan cannot read
-///    (2-px modules, blur, perspective, low contrast, inverted): their finders are still there.
-/// 3. ZBar at full size on that region, then on its negative (inverted codes: without it 137;
-///    ZBar alone reads none of them).
+///    the detailed cells.
+/// 2b. Finder gate (QR-only detectors, frames ≥ 360 px): no 1:1:3:1:1 finder pattern (either
+///    polarity) at full size, and the frame stops here.
+/// 3. ZBar at full size on that region, then on its negative (light-on-dark codes).
 /// 4. OpenCV's single-code localiser (`detect`), perspective rectification to an upright
-///    300-pixel square, plain / Otsu / inverted: without it 145 (perspective 9 of 12 instead of
-///    12). The multi-code localiser was slower (52 ms) and found less (147).
-/// 5. An unsharp-masked copy, for blur: without it 143 (blurred 5 of 12 instead of 10).
-/// A 2× upscale pass was measured too and dropped: no extra decode, +48 ms per code-free photo.
+///    300-pixel square, plain / Otsu / inverted.
+/// 5. An unsharp-masked copy, for blur.
 private struct ScanRun {
     let scanner: ZBarScanner
     let zxing: ZXingReader
