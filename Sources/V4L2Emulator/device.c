@@ -45,14 +45,14 @@ static void init_locked(void) {
 }
 
 int emu_node_for_path(const char *path) {
-    if (!path) return -1;
+    if (!path || !emu_preloaded()) return -1;
     if (strcmp(path, EMU_NODE_CAPTURE_PATH) == 0) return EMU_NODE_CAPTURE;
     if (strcmp(path, EMU_NODE_META_PATH) == 0) return EMU_NODE_META;
     return -1;
 }
 
 emu_fd *emu_lookup(int fd) {
-    if (fd < 0) return NULL;
+    if (fd < 0 || !emu_preloaded()) return NULL;
     emu_fd *found = NULL;
     pthread_mutex_lock(&fds_lock);
     for (int i = 0; i < MAX_FDS; i++)
@@ -242,7 +242,7 @@ int emu_ioctl(emu_fd *entry, unsigned long request, void *arg) {
 // MARK: character-device identity
 
 int emu_uevent_node(const char *path) {
-    if (!path) return -1;
+    if (!path || !emu_preloaded()) return -1;
     for (int node = 0; node < EMU_NODE_COUNT; node++) {
         char expected[64];
         snprintf(expected, sizeof expected, "/sys/dev/char/%d:%d/uevent", EMU_MAJOR, EMU_MINOR_BASE + node);

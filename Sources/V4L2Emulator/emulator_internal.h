@@ -33,6 +33,9 @@ enum { EMU_NODE_CAPTURE = 0, EMU_NODE_META = 1, EMU_NODE_COUNT = 2 };
 int emu_real_open(const char *path, int flags, mode_t mode);
 int emu_real_close(int fd);
 
+// 1 when LD_PRELOAD names this library; otherwise no path or descriptor is emulated.
+int emu_preloaded(void);
+
 // Sets errno and returns -1, the libc convention the hooks answer with.
 int emu_fail(int error);
 uint64_t emu_now_ns(void);

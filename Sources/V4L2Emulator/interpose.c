@@ -5,7 +5,8 @@
 // It presents /dev/video-emulated0 (a UVC-like webcam: YUYV and MJPEG at 640x480 and 1280x720,
 // discrete frame intervals, camera controls with auto modes) and /dev/video-emulated1 (a
 // metadata-only node, as UVC cameras expose, which discovery must skip). Calls on any other
-// path or descriptor pass straight through to libc.
+// path or descriptor pass straight through to libc, and so does everything when the library is
+// linked rather than preloaded.
 //
 // What it interposes: open/open64/openat/openat64/__open_2/__open64_2, close, ioctl, poll,
 // access, select, the stat family (the nodes are character devices 81:200 and 81:201, as tools such as
@@ -30,6 +31,7 @@
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/select.h>
 #include <sys/syscall.h>
@@ -81,6 +83,39 @@ static void resolve(void) {
     real_fstat64 = dlsym(RTLD_NEXT, "fstat64");
 }
 #define REAL(name) (pthread_once(&resolve_once, resolve), real_##name)
+
+// MARK: preloaded, or linked by mistake
+
+// Linked as an ordinary dependency, these hooks would still replace libc's open, ioctl, stat and
+// the rest for the whole process: the emulator only acts when LD_PRELOAD names its file.
+static pthread_once_t preload_once = PTHREAD_ONCE_INIT;
+static int preloaded;
+
+static const char *base_name(const char *path, size_t length) {
+    const char *slash = memrchr(path, '/', length);
+    return slash ? slash + 1 : path;
+}
+
+static void check_preloaded(void) {
+    Dl_info self;
+    const char *list = getenv("LD_PRELOAD");
+    if (!list || !dladdr((void *)check_preloaded, &self) || !self.dli_fname) return;
+    const char *own = base_name(self.dli_fname, strlen(self.dli_fname));
+    // ld.so separates LD_PRELOAD entries with spaces or colons.
+    for (const char *entry = list; *entry;) {
+        size_t length = strcspn(entry, " :");
+        const char *name = base_name(entry, length);
+        size_t name_length = length - (size_t)(name - entry);
+        if (name_length > 0 && name_length == strlen(own) && memcmp(name, own, name_length) == 0) preloaded = 1;
+        entry += length;
+        if (*entry) entry++;
+    }
+}
+
+int emu_preloaded(void) {
+    pthread_once(&preload_once, check_preloaded);
+    return preloaded;
+}
 
 int emu_real_open(const char *path, int flags, mode_t mode) { return REAL(open)(path, flags, mode); }
 
