@@ -23,7 +23,10 @@ let package = Package(
         // Test doubles (recording delegates, scripted frame sources) and the generated QR corpus.
         .library(name: "CaptureKitTesting", targets: ["CaptureKitTesting"]),
         .executable(name: "cvcam", targets: ["cvcam"]),
-        // An emulated V4L2 camera for tests, loaded with LD_PRELOAD (see Tools/test).
+        // TEST SUPPORT ONLY, not for apps (which depend on CaptureKit; it never links this): an
+        // emulated V4L2 camera that tests load with LD_PRELOAD (Tools/test). Its hooks replace libc's
+        // open, ioctl, stat and more, so it stays inert unless LD_PRELOAD names it. A product only so
+        // that `swift build` makes libV4L2Emulator.so, the name Tools/test and the CLI tests preload.
         .library(name: "V4L2Emulator", type: .dynamic, targets: ["V4L2Emulator"]),
     ],
     dependencies: [
@@ -71,6 +74,7 @@ let package = Package(
             dependencies: ["CLibV4L2"]
         ),
         // An emulated V4L2 camera (LD_PRELOAD interposer) so the real V4L2 path runs without hardware.
+        // Test support: no other target may depend on it.
         .target(
             name: "V4L2Emulator",
             linkerSettings: [.linkedLibrary("jpeg"), .linkedLibrary("dl")]

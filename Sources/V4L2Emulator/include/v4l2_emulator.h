@@ -1,4 +1,4 @@
-// The emulated V4L2 camera (see v4l2_emulator.c). Load it with LD_PRELOAD; tests look up
+// The emulated V4L2 camera (see interpose.c). Load it with LD_PRELOAD; tests look up
 // `v4l2_emulator_loaded` with dlsym to know whether it is present.
 #ifndef V4L2_EMULATOR_H
 #define V4L2_EMULATOR_H
