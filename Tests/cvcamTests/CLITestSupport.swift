@@ -28,10 +28,10 @@ enum CLI {
         var lines: [String] { stdout.split(separator: "\n").map(String.init) }
     }
 
-    /// Runs `cvcam arguments…` to completion (stdin closed).
-    static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> Result {
+    /// Runs `cvcam arguments…` (or `executable arguments…`) to completion (stdin closed).
+    static func run(_ arguments: [String], environment: [String: String] = [:], executable: URL? = nil) throws -> Result {
         let process = Process()
-        process.executableURL = binary
+        process.executableURL = executable ?? binary
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let out = Pipe()

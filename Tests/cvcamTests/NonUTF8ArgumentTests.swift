@@ -15,24 +15,7 @@ import Glibc
     /// byte 0xE9: `Process` takes arguments as Strings, which cannot hold such bytes.
     static func run(_ arguments: [String]) throws -> CLI.Result {
         let script = "exec \"$0\"" + arguments.indices.map { " \"$(printf '%b' \"$\($0 + 1)\")\"" }.joined()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", script, CLI.binary.path] + arguments
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        nonisolated(unsafe) var errData = Data()
-        let reader = Thread { errData = err.fileHandleForReading.readDataToEndOfFile() }
-        reader.start()
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        while !reader.isFinished { Thread.sleep(forTimeInterval: 0.005) }
-        return CLI.Result(
-            status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-            stderr: String(decoding: errData, as: UTF8.self))
+        return try CLI.run(["-c", script, CLI.binary.path] + arguments, executable: URL(fileURLWithPath: "/bin/sh"))
     }
 
     /// A fresh folder holding Grace Hopper's photo as `caf\xE9.jpg`.
