@@ -88,35 +88,29 @@ public protocol ExposureBracketingSource: FrameSource {
 public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
     // @unchecked: mutable state is behind `state` (a Mutex); `converter` is Sendable.
 
+    /// What delivery needs of a pending capture; which frames it takes is `State.machine`'s call.
     private struct Request {
         var resolved: CaptureResolvedPhotoSettings
         var settings: CapturePhotoSettings
         var delegate: any CapturePhotoCaptureDelegate
-        /// The format the camera switches to for this photo; nil: frames of the active format.
-        var stillFormat: CaptureDevice.Format?
-        var nextBracket = 0
-        var waitUntilSequence: UInt64?
         var frames: [(SampleBuffer, Float?)] = []
         var captureDate = Date()
         /// Whether `willCapturePhotoFor` has been sent.
         var announced = false
-        var wantsFlash: Bool { resolved.isFlashEnabled }
     }
-    /// A flash fired for pending captures: the LED mode to put back, and when it fired.
+    /// A flash fired for pending captures: the LED mode to put back.
     private struct FlashShot {
         var control: FlashControl
         var previousMode: Int64
-        var firedAt: MediaTime
-        var framesWaited = 0
     }
     private struct State {
         var usedIDs = Set<Int64>()
-        var pending: [Request] = []
+        /// Pending captures by `uniqueID`; `machine` holds their order and frame decisions.
+        var requests: [Int64: Request] = [:]
+        var machine = PhotoCaptureMachine(settleFrameCount: CapturePhotoOutput.formatSwitchSettleFrameCount)
         var input: CaptureDeviceInput?
         var format: CaptureDevice.Format?
         var inFlight = 0
-        /// Frames seen since the camera switched to a still format.
-        var stillFramesSeen = 0
         var flash: FlashShot?
     }
     private let state = Mutex(State())
@@ -213,7 +207,11 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
             let owner = delegate
             delegateQueue.async { [self] in owner.photoOutput(self, willBeginCaptureFor: resolved) }
             if problem == nil {
-                s.pending.append(Request(resolved: resolved, settings: settings, delegate: delegate, stillFormat: still))
+                s.requests[settings.uniqueID] = Request(resolved: resolved, settings: settings, delegate: delegate)
+                s.machine.add(
+                    .init(
+                        id: settings.uniqueID, stillFormat: still, brackets: settings.exposureBrackets,
+                        wantsFlash: resolved.isFlashEnabled))
             }
         }
         if let problem {
@@ -307,28 +305,17 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
     }
 
     override func requestedStillFormat() -> CaptureDevice.Format? {
-        state.withLock { $0.pending.first { $0.stillFormat != nil }?.stillFormat }
+        state.withLock { $0.machine.requestedStillFormat }
     }
 
     override func receiveStill(_ sample: SampleBuffer, format: CaptureDevice.Format, from connection: CaptureConnection) -> Bool {
-        let settling = state.withLock { s -> Bool in
-            s.stillFramesSeen += 1
-            return s.stillFramesSeen <= Self.formatSwitchSettleFrameCount
-        }
-        if !settling { process(sample, connection: connection, still: format) }
-        return state.withLock { s -> Bool in
-            let done = !s.pending.contains { $0.stillFormat == format }
-            if done { s.stillFramesSeen = 0 }
-            return done
-        }
+        if state.withLock({ $0.machine.stillFrameArrived() }) { process(sample, connection: connection, still: format) }
+        return state.withLock { $0.machine.isStillFormatDone(format) }
     }
 
     override func stillFormatFailed(_ format: CaptureDevice.Format, error: CaptureError) {
         let failed = state.withLock { s -> [Request] in
-            let failed = s.pending.filter { $0.stillFormat == format }
-            s.pending.removeAll { $0.stillFormat == format }
-            s.stillFramesSeen = 0
-            return failed
+            s.machine.removeAll(stillFormat: format).compactMap { s.requests.removeValue(forKey: $0) }
         }
         restoreFlash(force: false)
         guard !failed.isEmpty else { return }
@@ -342,90 +329,57 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
     }
 
     /// Gives `sample` to the pending captures waiting for frames of its kind (`still` nil: the
-    /// active format; otherwise that still format). Capture thread: only bookkeeping and a few
-    /// control calls (exposure bias for brackets, the flash); encoding runs on the delegate queue.
+    /// active format; otherwise that still format): the machine decides, this carries out its
+    /// actions. Capture thread: only bookkeeping and a few control calls (exposure bias for
+    /// brackets, the flash); encoding runs on the delegate queue.
     private func process(_ sample: SampleBuffer, connection: CaptureConnection, still: CaptureDevice.Format?) {
-        let (device, needsBias, needsFlash) = state.withLock { s in
-            let mine = s.pending.filter { $0.stillFormat == still }
-            return (s.input?.device, mine.contains { !$0.settings.exposureBrackets.isEmpty }, mine.contains(where: \.wantsFlash))
-        }
-        let source = needsBias ? device.flatMap(ExposureBiasControl.init(device:)) : nil
-        let flash = needsFlash ? device.flatMap(FlashControl.init(device:)) : nil
+        let (device, needs) = state.withLock { s in (s.input?.device, s.machine.needs(stillFormat: still)) }
+        // Control lookups are ioctls: outside the lock, and only when a capture needs them.
+        let bias = needs.bias ? device.flatMap(ExposureBiasControl.init(device:)) : nil
+        let flash = needs.flash ? device.flatMap(FlashControl.init(device:)) : nil
+        let frame = PhotoCaptureMachine.Frame(
+            time: sample.presentationTimeStamp, sequence: sample.sequenceNumber, stillFormat: still)
         var started: [Request] = []
         var completed: [Request] = []
         var failed: [(Request, CaptureError)] = []
         state.withLock { s in
-            // Flash: fire once for every waiting flash capture, then wait for a frame exposed after it.
-            var flashError: CaptureError?
-            var lit = false
-            if needsFlash {
-                if var shot = s.flash {
-                    shot.framesWaited += 1
-                    lit = sample.presentationTimeStamp >= shot.firedAt || shot.framesWaited > Self.flashFramesInFlight(device)
-                    s.flash = shot
-                } else if let flash {
+            var actions = ArraySlice(
+                s.machine.step(
+                    frame, canSetBias: bias != nil, canFireFlash: needs.flash ? flash != nil : nil,
+                    flashFrameLimit: Self.flashFramesInFlight(device)))
+            while let action = actions.popFirst() {
+                switch action {
+                case .fireFlash:
+                    // The machine asks only when `canFireFlash` was true.
+                    guard let flash else { continue }
                     do throws(CaptureError) {
-                        let previous = try flash.fire()
-                        s.flash = FlashShot(control: flash, previousMode: previous, firedAt: .monotonicNow())
+                        s.flash = FlashShot(control: flash, previousMode: try flash.fire())
+                        s.machine.flashFired(at: .monotonicNow())
                     } catch {
-                        flashError = error
+                        actions += s.machine.flashFailed(error, stillFormat: still)
                     }
-                } else {
-                    flashError = CaptureError(.unsupported, "the device lost its flash control")
+                case .setBias(let value, let id):
+                    // The machine asks only when `canSetBias` was true.
+                    guard let bias else { continue }
+                    do throws(CaptureError) {
+                        s.machine.biasSet(for: id, lateFrames: try bias.setBias(value))
+                    } catch {
+                        actions += s.machine.biasFailed(for: id, error)
+                    }
+                case .resetBias:
+                    _ = try? bias?.setBias(0)
+                case .announce(let id):
+                    s.requests[id]?.announced = true
+                    if let r = s.requests[id] { started.append(r) }
+                case .take(let id, let bias):
+                    if s.requests[id]?.frames.isEmpty == true { s.requests[id]?.captureDate = Date() }
+                    s.requests[id]?.frames.append((sample, bias))
+                case .complete(let id):
+                    if let r = s.requests.removeValue(forKey: id) { completed.append(r) }
+                case .fail(let id, let error):
+                    if let r = s.requests.removeValue(forKey: id) { failed.append((r, error)) }
                 }
             }
-            var keep: [Request] = []
-            for var r in s.pending {
-                guard r.stillFormat == still else {
-                    keep.append(r)
-                    continue
-                }
-                if r.wantsFlash {
-                    if let flashError {
-                        failed.append((r, flashError))
-                        continue
-                    }
-                    if !lit {
-                        keep.append(r)
-                        continue
-                    }
-                }
-                if !r.announced {
-                    r.announced = true
-                    started.append(r)
-                }
-                if r.settings.exposureBrackets.isEmpty {
-                    r.captureDate = Date()
-                    r.frames.append((sample, nil))
-                    completed.append(r)
-                    continue
-                }
-                guard let source else { failed.append((r, CaptureError(.unsupported, "the device lost exposure control"))); continue }
-                if let wait = r.waitUntilSequence {
-                    if sample.sequenceNumber >= wait {
-                        if r.frames.isEmpty { r.captureDate = Date() }
-                        r.frames.append((sample, r.settings.exposureBrackets[r.nextBracket]))
-                        r.nextBracket += 1
-                        r.waitUntilSequence = nil
-                    }
-                }
-                if r.nextBracket == r.settings.exposureBrackets.count {
-                    _ = try? source.setBias(0)
-                    completed.append(r)
-                    continue
-                }
-                if r.waitUntilSequence == nil {
-                    do throws(CaptureError) {
-                        let late = try source.setBias(r.settings.exposureBrackets[r.nextBracket])
-                        r.waitUntilSequence = sample.sequenceNumber + 1 + UInt64(max(0, late))
-                    } catch {
-                        failed.append((r, error))
-                        continue
-                    }
-                }
-                keep.append(r)
-            }
-            s.pending = keep
         }
         restoreFlash(force: false)
         guard !started.isEmpty || !completed.isEmpty || !failed.isEmpty else { return }
@@ -445,9 +399,9 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
     /// (or always, with `force`: the session stopped).
     private func restoreFlash(force: Bool) {
         let shot = state.withLock { s -> FlashShot? in
-            guard let shot = s.flash, force || !s.pending.contains(where: \.wantsFlash) else { return nil }
-            s.flash = nil
-            return shot
+            guard s.machine.releaseFlash(force: force) else { return nil }
+            defer { s.flash = nil }
+            return s.flash
         }
         // A camera that refuses now also refused the flash; nothing better to do than leave it.
         if let shot { try? shot.control.restore(shot.previousMode) }
@@ -455,12 +409,10 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
 
     override func sessionDidStop() {
         let orphans = state.withLock { s -> [Request] in
-            let p = s.pending
-            s.pending = []
+            let orphans = s.machine.removeAll().compactMap { s.requests.removeValue(forKey: $0) }
             s.input = nil
             s.format = nil
-            s.stillFramesSeen = 0
-            return p
+            return orphans
         }
         restoreFlash(force: true)
         guard !orphans.isEmpty else { return }
