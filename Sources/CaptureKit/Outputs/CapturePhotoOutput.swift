@@ -68,13 +68,9 @@ public protocol ExposureBracketingSource: FrameSource {
 /// as frames the source skipped (`discontinuity` drops) and then frames in the old format.
 /// Files and synthetic sources keep their one size.
 ///
-/// Cost, measured against the V4L2 emulator (session at 640x480 YUYV 30 fps, photo at 1280x720
-/// MJPEG 30 fps; median of 7 captures each, from `capturePhoto` to `didFinishProcessingPhoto`,
-/// JPEG encoding included): 36 ms without a switch (the next frame, half a frame interval on
-/// average, plus encoding), 216 ms with it (two stream restarts, the settle frames and the
-/// shot: 5 frame intervals), and the video gap is as long (216 ms between the last frame before
-/// and the first after). A real camera adds its own start-up time after each `STREAMON`
-/// (often 0.1–0.5 s on UVC), so expect 0.3–1 s there.
+/// A switch costs two stream restarts, the settle frames and the shot, and the video has a gap
+/// as long (about 0.2 s on the emulated camera, 0.3–1 s on UVC cameras; figures in
+/// `Tools/Bench/README.md`).
 ///
 /// Flash: `supportedFlashModes` is `[.off, .on]` when the V4L2 camera has a flash
 /// (`flash_led_mode` with a "Flash" entry), `[.off]` otherwise. `.auto` is never offered:
