@@ -182,14 +182,6 @@ int32_t cvb_image_warp_perspective(const cvb_image *src, cvb_image *dst, const d
     });
 }
 
-int32_t cvb_image_resize_with(const cvb_image *src, cvb_image *dst, int32_t interpolation, cvb_error *err) {
-    return guarded(err, [&] {
-        cv::Mat d = as_mat(dst);
-        cv::resize(as_mat(src), d, d.size(), 0, 0, interpolation);
-        return 0;
-    });
-}
-
 int32_t cvb_image_gaussian_blur(const cvb_image *src, cvb_image *dst, double sigma, cvb_error *err) {
     return guarded(err, [&] {
         cv::Mat d = as_mat(dst);

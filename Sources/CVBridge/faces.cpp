@@ -202,7 +202,7 @@ int cvb_cascade_detect(cvb_cascade *cascade, const cvb_image *image, double scal
 }
 
 int cvb_image_crop_resize(const cvb_image *src, int32_t x, int32_t y, int32_t w, int32_t h, cvb_image *dst,
-                          cvb_error *err) {
+                          int32_t interpolation, cvb_error *err) {
     return guarded(err, [&] {
         cv::Mat s = as_mat(src), d = as_mat(dst);
         cv::Rect r(x, y, w, h);
@@ -214,8 +214,7 @@ int cvb_image_crop_resize(const cvb_image *src, int32_t x, int32_t y, int32_t w,
         if (region.size() == d.size()) {
             region.copyTo(d);
         } else {
-            bool shrinking = d.cols < w || d.rows < h;
-            cv::resize(region, d, d.size(), 0, 0, shrinking ? cv::INTER_AREA : cv::INTER_LINEAR);
+            cv::resize(region, d, d.size(), 0, 0, interpolation);
         }
         if (d.data != dst->data) {
             set_error(err, -1, "destination buffer has the wrong layout");

@@ -148,11 +148,14 @@ int cvb_image_rotate_mirror(const cvb_image *src, cvb_image *dst, int32_t degree
     });
 }
 
-int cvb_image_resize(const cvb_image *src, cvb_image *dst, cvb_error *err) {
+int cvb_image_resize(const cvb_image *src, cvb_image *dst, int32_t interpolation, cvb_error *err) {
     return guarded(err, [&] {
         cv::Mat s = as_mat(src), d = as_mat(dst);
-        bool shrinking = dst->width < src->width || dst->height < src->height;
-        cv::resize(s, d, d.size(), 0, 0, shrinking ? cv::INTER_AREA : cv::INTER_LINEAR);
+        cv::resize(s, d, d.size(), 0, 0, interpolation);
+        if (d.data != dst->data) {
+            set_error(err, -1, "destination buffer has the wrong layout");
+            return -1;
+        }
         return 0;
     });
 }
@@ -184,7 +187,7 @@ int cvb_image_fill_noise(cvb_image *dst, uint64_t seed, double mean, double stdd
 }
 
 int cvb_image_blit(cvb_image *dst, const cvb_image *src, int32_t x, int32_t y, int32_t w, int32_t h,
-                   cvb_error *err) {
+                   int32_t interpolation, cvb_error *err) {
     return guarded(err, [&] {
         if (dst->format != src->format) {
             set_error(err, -1, "blit needs matching pixel formats");
@@ -199,7 +202,7 @@ int cvb_image_blit(cvb_image *dst, const cvb_image *src, int32_t x, int32_t y, i
         if (s.cols == w && s.rows == h) {
             scaled = s;
         } else {
-            cv::resize(s, scaled, cv::Size(w, h), 0, 0, (w < s.cols) ? cv::INTER_AREA : cv::INTER_LINEAR);
+            cv::resize(s, scaled, cv::Size(w, h), 0, 0, interpolation);
         }
         cv::Rect from(visible.x - x, visible.y - y, visible.width, visible.height);
         scaled(from).copyTo(d(visible));

@@ -103,7 +103,7 @@ public enum QRTestCorpus {
         return try CodeImaging.resized(image, width: width, height: height, interpolation: Int32(CVB_INTER_LINEAR))
     }
 
-    /// `frame` resized to width×height (`cvb_image_resize_with`, bilinear or area).
+    /// `frame` resized to width×height (`cvb_image_resize`, bilinear or area).
     public static func resized(_ frame: PixelBuffer, width: Int, height: Int) throws(CaptureError) -> PixelBuffer {
         let shrinking = width < frame.width || height < frame.height
         return try CodeImaging.resized(

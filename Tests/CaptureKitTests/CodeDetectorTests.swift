@@ -44,7 +44,7 @@ private func frame(width: Int, height: Int, codes: [(PixelBuffer, Int, Int)]) th
     #expect(f.withBridgeImage { cvb_image_fill(&$0, 200, 200, 200, &err) } == 0)
     for (symbol, x, y) in codes {
         let status = PixelBuffer.withBridgeImages(f, symbol) { dst, src in
-            cvb_image_blit(&dst, &src, Int32(x), Int32(y), Int32(symbol.width), Int32(symbol.height), &err)
+            cvb_image_blit(&dst, &src, Int32(x), Int32(y), Int32(symbol.width), Int32(symbol.height), Int32(CVB_INTER_LINEAR), &err)
         }
         #expect(status == 0)
     }

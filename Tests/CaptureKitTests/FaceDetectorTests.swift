@@ -131,7 +131,7 @@ struct FaceDetectorTests {
         var dst = FaceFixtures.bridge(padded)
         #expect(cvb_image_fill(&dst, 0, 0, 0, &err) == 0)
         var src = FaceFixtures.bridge(photo)
-        #expect(cvb_image_blit(&dst, &src, 0, 0, 512, 600, &err) == 0)
+        #expect(cvb_image_blit(&dst, &src, 0, 0, 512, 600, Int32(CVB_INTER_LINEAR), &err) == 0)
         #expect(try rows(n, padded) == found)
     }
 

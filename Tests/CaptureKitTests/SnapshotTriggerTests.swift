@@ -19,8 +19,8 @@ private struct Clip {
         let small = try PixelBuffer(width: 20, height: 15, pixelFormat: .bgr)
         blurred = try PixelBuffer(width: 160, height: 120, pixelFormat: .bgr)
         var err = cvb_error()
-        _ = PixelBuffer.withBridgeImages(sharp, small) { cvb_image_resize(&$0, &$1, &err) }
-        _ = PixelBuffer.withBridgeImages(small, blurred) { cvb_image_resize(&$0, &$1, &err) }
+        _ = PixelBuffer.withBridgeImages(sharp, small) { cvb_image_resize(&$0, &$1, PixelBuffer.resizeInterpolation($0, to: $1), &err) }
+        _ = PixelBuffer.withBridgeImages(small, blurred) { cvb_image_resize(&$0, &$1, PixelBuffer.resizeInterpolation($0, to: $1), &err) }
     }
 
     func frame(_ i: Int, blurred isBlurred: Bool = false) -> SampleBuffer {

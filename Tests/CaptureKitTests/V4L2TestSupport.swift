@@ -103,7 +103,7 @@ func meanDifference(_ frame: PixelBuffer, fixture path: String) throws -> Double
     var dst = cvb_image(
         data: scaled.baseAddress.assumingMemoryBound(to: UInt8.self), width: Int32(scaled.width),
         height: Int32(scaled.height), stride: Int32(scaled.bytesPerRow), format: Int32(CVB_FORMAT_BGR.rawValue))
-    #expect(cvb_image_resize(&src, &dst, &err) == 0)
+    #expect(cvb_image_resize(&src, &dst, PixelBuffer.resizeInterpolation(src, to: dst), &err) == 0)
     var total = 0.0
     var samples = 0
     for y in stride(from: 4, to: frame.height, by: 8) {

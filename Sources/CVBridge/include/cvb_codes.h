@@ -83,13 +83,6 @@ enum {
     CVB_BORDER_TRANSPARENT = 1, ///< leave `dst` untouched where `src` does not land (cv::BORDER_TRANSPARENT)
     CVB_BORDER_REPLICATE = 2,   ///< repeat the edge pixels (cv::BORDER_REPLICATE)
 };
-/// Interpolation of warps and resizes (cv::InterpolationFlags values).
-enum {
-    CVB_INTER_NEAREST = 0,
-    CVB_INTER_LINEAR = 1,
-    CVB_INTER_CUBIC = 2,
-    CVB_INTER_AREA = 3,
-};
 
 /// Warps `src` into `dst` with a forward 3×3 `matrix` (`cv::warpPerspective`). `dst` is
 /// preallocated (its size is the output size) with `src`'s format (GRAY, BGR or BGRA).
@@ -97,8 +90,6 @@ int32_t cvb_image_warp_perspective(const cvb_image *src, cvb_image *dst, const d
                                    int32_t interpolation, int32_t border, uint8_t border_value,
                                    cvb_error *err);
 
-/// Resizes `src` into `dst`'s size with the given interpolation (`cv::resize`).
-int32_t cvb_image_resize_with(const cvb_image *src, cvb_image *dst, int32_t interpolation, cvb_error *err);
 
 /// Gaussian blur (`cv::GaussianBlur`, kernel size derived from `sigma`). In place when
 /// `src` and `dst` are the same view.

@@ -52,11 +52,10 @@ int cvb_cascade_detect(cvb_cascade *cascade, const cvb_image *image, double scal
                        int32_t min_width, int32_t min_height, int32_t max_width, int32_t max_height,
                        int32_t *rects, int32_t *neighbours, int32_t capacity, int32_t *count, cvb_error *err);
 
-/// Copies the rectangle (x, y, w, h) of `src` scaled to `dst`'s size into `dst` (`cv::resize`,
-/// INTER_AREA when shrinking, INTER_LINEAR otherwise). The rectangle must lie inside `src`;
-/// formats must match.
+/// Copies the rectangle (x, y, w, h) of `src` scaled to `dst`'s size into `dst` (`cv::resize`
+/// with `interpolation`). The rectangle must lie inside `src`; formats must match.
 int cvb_image_crop_resize(const cvb_image *src, int32_t x, int32_t y, int32_t w, int32_t h, cvb_image *dst,
-                          cvb_error *err);
+                          int32_t interpolation, cvb_error *err);
 
 /// Mean and standard deviation of the luma of the rectangle (x, y, w, h) of `src`, clipped to
 /// the image, after shrinking it to at most `sample` × `sample` pixels (`cv::resize`, INTER_AREA

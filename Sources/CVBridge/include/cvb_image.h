@@ -70,8 +70,16 @@ int cvb_image_convert(const cvb_image *src, cvb_image *dst, cvb_error *err);
 int cvb_image_rotate_mirror(const cvb_image *src, cvb_image *dst, int32_t degrees, int32_t mirror,
                             cvb_error *err);
 
-/// Resizes `src` into `dst`'s size (`cv::resize`, INTER_AREA when shrinking, INTER_LINEAR otherwise).
-int cvb_image_resize(const cvb_image *src, cvb_image *dst, cvb_error *err);
+/// Interpolation of resizes and warps (cv::InterpolationFlags values); the caller chooses.
+enum {
+    CVB_INTER_NEAREST = 0,
+    CVB_INTER_LINEAR = 1,
+    CVB_INTER_CUBIC = 2,
+    CVB_INTER_AREA = 3,
+};
+
+/// Resizes `src` into `dst`'s size with `interpolation` (`cv::resize`).
+int cvb_image_resize(const cvb_image *src, cvb_image *dst, int32_t interpolation, cvb_error *err);
 
 /// Fills the whole image with one colour (`cv::Mat::setTo`).
 int cvb_image_fill(cvb_image *dst, uint8_t b, uint8_t g, uint8_t r, cvb_error *err);
@@ -80,10 +88,10 @@ int cvb_image_fill_rect(cvb_image *dst, int32_t x, int32_t y, int32_t w, int32_t
                         uint8_t b, uint8_t g, uint8_t r, cvb_error *err);
 /// Fills with Gaussian noise from a seeded generator (`cv::RNG(seed).fill`, NORMAL).
 int cvb_image_fill_noise(cvb_image *dst, uint64_t seed, double mean, double stddev, cvb_error *err);
-/// Draws `src` scaled to w×h with its top-left at (x, y) in `dst`, clipped to `dst`
-/// (`cv::resize` + `cv::Mat::copyTo`). Formats must match.
+/// Draws `src` scaled to w×h (with `interpolation`) with its top-left at (x, y) in `dst`,
+/// clipped to `dst` (`cv::resize` + `cv::Mat::copyTo`). Formats must match.
 int cvb_image_blit(cvb_image *dst, const cvb_image *src, int32_t x, int32_t y, int32_t w, int32_t h,
-                   cvb_error *err);
+                   int32_t interpolation, cvb_error *err);
 
 /// Encodes bytes as a QR symbol (`cv::QRCodeEncoder`): one module per pixel, with the quiet zone
 /// OpenCV adds, as a GRAY matrix. `version` 0 lets the encoder choose; `correction` is

@@ -203,7 +203,9 @@ public final class SyntheticCameraSource: FrameSource, @unchecked Sendable {
             let h = Int32((r.height * scale.height).rounded())
             if let image {
                 try PixelBuffer.withBridgeImages(image, frame) { (s, dst) throws(CaptureError) in
-                    try check(cvb_image_blit(&dst, &s, x, y, w, h, &err), err)
+                    let interpolation = PixelBuffer.resizeInterpolation(
+                        width: Int(s.width), height: Int(s.height), toWidth: Int(w), toHeight: Int(h))
+                    try check(cvb_image_blit(&dst, &s, x, y, w, h, interpolation, &err), err)
                 }
             } else if case .color(let red, let green, let blue) = sprite.content {
                 try frame.withBridgeImage { (dst) throws(CaptureError) in
@@ -235,7 +237,9 @@ public final class SyntheticCameraSource: FrameSource, @unchecked Sendable {
             case .noise(let seed, let mean, let sd):
                 return cvb_image_fill_noise(&dst, seed, mean, sd, &err)
             case .image(let path):
-                return try ImageFolderSource.decode(path).withBridgeImage { src in cvb_image_resize(&src, &dst, &err) }
+                return try ImageFolderSource.decode(path).withBridgeImage { src in
+                    cvb_image_resize(&src, &dst, PixelBuffer.resizeInterpolation(src, to: dst), &err)
+                }
             case .colorBars:
                 let bars: [(UInt8, UInt8, UInt8)] = [
                     (192, 192, 192), (192, 192, 0), (0, 192, 192), (0, 192, 0), (192, 0, 192), (192, 0, 0), (0, 0, 192),

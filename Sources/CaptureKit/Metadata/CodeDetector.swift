@@ -435,7 +435,7 @@ private struct ScanRun {
         return finders
     }
 
-    /// `gray` at half size (`cvb_image_resize_with`), computed once per frame.
+    /// `gray` at half size (`cvb_image_resize`), computed once per frame.
     mutating func halfImage(_ gray: PixelBuffer) throws(CaptureError) -> PixelBuffer {
         if let half { return half }
         let h = try CodeImaging.resized(gray, width: gray.width / 2, height: gray.height / 2)

@@ -31,13 +31,13 @@ package enum CodeImaging {
         return out
     }
 
-    /// `buffer` resized to width×height (`cvb_image_resize_with`).
+    /// `buffer` resized to width×height (`cvb_image_resize`).
     package static func resized(
         _ buffer: PixelBuffer, width: Int, height: Int, interpolation: Int32 = Int32(CVB_INTER_AREA)
     ) throws(CaptureError) -> PixelBuffer {
         let out = try PixelBuffer(width: width, height: height, pixelFormat: buffer.pixelFormat)
         var err = cvb_error()
-        let status = PixelBuffer.withBridgeImages(buffer, out) { src, dst in cvb_image_resize_with(&src, &dst, interpolation, &err) }
+        let status = PixelBuffer.withBridgeImages(buffer, out) { src, dst in cvb_image_resize(&src, &dst, interpolation, &err) }
         try check(status, err, "resizing a frame")
         return out
     }

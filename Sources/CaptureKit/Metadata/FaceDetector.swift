@@ -677,9 +677,12 @@ public final class FaceDetector: @unchecked Sendable {
             scaled = image
         } else {
             scaled = try scratchBuffer(width: w, height: h)
+            let interpolation = PixelBuffer.resizeInterpolation(
+                width: Int(region.width), height: Int(region.height), toWidth: w, toHeight: h)
             let status = PixelBuffer.withBridgeImages(image, scaled) { src, dst in
                 cvb_image_crop_resize(
-                    &src, Int32(region.minX), Int32(region.minY), Int32(region.width), Int32(region.height), &dst, &err)
+                    &src, Int32(region.minX), Int32(region.minY), Int32(region.width), Int32(region.height), &dst,
+                    interpolation, &err)
             }
             guard status == 0 else {
                 throw CaptureError(.detectionFailed, "cannot prepare the image for face detection: \(err.text)")

@@ -192,7 +192,7 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
                 }
                 let scaled = try PixelBuffer(width: writer.width, height: writer.height, pixelFormat: .bgr)
                 var err = cvb_error()
-                guard PixelBuffer.withBridgeImages(frame, scaled, { cvb_image_resize(&$0, &$1, &err) }) == 0 else {
+                guard PixelBuffer.withBridgeImages(frame, scaled, { cvb_image_resize(&$0, &$1, PixelBuffer.resizeInterpolation($0, to: $1), &err) }) == 0 else {
                     throw CaptureError(.conversionFailed, "scaling a frame to the movie's size failed: \(err.text)")
                 }
                 frame = scaled

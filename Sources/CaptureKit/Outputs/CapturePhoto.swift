@@ -273,7 +273,7 @@ enum PhotoEncoder {
         let target = fitted(CaptureDevice.Dimensions(width: frame.width, height: frame.height), in: size)
         let out = try PixelBuffer(width: target.width, height: target.height, pixelFormat: .bgr)
         var err = cvb_error()
-        guard PixelBuffer.withBridgeImages(frame, out, { cvb_image_resize(&$0, &$1, &err) }) == 0 else {
+        guard PixelBuffer.withBridgeImages(frame, out, { cvb_image_resize(&$0, &$1, PixelBuffer.resizeInterpolation($0, to: $1), &err) }) == 0 else {
             throw CaptureError(.conversionFailed, "scaling the preview thumbnail failed: \(err.text)")
         }
         return out

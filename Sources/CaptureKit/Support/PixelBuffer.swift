@@ -88,6 +88,19 @@ public final class PixelBuffer: @unchecked Sendable {
         return try body(&image)
     }
 
+    /// The interpolation for scaling `width`×`height` pixels to `toWidth`×`toHeight`: area
+    /// averaging when either side shrinks (no aliasing from skipped pixels), bilinear otherwise.
+    package static func resizeInterpolation(width: Int, height: Int, toWidth: Int, toHeight: Int) -> Int32 {
+        toWidth < width || toHeight < height ? Int32(CVB_INTER_AREA) : Int32(CVB_INTER_LINEAR)
+    }
+
+    /// `resizeInterpolation` for two bridge views.
+    package static func resizeInterpolation(_ source: cvb_image, to destination: cvb_image) -> Int32 {
+        resizeInterpolation(
+            width: Int(source.width), height: Int(source.height), toWidth: Int(destination.width),
+            toHeight: Int(destination.height))
+    }
+
     /// `withBridgeImage` for a source and a destination.
     package static func withBridgeImages<R, E: Error>(
         _ source: PixelBuffer, _ destination: PixelBuffer, _ body: (inout cvb_image, inout cvb_image) throws(E) -> R
