@@ -49,30 +49,19 @@ import Testing
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("cvcam-mixed-\(UUID())")
         try FileManager.default.createDirectory(at: dir.appendingPathComponent("in"), withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
+        let ffmpeg = URL(fileURLWithPath: "/usr/bin/ffmpeg")
         for (i, size) in ["32x32", "64x48", "80x60"].enumerated() {
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
-            p.arguments = ["-v", "error", "-y", "-f", "lavfi", "-i", "testsrc=size=\(size)", "-frames:v", "1",
-                           dir.appendingPathComponent("in/img\(i).png").path]
-            try p.run()
-            p.waitUntilExit()
+            _ = try CLI.run(
+                ["-v", "error", "-y", "-f", "lavfi", "-i", "testsrc=size=\(size)", "-frames:v", "1",
+                 dir.appendingPathComponent("in/img\(i).png").path], executable: ffmpeg)
         }
         let movie = dir.appendingPathComponent("m.avi").path
         let r = try Self.run(["record", "--input", dir.appendingPathComponent("in").path, "-o", movie])
         #expect(r.status == 0, "stderr: \(r.stderr)")
         #expect(r.stderr.contains("scaling frames to the movie's 32x32"))
-        let probe = Process()
-        probe.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
-        probe.arguments = ["-v", "error", "-i", movie, "-f", "framemd5", "-"]
-        let out = Pipe()
-        let err = Pipe()
-        probe.standardOutput = out
-        probe.standardError = err
-        try probe.run()
-        let frames = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        probe.waitUntilExit()
-        #expect(String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).isEmpty)
-        #expect(frames.split(separator: "\n").filter { $0.hasPrefix("0,") }.count == 3)
+        let probe = try CLI.run(["-v", "error", "-i", movie, "-f", "framemd5", "-"], executable: ffmpeg)
+        #expect(probe.stderr.isEmpty)
+        #expect(probe.stdout.split(separator: "\n").filter { $0.hasPrefix("0,") }.count == 3)
     }
 
     @Test(arguments: [SIGINT, SIGTERM]) func signalEndsAnEndlessRunWithinASecond(signal: Int32) throws {

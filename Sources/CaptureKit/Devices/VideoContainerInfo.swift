@@ -75,12 +75,18 @@ struct VideoContainerInfo: Sendable, Equatable {
     /// A frame count the stream header itself declares is checked first (FFmpeg derives the
     /// duration of a cut AVI from the frames left); without a duration, OpenCV's count is used.
     func endedEarly(lastFrame: Double, framesRead: Int, frameDuration: Double) -> Bool {
-        if let declaredFrames, declaredFrames > 1, framesRead < declaredFrames - 1 { return true }
+        unreachedEnd(lastFrame: lastFrame, framesRead: framesRead, frameDuration: frameDuration) != nil
+    }
+
+    /// What the container declares that the stream did not reach ("10 frames", "a 5.0 s
+    /// duration"), by the rule of `endedEarly`; nil when it ended where it should.
+    func unreachedEnd(lastFrame: Double, framesRead: Int, frameDuration: Double) -> String? {
+        if let declaredFrames, declaredFrames > 1, framesRead < declaredFrames - 1 { return "\(declaredFrames) frames" }
         if let durationSeconds {
             let end = durationSeconds - max(startSeconds ?? 0, 0)
-            return lastFrame + 2 * frameDuration < end
+            return lastFrame + 2 * frameDuration < end ? "a \(durationSeconds) s duration" : nil
         }
-        if let frameCount { return frameCount > 1 && framesRead < frameCount - 1 }
-        return false
+        if let frameCount, frameCount > 1, framesRead < frameCount - 1 { return "\(frameCount) frames" }
+        return nil
     }
 }

@@ -112,10 +112,9 @@ public final class VideoFileSource: FrameSource, @unchecked Sendable {
             return SourceFrame(pixelBuffer: buffer, presentationTimeStamp: pts, sequenceNumber: UInt64(n))
         case Int32(CVB_READ_END):
             let last = framesRead > 0 ? lastPTS.seconds : 0
-            if info.endedEarly(lastFrame: last, framesRead: Int(framesRead), frameDuration: frameDuration.seconds) {
-                let declared =
-                    info.declaredFrames.flatMap { Int(framesRead) < $0 - 1 ? "\($0) frames" : nil }
-                    ?? info.durationSeconds.map { "a \($0) s duration" } ?? "\(declaredFrameCount) frames"
+            if let declared = info.unreachedEnd(
+                lastFrame: last, framesRead: Int(framesRead), frameDuration: frameDuration.seconds)
+            {
                 throw CaptureError(
                     .truncatedVideo,
                     "\(path) ended after \(framesRead) frames (\(last) s) though its container declares \(declared): the file is truncated or corrupt",
