@@ -97,11 +97,13 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
         var seconds = 0.0
     }
 
-    private lazy var pipeline = MetadataPipeline<Lane, FrameContext, LaneOutput>(
-        name: "cvcam.metadata",
+    // Lazy because its closures need `self`; built once, under `pipelineLock`, on first use.
+    private lazy var lazyPipeline = MetadataPipeline<Lane, FrameContext, LaneOutput>(
+        name: "cvcam.metadata", threadName: { $0 == .faces ? "cvcam.faces" : "cvcam.codes" },
         work: { [unowned self] lane, job in analyse(job, in: lane) },
         deliver: { [unowned self] job, outputs in deliver(job, outputs) })
     private let pipelineLock = Mutex(())
+    private var pipeline: MetadataPipeline<Lane, FrameContext, LaneOutput> { pipelineLock.withLock { _ in lazyPipeline } }
 
     /// Creates an output with the default detectors: YuNet faces with
     /// `FaceDetector.Configuration.realTime` (frames scaled to a 640 px long side, so faces and
@@ -232,7 +234,7 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
     /// top-level code there), or from the delegate queue itself, it returns once every delivery
     /// is queued, and they run when the caller returns to its queue.
     public func waitUntilIdle() {
-        pipelineLock.withLock { _ in pipeline }.waitUntilIdle()
+        pipeline.waitUntilIdle()
         guard let queue = config.withLock({ $0.queue }) else { return }
         if queue === DispatchQueue.main {
             if !Thread.isMainThread { queue.sync {} }
@@ -303,9 +305,7 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
         }
         guard let job else { return }
         let mayWait = canWait && canWaitForFrames.load(ordering: .relaxed)
-        let admission = pipelineLock.withLock { _ in pipeline }.offer(job, canWait: mayWait) { lane in
-            lane == .faces ? "cvcam.faces" : "cvcam.codes"
-        }
+        let admission = pipeline.offer(job, canWait: mayWait)
         if admission != .admitted { config.withLock { $0.skipped += 1 } }
     }
 
@@ -313,17 +313,17 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
         config.withLock { $0.sourceSkipped += count }
     }
 
-    override func drain() { pipelineLock.withLock { _ in pipeline }.waitUntilIdle() }
+    override func drain() { pipeline.waitUntilIdle() }
 
     override func cancelPendingDeliveries() {
-        let dropped = pipelineLock.withLock { _ in pipeline }.cancelPending()
+        let dropped = pipeline.cancelPending()
         config.withLock { $0.skipped += dropped }
     }
 
     override func sessionDidStop() {
         // After the last admitted frame is delivered, on the delivery thread: no lane is
         // working then, so the stages may be finished from here.
-        pipelineLock.withLock { _ in pipeline }.whenIdle { [self] in
+        pipeline.whenIdle { [self] in
             let events = faceSlot.loaded?.finish() ?? []
             codeSlot.loaded?.finish()
             let (delegate, queue, connection) = config.withLock { ($0.delegate, $0.queue, self.connections.first) }

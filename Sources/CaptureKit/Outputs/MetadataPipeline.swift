@@ -42,27 +42,30 @@ final class MetadataPipeline<Lane: Hashable & Sendable, Context: Sendable, Outpu
     private var idleJobs: [@Sendable () -> Void] = []
     private var workers: [Lane: WorkerThread] = [:]
     private let delivery: WorkerThread
+    private let threadName: @Sendable (Lane) -> String
     private let work: @Sendable (Lane, Job) -> Output
     private let deliver: @Sendable (Job, [Lane: Output]) -> Void
 
     /// `work` analyses one frame in one lane; `deliver` gets each frame's outputs, in admission
-    /// order. Lane threads are named `name.lane` and start with their first frame.
+    /// order. The delivery thread is named `name`, each lane's `threadName(lane)`; a lane's
+    /// thread starts with its first frame.
     init(
-        name: String, work: @escaping @Sendable (Lane, Job) -> Output,
+        name: String, threadName: @escaping @Sendable (Lane) -> String, work: @escaping @Sendable (Lane, Job) -> Output,
         deliver: @escaping @Sendable (Job, [Lane: Output]) -> Void
     ) {
         delivery = WorkerThread(name: name)
+        self.threadName = threadName
         self.work = work
         self.deliver = deliver
     }
 
     /// Offers a frame to `job.lanes` (none: it is delivered with no outputs, in order).
-    func offer(_ job: Job, canWait: Bool, threadName: (Lane) -> String) -> Admission {
+    func offer(_ job: Job, canWait: Bool) -> Admission {
         condition.lock()
         defer { condition.unlock() }
         while true {
             if job.lanes.allSatisfy({ slots[$0] == nil }) {
-                admit(job, threadName: threadName)
+                admit(job)
                 return .admitted
             }
             if canWait {
@@ -115,7 +118,7 @@ final class MetadataPipeline<Lane: Hashable & Sendable, Context: Sendable, Outpu
 
     // MARK: Inside (condition held unless said otherwise)
 
-    private func admit(_ job: Job, threadName: (Lane) -> String) {
+    private func admit(_ job: Job) {
         let sequence = nextSequence
         nextSequence += 1
         inFlight.append((sequence, job, [:]))

@@ -15,11 +15,11 @@ extension DispatchQueue: SerialJobRunner {
 /// thread never changes (a `Foundation.Thread` waiting on an `NSCondition`).
 ///
 /// Why not a serial `DispatchQueue`: its jobs run on whichever of libdispatch's pool threads is
-/// free, and the pool starts another thread whenever every one it has is busy or blocked. The
-/// metadata output's detection job blocks while it waits for the face job, so in a 30-minute
-/// soak the process's thread count grew once, at a random moment (7 → 8), and each job's
-/// allocations went to the malloc arena of whichever thread ran it. Detection on its own
-/// threads keeps the count fixed from the first frame.
+/// free, and the pool starts another thread whenever every one it has is busy or blocked. When
+/// the metadata output's detection job still blocked while waiting for its face job, a 30-minute
+/// soak saw the thread count grow at a random moment, and each job's allocations went to the
+/// malloc arena of whichever thread ran it. Detection on its own threads keeps the count fixed
+/// from the first frame.
 ///
 /// The thread starts with the first job, is named `name` (see `nameCurrentThread`), and ends once the worker is
 /// released and the jobs given before have run.
