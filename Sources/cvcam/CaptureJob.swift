@@ -38,7 +38,24 @@ final class CaptureJob: @unchecked Sendable {
         try session.addInput(input)
         statusLine = output.json ? nil : StatusLine.makeIfTerminal(quiet: output.quiet)
         let frame = options.sessionPreset.format(for: device)?.dimensions ?? device.activeFormat.dimensions
-        printer = EventPrinter(json: output.json, preview: try PreviewMapping(options: options, frame: frame), statusLine: statusLine)
+        printer = EventPrinter(
+            json: output.json, preview: try PreviewMapping(options: options, frame: frame), statusLine: statusLine,
+            clock: device.source.timestampClock)
+        quiet = output.quiet
+    }
+
+    private let quiet: Bool
+
+    /// The start line: the run's ID, the input and which clock times are on. JSON: a `start`
+    /// event on stdout; text: a line on stderr (unless -q), so stdout holds only events.
+    func announceStart() {
+        let input = summaryInput
+        let clock = printer.clockDescription
+        if printer.json {
+            printer.emit(StartEvent(run: RunID.current, clock: clock.json, input: input), text: "")
+        } else if !quiet {
+            TerminalText.printError("cvcam: run \(RunID.current), \(input.kind) \(input.name) \(input.size); \(clock.text)")
+        }
     }
 
     /// Adds an output, applying --rotate and --mirror to its connection.
@@ -64,6 +81,7 @@ final class CaptureJob: @unchecked Sendable {
     /// `status` gives the status line's text (called twice a second when stderr is a terminal).
     func run(status: @escaping @Sendable () -> String) throws {
         installSignalHandlers()
+        announceStart()
         startedAt = Date()
         do {
             try session.startRunning()
@@ -195,9 +213,11 @@ final class CaptureJob: @unchecked Sendable {
     /// The summary with its common fields; each command adds its own.
     func summary(processed: Int, skipped: Int) -> SummaryEvent {
         SummaryEvent(
-            frames: session.capturedFrameCount, analysed: processed, skipped: skipped, seconds: elapsed,
-            input: SummaryEvent.Input(
-                kind: options.inputKind, name: device.localizedName, size: device.activeFormat.dimensions.description))
+            frames: session.capturedFrameCount, analysed: processed, skipped: skipped, seconds: elapsed, input: summaryInput)
+    }
+
+    private var summaryInput: SummaryEvent.Input {
+        SummaryEvent.Input(kind: options.inputKind, name: device.localizedName, size: device.activeFormat.dimensions.description)
     }
 }
 

@@ -13,21 +13,25 @@ final class EventPrinter: @unchecked Sendable {
 
     let json: Bool
     let preview: PreviewMapping?
+    /// The clock of the input's frame times: decides what `wallTime` and text times say.
+    let clock: FrameClock
     private let lock = NSLock()
     private let statusLine: StatusLine?
     /// Set when stdout's reader went away (EPIPE): printing stops, the work goes on.
     private var stdoutClosed = false
 
-    init(json: Bool, preview: PreviewMapping?, statusLine: StatusLine?) {
+    init(json: Bool, preview: PreviewMapping?, statusLine: StatusLine?, clock: FrameClock = .media) {
         self.json = json
         self.preview = preview
         self.statusLine = statusLine
+        self.clock = clock
     }
 
-    /// Writes one event: `body` as a JSON line, or `text` as a line.
-    func emit<Body: EventBody>(_ body: @autoclosure () -> Body, text: @autoclosure () -> String) {
+    /// Writes one event: `body` as a JSON line, or `text` as a line. `time`: the frame time the
+    /// event is about, for its `wallTime` (nil: now).
+    func emit<Body: EventBody>(_ body: @autoclosure () -> Body, at time: MediaTime? = nil, text: @autoclosure () -> String) {
         // Text lines carry file names and payloads: escaped here, once, for every event.
-        let line = json ? Self.encode(body()) : TerminalText.escaped(text())
+        let line = json ? Self.encode(body(), wall: wallDate(time)) : TerminalText.escaped(text())
         lock.withLock {
             statusLine?.clear()
             guard !stdoutClosed else { return }
@@ -38,10 +42,15 @@ final class EventPrinter: @unchecked Sendable {
 
     /// The one JSON encoding of events: sorted keys, unescaped slashes, and DEL, C1 and bidi
     /// controls as `\uXXXX` so a line cannot reorder or recolour a terminal that shows it.
-    static func encode<Body: EventBody>(_ body: Body) -> String {
+    static func encode<Body: EventBody>(_ body: Body, wall: Date = Date()) -> String {
+        encode(body, wallTime: LocalTimestamp(wall).rfc3339)
+    }
+
+    /// `body` with an already formatted `wallTime`.
+    static func encode<Body: EventBody>(_ body: Body, wallTime: String) -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        guard let data = try? encoder.encode(Event(body)) else {
+        guard let data = try? encoder.encode(Event(body, wallTime: wallTime)) else {
             // Only a non-finite number (a detector's bug) fails to encode: say so rather than print nothing.
             return "{\"message\":\"unencodable \(Body.type.rawValue) event\",\"schema\":1,\"type\":\"error\"}"
         }
@@ -49,6 +58,26 @@ final class EventPrinter: @unchecked Sendable {
     }
 
     // MARK: Formatting helpers
+
+    /// The wall-clock moment of a frame time: mapped from the camera's clock, or now for media
+    /// time (a file's frame is reported as it is analysed).
+    func wallDate(_ time: MediaTime?) -> Date {
+        guard let time else { return Date() }
+        return WallClock.shared.date(for: time, on: clock)
+    }
+
+    /// A frame time as text lines show it: local wall time of day for cameras, the position
+    /// in the input (`clock(_:)`) otherwise.
+    func timeText(_ time: MediaTime) -> String {
+        clock == .monotonic ? LocalTimestamp(wallDate(time)).timeOfDay : Self.clock(time.seconds)
+    }
+
+    /// What the start line says about times.
+    var clockDescription: (json: String, text: String) {
+        clock == .monotonic
+            ? ("camera", "times are local wall-clock time")
+            : ("media", "times are positions in the input (media time)")
+    }
 
     static func clock(_ seconds: Double) -> String {
         let total = max(0, seconds)

@@ -3,10 +3,18 @@ import Foundation
 
 // The `--json` NDJSON schema (version 1, documented in the README): one type per event, each
 // line an `Event<Body>`. Boxes and faces are `MetadataRecord`'s, the same the photo record uses.
+// Fields and types added since the first release (`wallTime`, `start`, `run`, the code `leave`)
+// change no existing field's meaning, so the version stays 1.
 
 /// The `type` of every event line.
 enum EventType: String, Codable, CaseIterable, Sendable {
-    case face, code, snapshot, recording, drop, error, summary, devices
+    case start, face, code, snapshot, recording, drop, error, summary, devices
+}
+
+/// This run's ID: 8 random hex digits, printed at the start and in the summary, so face IDs
+/// (unique within a run) and files can be told apart across runs in one log.
+enum RunID {
+    static let current = String(format: "%08x", UInt32.random(in: .min ... .max))
 }
 
 /// The fields of one event type; `Event` adds `schema` and `type`.
@@ -14,15 +22,21 @@ protocol EventBody: Codable, Equatable, Sendable {
     static var type: EventType { get }
 }
 
-/// One NDJSON line: `schema`, `type` and the body's fields, in one flat object.
+/// One NDJSON line: `schema`, `type`, `wallTime` and the body's fields, in one flat object.
+/// `wallTime` is RFC 3339 local time with milliseconds and offset (`WallTimestamp.rfc3339`):
+/// for camera frames the moment the frame was taken, otherwise the moment cvcam reported it.
 struct Event<Body: EventBody>: Codable, Equatable, Sendable {
     static var schemaVersion: Int { 1 }
 
     var body: Body
+    var wallTime: String?
 
-    init(_ body: Body) { self.body = body }
+    init(_ body: Body, wallTime: String? = nil) {
+        self.body = body
+        self.wallTime = wallTime
+    }
 
-    private enum CodingKeys: String, CodingKey { case schema, type }
+    private enum CodingKeys: String, CodingKey { case schema, type, wallTime }
 
     init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -34,6 +48,7 @@ struct Event<Body: EventBody>: Codable, Equatable, Sendable {
         guard type == Body.type else {
             throw DecodingError.dataCorruptedError(forKey: .type, in: c, debugDescription: "type \(type), expected \(Body.type)")
         }
+        wallTime = try c.decodeIfPresent(String.self, forKey: .wallTime)
         body = try Body(from: decoder)
     }
 
@@ -42,7 +57,19 @@ struct Event<Body: EventBody>: Codable, Equatable, Sendable {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(Self.schemaVersion, forKey: .schema)
         try c.encode(Body.type, forKey: .type)
+        try c.encodeIfPresent(wallTime, forKey: .wallTime)
     }
+}
+
+/// The first line of a capturing command: the run's ID, what is read, and which clock the
+/// events' `time` is on (`camera`: the camera's clock, mapped to `wallTime`; `media`: the
+/// position in a file, folder or synthetic scene).
+struct StartEvent: EventBody {
+    static let type = EventType.start
+
+    var run: String
+    var clock: String
+    var input: SummaryEvent.Input
 }
 
 /// A presentation time in seconds, rounded to 4 decimals.
@@ -87,7 +114,7 @@ struct FaceEvent: EventBody {
     }
 }
 
-/// A code: `event` (`appear`, `repeat`), `time`, `symbology`, `text` (null for a binary
+/// A code: `event` (`appear`, `repeat`, `leave`), `time`, `symbology`, `text` (null for a binary
 /// payload), `base64` (the exact bytes), `box`, `corners`, `viewBox` with --view.
 struct CodeEvent: EventBody {
     static let type = EventType.code
@@ -190,6 +217,8 @@ struct SummaryEvent: EventBody {
     var seconds: Double
     var fps: Double
     var input: Input
+    /// The run's ID (as in the `start` line).
+    var run: String = RunID.current
     /// faces: faces seen.
     var faces: Int?
     /// scan: codes read.

@@ -80,7 +80,8 @@ final class FaceLog: CaptureMetadataOutputObjectsDelegate, @unchecked Sendable {
             + (face.hasYawAngle ? String(format: " yaw %+.0f", face.yawAngle) : "")
         printer.emit(
             FaceEvent(event: event, time: eventTime(face.time), face: MetadataRecord.Face(face), viewBox: view.box),
-            text: "\(EventPrinter.clock(face.time.seconds))  \(event.padding(toLength: 6, withPad: " ", startingAt: 0)) face \(face.faceID)  box \(EventPrinter.boxText(face.bounds))  score \(String(format: "%.2f", face.confidence))\(angles)\(view.text)"
+            at: face.time,
+            text: "\(printer.timeText(face.time))  \(event.padding(toLength: 6, withPad: " ", startingAt: 0)) face \(face.faceID)  box \(EventPrinter.boxText(face.bounds))  score \(String(format: "%.2f", face.confidence))\(angles)\(view.text)"
         )
     }
 }

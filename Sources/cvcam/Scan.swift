@@ -7,8 +7,9 @@ struct Scan: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Read QR codes (and, with --types, Micro QR, Data Matrix, Aztec, PDF417 and barcodes).",
         discussion: """
-            Each payload is printed once when it appears, and again every --repeat-interval \
-            seconds while it stays in view. Text payloads print as text (control characters \
+            Each payload is printed once when it appears (`appear`), again every --repeat-interval \
+            seconds while it stays in view (`repeat`), and once when it is gone (`leave`: unseen \
+            for half a second, or the input ended; each image of a folder is its own view). Text payloads print as text (control characters \
             escaped); binary payloads print escaped in text mode and as base64 in JSON.
 
             Exit codes: 0 a code was read (or a camera ran until stopped); 1 runtime error; \
@@ -93,7 +94,7 @@ final class CodeLog: CaptureMetadataOutputObjectsDelegate, @unchecked Sendable {
             case .codeAppeared(let code):
                 count += 1
                 print(code, event: event.name)
-            case .codeRepeated(let code): print(code, event: event.name)
+            case .codeRepeated(let code), .codeLeft(let code): print(code, event: event.name)
             default: continue
             }
             if once {
@@ -108,7 +109,8 @@ final class CodeLog: CaptureMetadataOutputObjectsDelegate, @unchecked Sendable {
         let shown = code.stringValue.map { Self.escape($0) } ?? "(binary, \(code.payload.count) bytes) " + Self.escape(bytes: code.payload)
         printer.emit(
             CodeEvent(event: event, code: code, viewBox: view.box),
-            text: "\(EventPrinter.clock(code.time.seconds))  \(event.padding(toLength: 6, withPad: " ", startingAt: 0)) \(code.type.rawValue.uppercased())  \(shown)\(view.text)"
+            at: code.time,
+            text: "\(printer.timeText(code.time))  \(event.padding(toLength: 6, withPad: " ", startingAt: 0)) \(code.type.rawValue.uppercased())  \(shown)\(view.text)"
         )
     }
 

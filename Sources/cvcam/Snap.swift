@@ -8,8 +8,10 @@ struct Snap: ParsableCommand {
         abstract: "Take a photo (JPEG with EXIF, or PNG) of the input, now or when a face appears.",
         discussion: """
             The photo is the frame the input delivers right after the shutter is pressed (like \
-            AVCapturePhotoOutput): at the first frame, or with --wait-for-face just after the \
-            first frame with a face. With --count N, FILE gets -1, -2, … before its extension \
+            AVCapturePhotoOutput) at the first frame; with --wait-for-face it is the first \
+            analysed frame with a face itself, stored with exactly the faces found in it (for a \
+            file: the same frame on every run; no --flash, and --photo-size only to shrink). \
+            With --count N, FILE gets -1, -2, … before its extension \
             and the shutter is pressed every --interval seconds of frame time. A single image as input \
             is repeated so it can be photographed. Each photo written prints a `snapshot` event \
             (path, time, width, height, faceIDs). Files are written atomically. JPEG photos carry \
@@ -68,6 +70,13 @@ struct Snap: ParsableCommand {
         if let photoSize, photoSize.lowercased() != "max", InputOptions.parseSize(photoSize) == nil {
             throw ValidationError("--photo-size must be 'max' or WxH, e.g. 1920x1080, each side 1 to 16384 (got '\(photoSize)').")
         }
+        // The photo is the frame the faces were found in: no new exposure can be taken for it.
+        if waitForFace && flash {
+            throw ValidationError("--wait-for-face photographs the frame the face was found in, so it cannot fire the flash; drop --flash or --wait-for-face.")
+        }
+        if waitForFace, photoSize?.lowercased() == "max" {
+            throw ValidationError("--wait-for-face photographs the frame the face was found in, so --photo-size can only make it smaller; give WxH or drop --photo-size.")
+        }
     }
 
     /// The files the photos go to: FILE, or FILE-1, FILE-2, … before the extension.
@@ -124,15 +133,11 @@ struct Snap: ParsableCommand {
         try job.add(clock)
         var metadata: CaptureMetadataOutput?
         if waitForFace {
-            let faces = try faceOptions.faceOutput(for: input)
-            faces.setMetadataObjectsDelegate(shutter, queue: DispatchQueue(label: "cvcam.snap.faces"))
+            // Every analysed frame with exactly its faces (see FaceObservingStage): the photo is
+            // taken of that frame, so its stored boxes are the boxes in its pixels.
+            let faces = try faceOptions.faceOutput(for: input) { frame, found in shutter.observe(frame, faces: found) }
             try job.add(faces)
             metadata = faces
-            if input.isFinite && input.framePacing == .asFastAsPossible {
-                shutter.detectionCaughtUp = { [job] seen in
-                    faces.processedFrameCount + faces.skippedFrameCount >= seen || !job.session.isRunning
-                }
-            }
         }
         if let timeout {
             DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { [job] in
@@ -170,12 +175,13 @@ struct Snap: ParsableCommand {
 
 /// Presses `CapturePhotoOutput`'s shutter at the right frames and reports each photo.
 ///
-/// Frames (from a video data output, for their times) and faces (from a metadata output) arrive
-/// on their own serial queues; photo callbacks on the photo output's queue. All state is behind
-/// `lock`. A new capture is requested only after the previous one took its frame (reported by
-/// the photo output, or three frames later on the clock), so every photo is a different frame.
-final class Shutter: CaptureVideoDataOutputSampleBufferDelegate, CaptureMetadataOutputObjectsDelegate,
-    CapturePhotoCaptureDelegate, @unchecked Sendable
+/// Frames (from a video data output, for their times) arrive on its serial queue, analysed
+/// frames with their faces (--wait-for-face) on the face thread; photo callbacks on the photo
+/// output's queue. All state is behind `lock`. A shutter press is requested only after the
+/// previous one took its frame (reported by the photo output, or three frames later on the
+/// clock), so every photo is a different frame; with --wait-for-face the photo is the analysed
+/// frame itself.
+final class Shutter: CaptureVideoDataOutputSampleBufferDelegate, CapturePhotoCaptureDelegate, @unchecked Sendable
 {
     // @unchecked: the mutable state is only touched with `lock` held; the rest is immutable.
     let photoOutput: CapturePhotoOutput
@@ -250,57 +256,37 @@ final class Shutter: CaptureVideoDataOutputSampleBufferDelegate, CaptureMetadata
                 awaitingFrame = nil
             }
         }
-        press(at: t, faces: nil)
-        holdUntilDetectionCaughtUp()
+        // With --wait-for-face the analysed frames press the shutter (`observe`).
+        if !waitForFace { press(at: t, faces: [], of: nil) }
     }
 
-    /// Set for a file read as fast as possible with --wait-for-face: given the number of frames
-    /// the clock has seen, whether face detection has dealt with that many (analysed or skipped),
-    /// or the session stopped.
-    var detectionCaughtUp: (@Sendable (Int) -> Bool)?
-    private var framesSeen = 0
-
-    /// While waiting for a face in a fast file, holds the clock (and so, through its one-frame
-    /// queue, the capture thread) until detection has seen this frame: the shutter is then
-    /// pressed at most a few frames after the face's frame, not after the whole queue.
-    private func holdUntilDetectionCaughtUp() {
-        guard let caughtUp = detectionCaughtUp else { return }
-        let seen: Int? = lock.withLock {
-            framesSeen += 1
-            return faceArmed ? nil : framesSeen
-        }
-        guard let seen else { return }
-        while !caughtUp(seen) { usleep(1000) }
-    }
-
-    func metadataOutput(
-        _ output: CaptureMetadataOutput, didOutput metadataObjects: [any MetadataObject], from connection: CaptureConnection
-    ) {
-        let faces = metadataObjects.compactMap { $0 as? MetadataFaceObject }
-        guard let first = faces.first else { return }
-        press(at: first.time.seconds, faces: faces)
+    /// With --wait-for-face: one analysed frame and exactly the faces found in it (on the face
+    /// thread, in analysis order). The first frame with a face is photographed itself, and with
+    /// --count the analysed frames `interval` seconds of frame time apart after it.
+    func observe(_ frame: SampleBuffer, faces: [MetadataFaceObject]) {
+        press(at: frame.presentationTimeStamp.seconds, faces: faces, of: frame)
     }
 
     /// Requests the next photo when it is due: the first at the first frame (or the first face),
-    /// the others `interval` seconds of frame time apart.
-    private func press(at time: Double, faces: [MetadataFaceObject]?) {
+    /// the others `interval` seconds of frame time apart. `frame`: the frame to photograph
+    /// (--wait-for-face), or nil for the next one the input delivers.
+    private func press(at time: Double, faces: [MetadataFaceObject], of frame: SampleBuffer?) {
         let settings: CapturePhotoSettings? = lock.withLock {
-            var shot = faces ?? []
-            if let faces, !faceArmed {
+            if !faceArmed {
+                guard !faces.isEmpty else { return nil }
                 faceArmed = true
-                shot = faces
-            } else {
-                guard faceArmed else { return nil }
-                if let last = lastShutterTime, time - last < interval { return nil }
+            } else if let last = lastShutterTime, time - last < interval {
+                return nil
             }
             guard !closed, awaitingFrame == nil, requested < urls.count else { return nil }
             let settings = CapturePhotoSettings(
                 codec: codec, flashMode: flashMode, fileURL: urls[requested],
-                annotation: PhotoAnnotation(reason: waitForFace ? "face" : "snap", frameTime: time, faces: shot))
+                annotation: PhotoAnnotation(reason: waitForFace ? "face" : "snap", frameTime: time, faces: faces))
             requested += 1
-            awaitingFrame = settings.uniqueID
+            // A delivered frame is taken at once; a shutter press waits for the next frame.
+            if frame == nil { awaitingFrame = settings.uniqueID }
             lastShutterTime = time
-            facesByCapture[settings.uniqueID] = shot.map(\.faceID)
+            facesByCapture[settings.uniqueID] = faces.map(\.faceID)
             inFlight.enter()
             return settings
         }
@@ -309,7 +295,11 @@ final class Shutter: CaptureVideoDataOutputSampleBufferDelegate, CaptureMetadata
         settings.maxPhotoDimensions = photoDimensions()
         settings.replacesExistingFile = overwrite
         do {
-            try photoOutput.capturePhoto(with: settings, delegate: self)
+            if let frame {
+                try photoOutput.capturePhoto(of: frame, with: settings, delegate: self)
+            } else {
+                try photoOutput.capturePhoto(with: settings, delegate: self)
+            }
         } catch {
             lock.withLock {
                 failedCount += 1
@@ -336,12 +326,12 @@ final class Shutter: CaptureVideoDataOutputSampleBufferDelegate, CaptureMetadata
         }
         guard let url = photo.fileURL else { return }
         let size = photo.resolvedSettings.photoDimensions
-        let t = photo.timestamp.seconds
         printer.emit(
             SnapshotEvent(
                 path: url.path, time: eventTime(photo.timestamp), width: size.width, height: size.height, faceIDs: faceIDs,
                 reason: waitForFace ? "face" : "snap"),
-            text: "\(EventPrinter.clock(t))  snapshot \(url.path)  \(size)"
+            at: photo.timestamp,
+            text: "\(printer.timeText(photo.timestamp))  snapshot \(url.path)  \(size)"
                 + (faceIDs.isEmpty ? "" : "  faces \(faceIDs.map(String.init).joined(separator: ","))"))
         lock.withLock { writtenCount += 1 }
     }

@@ -11,8 +11,9 @@ struct Watch: ParsableCommand {
             A face counts when it passes every gate (--min-face-size, --min-score, --max-roll, \
             --max-yaw, --min-sharpness). A new face opens a best-frame window of --best-of \
             frames; the sharpest, most frontal frame of it is written to --dir as \
-            snapshot-<run>-<pid>-<ms>-f<faceIDs>.jpg (<run>: the run's start in wall-clock ms, so \
-            runs into one folder never collide; an existing file is never replaced), full resolution, with the record (time, faceIDs, \
+            <camera>-<yyyyMMdd-HHmmss.mmm>-face<faceIDs>.jpg (the input's name and the frame's \
+            local wall time; an existing file is never replaced: a taken name gets -2, -3, …), \
+            full resolution, with the record (time, faceIDs, \
             boxes, scores, reason) as JSON in EXIF UserComment and --pre-frames earlier frames \
             as <name>-pre-NN.jpg. Each snapshot prints a `snapshot` event (path, reason, \
             faceIDs). Files are written atomically. SIGINT or SIGTERM writes the snapshots still \
@@ -113,8 +114,9 @@ struct Watch: ParsableCommand {
         let job = try CaptureJob(input: input, output: output)
         var store = SnapshotStore(
             folder: folder, quality: quality, device: job.device, rotation: Int32(input.rotate.degrees), mirrored: input.mirror)
-        // Unique across runs into one folder: the run's start (wall-clock ms) and process ID.
-        store.namePrefix = "snapshot-\(Int64(Date().timeIntervalSince1970 * 1000))-\(getpid())"
+        // Named by camera and wall time; a name taken (by this or another run) gets a suffix.
+        store.namePrefix = SnapshotStore.sanitizedName(job.device.localizedName)
+        store.frameClock = job.device.source.timestampClock
         let watcher = SnapshotWatcher(
             trigger: SnapshotTrigger(configuration: triggerConfiguration), store: store, printer: job.printer)
         // Every analysed frame with exactly its faces goes to the watcher (see FaceObservingStage).
@@ -194,7 +196,6 @@ final class SnapshotWatcher: @unchecked Sendable {
 
     private func write(_ snapshots: [Snapshot]) {
         for snapshot in snapshots {
-            let t = snapshot.frame.presentationTimeStamp.seconds
             do {
                 let url = try store.write(snapshot)
                 writtenCount += 1
@@ -205,7 +206,8 @@ final class SnapshotWatcher: @unchecked Sendable {
                         path: url.path, time: eventTime(snapshot.frame.presentationTimeStamp), width: snapshot.frame.width,
                         height: snapshot.frame.height, faceIDs: ids, reason: snapshot.reason.rawValue,
                         faces: snapshot.faces.map(\.faceID), preFrames: pre),
-                    text: "\(EventPrinter.clock(t))  snapshot \(url.path)  \(snapshot.reason.rawValue)  faces \(ids.map(String.init).joined(separator: ","))"
+                    at: snapshot.frame.presentationTimeStamp,
+                    text: "\(printer.timeText(snapshot.frame.presentationTimeStamp))  snapshot \(url.path)  \(snapshot.reason.rawValue)  faces \(ids.map(String.init).joined(separator: ","))"
                         + (pre == 0 ? "" : "  +\(pre) earlier frames"))
             } catch {
                 failedCount += 1

@@ -176,5 +176,5 @@ private final class TimedCodeStage: CodeMetadataStage, @unchecked Sendable {
             corners: [], quality: 1, time: frame.time, inputID: frame.inputID)
         return ([code], [])
     }
-    func finish() {}
+    func finish() -> [MetadataEvent] { [] }
 }

@@ -30,7 +30,7 @@ import Testing
         let line = EventPrinter.encode(body)
         let decoded = try JSONDecoder().decode(Event<Body>.self, from: Data(line.utf8))
         #expect(decoded.body == body, "\(line)")
-        #expect(EventPrinter.encode(decoded.body) == line)
+        #expect(decoded.wallTime.map { EventPrinter.encode(decoded.body, wallTime: $0) } == line)
         #expect(!line.contains("\n"))
         return Body.type
     }
@@ -53,6 +53,8 @@ import Testing
                     viewBox: MetadataRecord.Box(CGRect(x: 10.26, y: 0, width: 1080, height: 607.5), places: 1))),
             try roundTrip(CodeEvent(event: "appear", code: Self.codes[0], viewBox: nil)),
             try roundTrip(CodeEvent(event: "repeat", code: Self.codes[1], viewBox: MetadataRecord.Box(x: 1, y: 2, w: 3, h: 4))),
+            try roundTrip(CodeEvent(event: "leave", code: Self.codes[0], viewBox: nil)),
+            try roundTrip(StartEvent(run: "0a1b2c3d", clock: "camera", input: summary.input)),
             try roundTrip(SnapshotEvent(path: "/tmp/a.jpg", time: 0.8, width: 640, height: 480, faceIDs: [], reason: "snap")),
             try roundTrip(
                 SnapshotEvent(
@@ -103,10 +105,12 @@ import Testing
         struct Header: Decodable { var type: EventType }
         let data = Data(line.utf8)
         func again<Body: EventBody>(_: Body.Type) throws -> String {
-            EventPrinter.encode(try JSONDecoder().decode(Event<Body>.self, from: data).body)
+            let event = try JSONDecoder().decode(Event<Body>.self, from: data)
+            return EventPrinter.encode(event.body, wallTime: event.wallTime ?? "(missing)")
         }
         let type = try JSONDecoder().decode(Header.self, from: data).type
         switch type {
+        case .start: return (type, try again(StartEvent.self))
         case .face: return (type, try again(FaceEvent.self))
         case .code: return (type, try again(CodeEvent.self))
         case .snapshot: return (type, try again(SnapshotEvent.self))

@@ -3,8 +3,8 @@ import Testing
 
 /// The built binary end to end on fixture photos and synthetic inputs, compared as readable
 /// NDJSON with golden files in Tests/cvcamTests/Golden. Times come from the synthetic clock or
-/// the image index, so they are deterministic; the summary's wall-clock fields (`seconds`,
-/// `fps`) are masked, and the checkout's path is written `<root>`. Set CVCAM_UPDATE_GOLDEN=1 to rewrite the files after a deliberate change.
+/// the image index, so they are deterministic; the wall-clock fields (`wallTime`, the summary's
+/// `seconds` and `fps`) and the run ID are masked, and the checkout's path is written `<root>`. Set CVCAM_UPDATE_GOLDEN=1 to rewrite the files after a deliberate change.
 @Suite struct GoldenTests {
     static let golden = CLI.packageRoot.appendingPathComponent("Tests/cvcamTests/Golden")
 
@@ -19,7 +19,13 @@ import Testing
                 continue
             }
             #expect(object["schema"] as? Int == 1, "\(line)")
-            #expect(["face", "code", "snapshot", "drop", "error", "summary"].contains(object["type"] as? String ?? ""))
+            #expect(["start", "face", "code", "snapshot", "drop", "error", "summary"].contains(object["type"] as? String ?? ""))
+            // Every line has a wall time; its format is checked in WallTimeCLITests.
+            #expect(object["wallTime"] is String, "\(line)")
+            object["wallTime"] = "<wall>"
+            if object["type"] as? String == "start" || object["type"] as? String == "summary" {
+                object["run"] = "<run>"
+            }
             if object["type"] as? String == "summary" {
                 object["seconds"] = "<wall>"
                 object["fps"] = "<wall>"
@@ -99,7 +105,8 @@ import Testing
         let codes = result.lines.compactMap { line in
             (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
         }.filter { $0["type"] as? String == "code" }
-        #expect(codes.count == 1, "\(result.stdout)")
+        // One image is one view: the code appears, then leaves as the input ends.
+        #expect(codes.map { $0["event"] as? String } == ["appear", "leave"], "\(result.stdout)")
         #expect(codes.first?["symbology"] as? String == symbology)
         #expect(codes.first?["text"] as? String == text)
     }

@@ -28,7 +28,7 @@ public enum FramePacing: String, Sendable, CaseIterable {
 /// The seam between CaptureKit and a backend that produces frames: V4L2 cameras, video
 /// files, image folders, synthetic cameras, or a test double.
 ///
-/// Threading: `formats`, `isLive` and `pacing` may be read from any thread. `open`,
+/// Threading: `formats`, `isLive`, `pacing` and `timestampClock` may be read from any thread. `open`,
 /// `nextFrame` and `close` are called on the input's capture thread only, in that order,
 /// possibly several times over the source's life (each start of a session opens it again).
 public protocol FrameSource: AnyObject, Sendable {
@@ -38,6 +38,9 @@ public protocol FrameSource: AnyObject, Sendable {
     var isLive: Bool { get }
     /// For sources that are not live, how the session's frame clock releases their frames.
     var pacing: FramePacing { get }
+    /// The clock `SourceFrame.presentationTimeStamp` is on: `.monotonic` when it maps to a wall
+    /// time (`WallClock`), `.media` when it is only a position in the input.
+    var timestampClock: FrameClock { get }
     /// Prepares streaming in `format` at one frame per `frameDuration`.
     func open(format: CaptureDevice.Format, frameDuration: MediaTime) throws(CaptureError)
     /// The next frame, blocking until one is available; nil when the source has ended.
@@ -53,6 +56,8 @@ public protocol FrameSource: AnyObject, Sendable {
 
 extension FrameSource {
     public var capabilities: (any DeviceCapabilities)? { nil }
+    /// Media time unless a source says otherwise: only a source that reads a real clock may.
+    public var timestampClock: FrameClock { .media }
 }
 
 /// What a camera backend offers beyond frames. Devices, outputs and the CLI ask a source for

@@ -7,7 +7,9 @@ import Foundation
 ///   (centres further apart than `maximumJump` in device space) is another code.
 /// - A new appearance is delivered at once. While it stays in view it is delivered again every
 ///   `repeatInterval` (nil: never; ZBar's own cache uses a fixed 2 s).
-/// - A code missing for more than `gracePeriod` has left; when it returns it is a new appearance.
+/// - A code missing for more than `gracePeriod` has left: the first frame after that reports it
+///   (`Change.left`, with the code as last seen), and when it returns it is a new appearance.
+///   `finish()` reports every code still in view as left (the stream ended).
 ///
 /// Threading: not thread-safe; feed it from one queue (the metadata output's).
 public struct CodeTracker: Sendable {
@@ -24,6 +26,18 @@ public struct CodeTracker: Sendable {
         var center: CGPoint
         var lastSeen: Double
         var lastDelivered: Double
+        /// The code as last seen, for its `left` change.
+        var last: MetadataMachineReadableCodeObject
+    }
+
+    /// What one frame changed about a code.
+    public enum Change: Sendable {
+        /// A new appearance.
+        case appeared(MetadataMachineReadableCodeObject)
+        /// Still in view, `repeatInterval` after the last delivery.
+        case repeated(MetadataMachineReadableCodeObject)
+        /// Gone for more than `gracePeriod`; the code as last seen.
+        case left(MetadataMachineReadableCodeObject)
     }
     private var tracks: [Track] = []
 
@@ -45,10 +59,22 @@ public struct CodeTracker: Sendable {
     public mutating func deliveries(_ codes: [MetadataMachineReadableCodeObject], at time: MediaTime)
         -> [(code: MetadataMachineReadableCodeObject, isNewAppearance: Bool)]
     {
+        changes(codes, at: time).compactMap { change in
+            switch change {
+            case .appeared(let code): (code, true)
+            case .repeated(let code): (code, false)
+            case .left: nil
+            }
+        }
+    }
+
+    /// Feeds one frame's detections, taken at `time`; returns the codes that left (first), then
+    /// the appearances and repeats due now.
+    public mutating func changes(_ codes: [MetadataMachineReadableCodeObject], at time: MediaTime) -> [Change] {
         let t = time.seconds
-        // Forget codes that have been gone longer than the grace period.
+        // Codes gone longer than the grace period have left.
+        var changes: [Change] = tracks.filter { t - $0.lastSeen > gracePeriod }.map { .left($0.last) }
         tracks.removeAll { t - $0.lastSeen > gracePeriod }
-        var deliver: [(code: MetadataMachineReadableCodeObject, isNewAppearance: Bool)] = []
         var matched = Set<Int>()
         for code in codes {
             let c = CGPoint(x: code.bounds.midX, y: code.bounds.midY)
@@ -64,17 +90,26 @@ public struct CodeTracker: Sendable {
                 matched.insert(i)
                 tracks[i].center = c
                 tracks[i].lastSeen = t
+                tracks[i].last = code
                 if let interval = repeatInterval, t - tracks[i].lastDelivered >= interval {
                     tracks[i].lastDelivered = t
-                    deliver.append((code, false))
+                    changes.append(.repeated(code))
                 }
             } else {
-                tracks.append(Track(type: code.type, payload: code.payload, center: c, lastSeen: t, lastDelivered: t))
+                tracks.append(
+                    Track(type: code.type, payload: code.payload, center: c, lastSeen: t, lastDelivered: t, last: code))
                 matched.insert(tracks.count - 1)
-                deliver.append((code, true))
+                changes.append(.appeared(code))
             }
         }
-        return deliver
+        return changes
+    }
+
+    /// The stream ended: every code in view leaves (returned as last seen, oldest appearance
+    /// first) and is forgotten.
+    public mutating func finish() -> [MetadataMachineReadableCodeObject] {
+        defer { tracks.removeAll() }
+        return tracks.map(\.last)
     }
 
     /// Forgets every code (the next sighting of each is a new appearance).

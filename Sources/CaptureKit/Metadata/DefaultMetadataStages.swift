@@ -198,15 +198,27 @@ public final class DefaultCodeStage: CodeMetadataStage {
         if detector.rectOfInterest != regionOfInterest { detector.rectOfInterest = regionOfInterest }
         let time = frame.time
         let found = try detector.detect(in: try frame.gray(), time: time, inputID: frame.inputID)
-        let due = tracker.withLock { tracker in
+        let changes = tracker.withLock { tracker in
             tracker.repeatInterval = repeatInterval.isFinite ? repeatInterval : nil
-            return tracker.deliveries(found, at: time)
+            return tracker.changes(found, at: time)
         }
-        return (due.map(\.code), due.map { $0.isNewAppearance ? .codeAppeared($0.code) : .codeRepeated($0.code) })
+        var due: [MetadataMachineReadableCodeObject] = []
+        let events = changes.map { change -> MetadataEvent in
+            switch change {
+            case .appeared(let code):
+                due.append(code)
+                return .codeAppeared(code)
+            case .repeated(let code):
+                due.append(code)
+                return .codeRepeated(code)
+            case .left(let code): return .codeLeft(code)
+            }
+        }
+        return (due, events)
     }
 
-    public func finish() {
-        tracker.withLock { $0.reset() }
+    public func finish() -> [MetadataEvent] {
+        tracker.withLock { $0.finish() }.map { .codeLeft($0) }
     }
 }
 

@@ -42,6 +42,6 @@ public protocol CodeMetadataStage: AnyObject, Sendable {
     func process(
         _ frame: AnalysisFrame, types: Set<MetadataObjectType>, regionOfInterest: CGRect, repeatInterval: Double
     ) throws(CaptureError) -> (codes: [MetadataMachineReadableCodeObject], events: [MetadataEvent])
-    /// The stream ended: forget what is in view.
-    func finish()
+    /// The stream ended: forget what is in view, returning its `codeLeft` events.
+    func finish() -> [MetadataEvent]
 }

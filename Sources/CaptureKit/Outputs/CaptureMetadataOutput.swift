@@ -324,8 +324,7 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
         // After the last admitted frame is delivered, on the delivery thread: no lane is
         // working then, so the stages may be finished from here.
         pipeline.whenIdle { [self] in
-            let events = faceSlot.loaded?.finish() ?? []
-            codeSlot.loaded?.finish()
+            let events = (faceSlot.loaded?.finish() ?? []) + (codeSlot.loaded?.finish() ?? [])
             let (delegate, queue, connection) = config.withLock { ($0.delegate, $0.queue, self.connections.first) }
             guard let delegate, let queue, let connection else { return }
             queue.async {
@@ -358,7 +357,7 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
                     repeatInterval: context.codeRepeatInterval)
                 output.codes = r.codes
                 output.events = r.events
-                if context.independent { stage.finish() }
+                if context.independent { output.events += stage.finish() }
             }
         } catch {
             output.error = error

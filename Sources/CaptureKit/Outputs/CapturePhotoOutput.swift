@@ -215,6 +215,65 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
         }
     }
 
+    /// Takes a photo of `frame`, a frame this output's session already delivered (the one faces
+    /// or codes were found in, say), so what `settings.annotation` says about that frame is true
+    /// of the photo's pixels. Nothing is captured anew, only encoded (and written): settings that
+    /// need a new exposure (flash, exposure brackets, a size larger than the frame) fail through
+    /// the delegate with `.unsupported`. The delegate sees the whole lifecycle, as for
+    /// `capturePhoto(with:delegate:)`; the photo's EXIF date is the frame's wall time.
+    ///
+    /// - Throws: `.photoSettingsReused` when `settings` were already used.
+    public func capturePhoto(
+        of frame: SampleBuffer, with settings: CapturePhotoSettings, delegate: any CapturePhotoCaptureDelegate
+    ) throws(CaptureError) {
+        var size = CaptureDevice.Dimensions(width: frame.width, height: frame.height)
+        var problem: CaptureError?
+        if settings.flashMode != .off {
+            problem = CaptureError(.unsupported, "a photo of a delivered frame cannot use the flash; use flashMode .off")
+        } else if !settings.exposureBrackets.isEmpty {
+            problem = CaptureError(.unsupported, "a photo of a delivered frame cannot take exposure brackets; take a single photo")
+        }
+        if let wanted = settings.maxPhotoDimensions {
+            if wanted.width < size.width || wanted.height < size.height {
+                size = PhotoEncoder.fitted(size, in: wanted)
+            } else if problem == nil, wanted != size, let device = state.withLock({ $0.input?.device }),
+                Self.stillFormat(fitting: wanted, active: device.activeFormat, device: device) != nil
+            {
+                problem = CaptureError(
+                    .unsupported,
+                    "a photo of a delivered frame is at most the frame's size \(size); leave maxPhotoDimensions at or below it")
+            }
+        }
+        let resolved = CaptureResolvedPhotoSettings(
+            uniqueID: settings.uniqueID, photoDimensions: size,
+            previewDimensions: settings.previewThumbnailSize.map { PhotoEncoder.fitted(size, in: $0) },
+            expectedPhotoCount: 1, isFlashEnabled: false)
+        let device = try state.withLock { (s: inout State) throws(CaptureError) -> CaptureDevice? in
+            guard !s.usedIDs.contains(settings.uniqueID) else {
+                throw CaptureError(
+                    .photoSettingsReused,
+                    "photo settings \(settings.uniqueID) were already used; create new CapturePhotoSettings for each capture")
+            }
+            s.usedIDs.insert(settings.uniqueID)
+            s.inFlight += 1
+            return s.input?.device
+        }
+        let transform = connections.first?.transform ?? (rotation: 0, mirrored: false)
+        let wallTime = WallClock.shared.date(for: frame.presentationTimeStamp, on: device?.source.timestampClock ?? .media)
+        delegateQueue.async { [self, problem] in
+            delegate.photoOutput(self, willBeginCaptureFor: resolved)
+            if let problem {
+                fail(resolved: resolved, settings: settings, delegate: delegate, error: problem)
+                return
+            }
+            delegate.photoOutput(self, willCapturePhotoFor: resolved)
+            let request = Request(
+                resolved: resolved, settings: settings, delegate: delegate, frames: [(frame, nil)], captureDate: wallTime,
+                announced: true)
+            finish(request, rotation: transform.rotation, mirrored: transform.mirrored, device: device)
+        }
+    }
+
     /// The format a photo of at most `wanted` switches a live camera to: the largest frame size
     /// the device offers within `wanted` that is larger than the active one; of its formats the
     /// fastest (the shortest time without video), ties going to the active pixel format. Nil

@@ -17,9 +17,11 @@ public struct SnapshotStore: Sendable {
     /// Clockwise rotation recorded as EXIF Orientation (the connection's), and mirroring.
     public var rotation: Int32
     public var mirrored: Bool
-    /// The start of every file name; give each run its own (e.g. with the start time) so runs
-    /// into one folder never collide. Existing files are never replaced.
+    /// The start of every file name: the camera's or input's name, made safe by `sanitizedName(_:)`.
     public var namePrefix = "snapshot"
+    /// The clock of the frames' times: camera frames are named by the moment they were taken
+    /// (`WallClock`), others by the moment they are written.
+    public var frameClock = FrameClock.media
     let calls: any FileSystemCalls
 
     /// Creates a store writing into `folder` (which must exist).
@@ -36,27 +38,64 @@ public struct SnapshotStore: Sendable {
         self.calls = calls
     }
 
-    /// The file name a snapshot gets: `<namePrefix>-<frame time in ms>-f<faceIDs>.jpg`.
-    public func fileName(for snapshot: Snapshot) -> String {
-        let ms = Int64((snapshot.frame.presentationTimeStamp.seconds * 1000).rounded())
+    /// The file name a snapshot taken at `wallTime` gets, before any collision suffix:
+    /// `<namePrefix>-<local yyyyMMdd-HHmmss.mmm>-<reason>.jpg`, the reason being `face3` (a new
+    /// face; several: `face3-5`), `face3-again` (cooldown elapsed) or `every-face3-5` (interval).
+    public func fileName(for snapshot: Snapshot, wallTime: Date) -> String {
         let ids = snapshot.triggeringFaceIDs.map(String.init).joined(separator: "-")
-        return namePrefix + String(format: "-%09lld-f%@.jpg", ms, ids)
+        let reason =
+            switch snapshot.reason {
+            case .newFace: "face\(ids)"
+            case .faceCooldownElapsed: "face\(ids)-again"
+            case .interval: "every-face\(ids)"
+            }
+        return "\(namePrefix)-\(LocalTimestamp(wallTime).fileNameStamp)-\(reason).jpg"
     }
 
-    /// Encodes and writes `snapshot` (and its preceding frames); returns the photo's URL.
+    /// `name` as a file-name prefix: ASCII letters and digits kept (lowercased), every other run
+    /// of characters one `-`, at most 32 characters; "camera" when nothing is left.
+    public static func sanitizedName(_ name: String) -> String {
+        var out = ""
+        for scalar in name.unicodeScalars {
+            if scalar.isASCII, CharacterSet.alphanumerics.contains(scalar) {
+                out += String(scalar).lowercased()
+            } else if !out.isEmpty, out.last != "-" {
+                out.append("-")
+            }
+            if out.count >= 32 { break }
+        }
+        while out.last == "-" { out.removeLast() }
+        return out.isEmpty ? "camera" : out
+    }
+
+    /// Most names tried for one snapshot (`name.jpg`, `name-2.jpg`, …) before giving up.
+    static let maximumCollisionSuffix = 100
+
+    /// Encodes and writes `snapshot` (and its preceding frames); returns the photo's URL. An
+    /// existing file is never replaced: a name that exists gets `-2`, `-3`, … before `.jpg`.
     ///
-    /// - Throws: `.writeFailed` (disk full, folder not writable) or `.conversionFailed`.
+    /// - Throws: `.writeFailed` (disk full, folder not writable, every name taken) or `.conversionFailed`.
     @discardableResult
     public func write(_ snapshot: Snapshot, captureDate: Date = Date()) throws(CaptureError) -> URL {
         let converter = FrameConverter()
-        let url = folder.appendingPathComponent(fileName(for: snapshot))
+        let wallTime = WallClock.shared.date(for: snapshot.frame.presentationTimeStamp, on: frameClock, processedAt: captureDate)
+        let base = (fileName(for: snapshot, wallTime: wallTime) as NSString).deletingPathExtension
+        let data = try encode(snapshot.frame.pixelBuffer, annotation: snapshot.annotation, date: wallTime, converter: converter)
+        var url = folder.appendingPathComponent(base + ".jpg")
+        for suffix in 2...(Self.maximumCollisionSuffix + 1) {
+            do throws(CaptureError) {
+                try AtomicFile.write(data, to: url, replacing: false, calls: calls)
+                break
+            } catch where error.errno == EEXIST && suffix <= Self.maximumCollisionSuffix {
+                url = folder.appendingPathComponent("\(base)-\(suffix).jpg")
+            }
+        }
+        let stem = url.deletingPathExtension().lastPathComponent
         for (i, pre) in snapshot.precedingFrames.enumerated() {
-            let data = try encode(pre.pixelBuffer, annotation: nil, date: captureDate, converter: converter)
-            let name = url.deletingPathExtension().lastPathComponent + String(format: "-pre-%02d.jpg", i + 1)
+            let data = try encode(pre.pixelBuffer, annotation: nil, date: wallTime, converter: converter)
+            let name = stem + String(format: "-pre-%02d.jpg", i + 1)
             try AtomicFile.write(data, to: folder.appendingPathComponent(name), replacing: false, calls: calls)
         }
-        let data = try encode(snapshot.frame.pixelBuffer, annotation: snapshot.annotation, date: captureDate, converter: converter)
-        try AtomicFile.write(data, to: url, replacing: false, calls: calls)
         return url
     }
 

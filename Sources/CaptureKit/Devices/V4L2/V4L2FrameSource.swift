@@ -69,6 +69,8 @@ public final class V4L2FrameSource: FrameSource, @unchecked Sendable {
     public let system: V4L2SystemCalls
     public let formats: [CaptureDevice.Format]
     public let isLive = true
+    /// V4L2 drivers stamp buffers with CLOCK_MONOTONIC (V4L2_BUF_FLAG_TIMESTAMP_MONOTONIC).
+    public let timestampClock = FrameClock.monotonic
     public let pacing: FramePacing = .realTime
 
     /// Buffers requested from the driver.
