@@ -79,14 +79,16 @@ extension MetadataRecorder {
                       origin: CGPoint(x: 220, y: 140), appearsAt: 4, disappearsAt: 5),
             ])
         let (once, _) = try run(scene, types: [.qr]) { $0.codeRepeatInterval = .infinity }
-        #expect(once.events.map(\.name) == ["appear", "appear"])
-        #expect(once.events.map { $0.object.time.seconds } == [0.5, 4.0])
+        // Each appearance also leaves: the first frame more than the grace period (0.5 s) after
+        // it was last seen reports it, as last seen (2.4 s and 4.9 s).
+        #expect(once.events.map(\.name) == ["appear", "leave", "appear", "leave"])
+        #expect(once.events.map { $0.object.time.seconds } == [0.5, 2.4, 4.0, 4.9])
         let code = once.events.first?.object as? MetadataMachineReadableCodeObject
         #expect(code?.stringValue == "ticket-42")
         #expect(code.map { abs($0.bounds.midX - 0.5) < 0.02 && abs($0.bounds.midY - 0.5) < 0.02 } == true)
 
         let (repeating, _) = try run(scene, types: [.qr]) { $0.codeRepeatInterval = 1 }
-        #expect(repeating.events.map(\.name) == ["appear", "repeat", "appear"])
+        #expect(repeating.events.map(\.name) == ["appear", "repeat", "leave", "appear", "leave"])
     }
 
     @Test func rectOfInterestExcludesObjectsOutsideIt() throws {
@@ -99,7 +101,9 @@ extension MetadataRecorder {
         let (all, _) = try run(scene, types: [.qr])
         #expect(Set(all.events.compactMap { ($0.object as? MetadataMachineReadableCodeObject)?.stringValue }) == ["LEFT", "RIGHT"])
         let (right, _) = try run(scene, types: [.qr]) { $0.rectOfInterest = CGRect(x: 0.5, y: 0, width: 0.5, height: 1) }
-        #expect(right.events.compactMap { ($0.object as? MetadataMachineReadableCodeObject)?.stringValue } == ["RIGHT"])
+        // RIGHT appears, and leaves as the input ends.
+        #expect(right.events.compactMap { ($0.object as? MetadataMachineReadableCodeObject)?.stringValue } == ["RIGHT", "RIGHT"])
+        #expect(right.events.map(\.name) == ["appear", "leave"])
     }
 
     @Test func facesAndCodesTogether() throws {

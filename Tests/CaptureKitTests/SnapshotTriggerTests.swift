@@ -163,3 +163,35 @@ private struct Clip {
         #expect(record == s.annotation)
     }
 }
+
+/// Snapshot file names: camera, local wall time with milliseconds, reason; never a replaced file.
+@Suite struct SnapshotStoreNamingTests {
+    @Test func namesCarryTheCameraTheWallTimeAndTheReasonAndNeverReplaceAFile() throws {
+        let clip = try Clip()
+        let trigger = SnapshotTrigger(configuration: .init(preTriggerFrameCount: 1))
+        let s = try #require(clip.run(trigger, frames: 5) { $0 >= 2 ? [Clip.face(3, frame: $0)] : [] }.first)
+        let folder = try PhotoTestSupport.temporaryFolder("names")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var store = SnapshotStore(folder: folder)
+        store.namePrefix = SnapshotStore.sanitizedName("Front Door (USB 2.0) ✓")
+        #expect(store.namePrefix == "front-door-usb-2-0")
+        #expect(SnapshotStore.sanitizedName("../..") == "camera")
+        let when = Date(timeIntervalSince1970: 1_795_539_792.345)
+        let stamp = LocalTimestamp(when).fileNameStamp
+        #expect(store.fileName(for: s, wallTime: when) == "front-door-usb-2-0-\(stamp)-face3.jpg")
+
+        // A file already there under the name (another run, another program) stays as it was.
+        let taken = folder.appendingPathComponent("front-door-usb-2-0-\(stamp)-face3.jpg")
+        try Data("not ours".utf8).write(to: taken)
+        let first = try store.write(s, captureDate: when)
+        let second = try store.write(s, captureDate: when)
+        #expect(first.lastPathComponent == "front-door-usb-2-0-\(stamp)-face3-2.jpg")
+        #expect(second.lastPathComponent == "front-door-usb-2-0-\(stamp)-face3-3.jpg")
+        #expect(try Data(contentsOf: taken) == Data("not ours".utf8))
+        // The earlier frame goes with the name its photo got.
+        let names = Set(try FileManager.default.contentsOfDirectory(atPath: folder.path))
+        #expect(names.contains("front-door-usb-2-0-\(stamp)-face3-2-pre-01.jpg"))
+        #expect(names.contains("front-door-usb-2-0-\(stamp)-face3-3-pre-01.jpg"))
+        #expect(names.count == 5)
+    }
+}
