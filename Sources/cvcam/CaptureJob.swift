@@ -54,7 +54,7 @@ final class CaptureJob: @unchecked Sendable {
         if printer.json {
             printer.emit(StartEvent(run: RunID.current, clock: clock.json, input: input), text: "")
         } else if !quiet {
-            TerminalText.printError("cvcam: run \(RunID.current), \(input.kind) \(input.name) \(input.size); \(clock.text)")
+            TerminalText.printError("cvcam: run \(RunID.current): \(input.kind) \"\(input.name)\" at \(input.size); \(clock.text)")
         }
     }
 

@@ -30,8 +30,13 @@ final class EventPrinter: @unchecked Sendable {
     /// Writes one event: `body` as a JSON line, or `text` as a line. `time`: the frame time the
     /// event is about, for its `wallTime` (nil: now).
     func emit<Body: EventBody>(_ body: @autoclosure () -> Body, at time: MediaTime? = nil, text: @autoclosure () -> String) {
+        emit(body(), wall: wallDate(time), text: text())
+    }
+
+    /// Writes one event stamped `wall` (when a file named by that moment was written, say).
+    func emit<Body: EventBody>(_ body: @autoclosure () -> Body, wall: Date, text: @autoclosure () -> String) {
         // Text lines carry file names and payloads: escaped here, once, for every event.
-        let line = json ? Self.encode(body(), wall: wallDate(time)) : TerminalText.escaped(text())
+        let line = json ? Self.encode(body(), wall: wall) : TerminalText.escaped(text())
         lock.withLock {
             statusLine?.clear()
             guard !stdoutClosed else { return }

@@ -197,7 +197,9 @@ final class SnapshotWatcher: @unchecked Sendable {
     private func write(_ snapshots: [Snapshot]) {
         for snapshot in snapshots {
             do {
-                let url = try store.write(snapshot)
+                // One moment for the file's name, its EXIF date and the event's wallTime.
+                let wall = printer.wallDate(snapshot.frame.presentationTimeStamp)
+                let url = try store.write(snapshot, captureDate: wall)
                 writtenCount += 1
                 let pre = snapshot.precedingFrames.count
                 let ids = snapshot.triggeringFaceIDs
@@ -206,7 +208,7 @@ final class SnapshotWatcher: @unchecked Sendable {
                         path: url.path, time: eventTime(snapshot.frame.presentationTimeStamp), width: snapshot.frame.width,
                         height: snapshot.frame.height, faceIDs: ids, reason: snapshot.reason.rawValue,
                         faces: snapshot.faces.map(\.faceID), preFrames: pre),
-                    at: snapshot.frame.presentationTimeStamp,
+                    wall: wall,
                     text: "\(printer.timeText(snapshot.frame.presentationTimeStamp))  snapshot \(url.path)  \(snapshot.reason.rawValue)  faces \(ids.map(String.init).joined(separator: ","))"
                         + (pre == 0 ? "" : "  +\(pre) earlier frames"))
             } catch {

@@ -59,7 +59,7 @@ import Testing
         let result = try CLI.run(["scan", "--input", "synthetic:size=320x240,fps=10,frames=10,qr=HELLO"])
         #expect(result.status == 0, "\(result.stderr)")
         let start = try #require(result.stderr.split(separator: "\n").first.map(String.init))
-        #expect(start.wholeMatch(of: /cvcam: run [0-9a-f]{8}, synthetic .*; times are positions in the input \(media time\)/) != nil, "\(start)")
+        #expect(start.wholeMatch(of: /cvcam: run [0-9a-f]{8}: synthetic "Synthetic camera 320x240" at 320x240; times are positions in the input \(media time\)/) != nil, "\(start)")
         let events = result.lines.filter { $0.contains("QR") }
         #expect(events.first?.hasPrefix("00:00:00.000  appear QR  HELLO") == true, "\(events)")
         // The code stays until the input ends, where it leaves (as last seen, at 0.9 s).

@@ -73,6 +73,8 @@ public struct SnapshotStore: Sendable {
 
     /// Encodes and writes `snapshot` (and its preceding frames); returns the photo's URL. An
     /// existing file is never replaced: a name that exists gets `-2`, `-3`, … before `.jpg`.
+    /// `captureDate` is the wall time of a frame on media time (name and EXIF date); camera
+    /// frames are stamped with their own time through `WallClock`.
     ///
     /// - Throws: `.writeFailed` (disk full, folder not writable, every name taken) or `.conversionFailed`.
     @discardableResult
