@@ -15,7 +15,9 @@ struct Record: ParsableCommand {
 
             The movie is written beside FILE under a temporary name and put in place when it \
             is complete, so a failed or killed run never costs the file that was there before. \
-            -o naming a folder or the input, or a file another cvcam is recording, is refused.
+            -o naming a folder or the input, or a file another cvcam is recording, is refused. \
+            With --dir instead of -o the movie is named by the input and the local wall time it \
+            started, <camera>-<yyyyMMdd-HHmmss.mmm>.avi; a name already taken gets -2, -3, ….
 
             Exit codes: 0 the file was finalised; 1 runtime error (input failed, the file could \
             not be written, -o refused); 64 usage error.
@@ -25,7 +27,10 @@ struct Record: ParsableCommand {
     @OptionGroup var output: OutputOptions
 
     @Option(name: [.customShort("o"), .long], help: ArgumentHelp("The movie file (.avi).", valueName: "file"), completion: .file(extensions: ["avi"]), transform: InputOptions.argumentBytes)
-    var outputFile: String
+    var outputFile: String?
+
+    @Option(help: "Instead of -o: record into this folder (created if missing), named by input and start time.", completion: .directory, transform: InputOptions.argumentBytes)
+    var dir: String?
 
     @Option(help: "Stop after this many seconds of recorded time.")
     var duration: Double?
@@ -43,13 +48,22 @@ struct Record: ParsableCommand {
     var overwrite = false
 
     func validate() throws {
-        // Recording goes through Foundation paths, which would store such a name's bytes altered.
-        guard !outputFile.unicodeScalars.contains(where: { FilePathBytes.carriedByte($0) != nil }) else {
-            throw ValidationError(
-                "-o '\(TerminalText.escaped(outputFile))' is not a UTF-8 file name; record to a UTF-8 name and rename the file afterwards.")
+        guard (outputFile == nil) != (dir == nil) else {
+            throw ValidationError("Give the movie's file with -o FILE.avi, or a folder with --dir (not both).")
         }
-        guard (outputFile as NSString).pathExtension.lowercased() == "avi" else {
-            throw ValidationError("-o must end in .avi (got '\(outputFile)'); cvcam records Motion-JPEG AVI.")
+        // Recording goes through Foundation paths, which would store such a name's bytes altered.
+        if let dir, dir.unicodeScalars.contains(where: { FilePathBytes.carriedByte($0) != nil }) {
+            throw ValidationError(
+                "--dir '\(TerminalText.escaped(dir))' is not a UTF-8 folder name; use a UTF-8 name for the folder.")
+        }
+        if let outputFile {
+            guard !outputFile.unicodeScalars.contains(where: { FilePathBytes.carriedByte($0) != nil }) else {
+                throw ValidationError(
+                    "-o '\(TerminalText.escaped(outputFile))' is not a UTF-8 file name; record to a UTF-8 name and rename the file afterwards.")
+            }
+            guard (outputFile as NSString).pathExtension.lowercased() == "avi" else {
+                throw ValidationError("-o must end in .avi (got '\(outputFile)'); cvcam records Motion-JPEG AVI.")
+            }
         }
         // Up to a year of recorded time.
         try OptionRange.check(duration, 0.001...31_622_400, "--duration", unit: " seconds")
@@ -73,11 +87,36 @@ struct Record: ParsableCommand {
         return value * scale
     }
 
+    /// The first of `<base>.avi`, `<base>-2.avi`, … in `folder` that does not exist, guarded
+    /// (the guard refuses it, should another process take it meanwhile).
+    static func freshGuard(in folder: URL, base: String, input: String?) throws -> OutputFileGuard {
+        for n in 1...SnapshotStore.maximumCollisionSuffix {
+            let url = folder.appendingPathComponent(n == 1 ? "\(base).avi" : "\(base)-\(n).avi")
+            if access(url.path, F_OK) == 0 { continue }
+            return try OutputFileGuard(target: url, input: input, overwrite: false)
+        }
+        throw CLIError.message("\(folder.path) already holds \(base).avi to -\(SnapshotStore.maximumCollisionSuffix).avi; choose another --dir.")
+    }
+
     func run() throws {
-        let url = URL(fileURLWithPath: outputFile)
-        // Nothing under `url` is touched until the new recording is complete.
-        let guarded = try OutputFileGuard(target: url, input: input.input, overwrite: overwrite)
+        var guarded: OutputFileGuard?
+        // Nothing under -o is touched until the new recording is complete; refused before the input opens.
+        if let outputFile {
+            guarded = try OutputFileGuard(target: URL(fileURLWithPath: outputFile), input: input.input, overwrite: overwrite)
+        }
         let job = try CaptureJob(input: input, output: output)
+        if let dir {
+            let folder = URL(fileURLWithPath: dir, isDirectory: true)
+            do {
+                try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            } catch {
+                throw CLIError.message("Cannot create the recording folder \(dir): \(error.localizedDescription)")
+            }
+            let base = SnapshotStore.sanitizedName(job.device.localizedName) + "-" + LocalTimestamp(Date()).fileNameStamp
+            guarded = try Self.freshGuard(in: folder, base: base, input: input.input)
+        }
+        guard let guarded else { throw ValidationError("Give -o FILE.avi or --dir FOLDER.") }
+        let url = guarded.target
         let movie = CaptureMovieFileOutput()
         movie.movieFragmentInterval = MediaTime(seconds: fragmentInterval)
         movie.maxRecordedDuration = duration.map { MediaTime(seconds: $0) }

@@ -2,6 +2,8 @@ import CaptureKit
 import Foundation
 import Testing
 
+@testable import cvcam
+
 /// Wall-clock time in cvcam's output: every JSON line's `wallTime` (RFC 3339, milliseconds,
 /// the local offset), the run ID in the start line and the summary, text times (media time for
 /// files, local wall time for cameras), and `snap --wait-for-face` storing the boxes of the
@@ -154,5 +156,35 @@ import Testing
         guard !i.isNull else { return 0 }
         let inter = Double(i.width * i.height)
         return inter / (Double(a.width * a.height) + Double(b.width * b.height) - inter)
+    }
+}
+
+/// `record --dir`: the movie named by input and start time, never over an existing file.
+@Suite struct RecordNamingTests {
+    @Test func recordIntoAFolderNamesTheMovieByInputAndWallTime() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("cvcam-recdir-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let result = try CLI.run(["record", "--dir", dir.path, "--json", "--input", "synthetic:size=160x120,fps=10,frames=5"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let names = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { !$0.hasPrefix(".") }
+        #expect(names.count == 1 && names[0].wholeMatch(of: /synthetic-camera-160x120-\d{8}-\d{6}\.\d{3}\.avi/) != nil, "\(names)")
+        let recording = result.lines.first { $0.contains(#""type":"recording""#) }
+        #expect(recording?.contains(names.first ?? "?") == true, "\(result.stdout)")
+
+        // Both or neither of -o and --dir: a usage error.
+        #expect(try CLI.run(["record", "--input", "synthetic:size=160x120,fps=10,frames=5"]).status == 64)
+        #expect(try CLI.run(["record", "-o", dir.appendingPathComponent("a.avi").path, "--dir", dir.path]).status == 64)
+    }
+
+    @Test func aTakenNameGetsTheNextSuffix() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("cvcam-recdir-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let taken = dir.appendingPathComponent("door-20261124-170312.345.avi")
+        try Data("someone else's".utf8).write(to: taken)
+        let guarded = try Record.freshGuard(in: dir, base: "door-20261124-170312.345", input: nil)
+        #expect(guarded.target.lastPathComponent == "door-20261124-170312.345-2.avi")
+        guarded.discard()
+        #expect(try Data(contentsOf: taken) == Data("someone else's".utf8))
     }
 }

@@ -68,8 +68,9 @@ public struct SnapshotStore: Sendable {
         return out.isEmpty ? "camera" : out
     }
 
-    /// Most names tried for one snapshot (`name.jpg`, `name-2.jpg`, …) before giving up.
-    static let maximumCollisionSuffix = 100
+    /// Most names tried for one file (`name.jpg`, `name-2.jpg`, …) before giving up; cvcam's
+    /// `record --dir` keeps to the same limit.
+    public static let maximumCollisionSuffix = 100
 
     /// Encodes and writes `snapshot` (and its preceding frames); returns the photo's URL. An
     /// existing file is never replaced: a name that exists gets `-2`, `-3`, … before `.jpg`.
