@@ -57,7 +57,7 @@ final class EventPrinter: @unchecked Sendable {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         guard let data = try? encoder.encode(Event(body, wallTime: wallTime)) else {
             // Only a non-finite number (a detector's bug) fails to encode: say so rather than print nothing.
-            return "{\"message\":\"unencodable \(Body.type.rawValue) event\",\"schema\":1,\"type\":\"error\"}"
+            return "{\"message\":\"unencodable \(Body.type.rawValue) event\",\"schema\":1,\"type\":\"error\",\"wallTime\":\"\(wallTime)\"}"
         }
         return TerminalText.jsonEscaped(String(decoding: data, as: UTF8.self))
     }
