@@ -173,6 +173,13 @@ final class CaptureJob: @unchecked Sendable {
     /// with 128 + the signal number, so a signal always ends cvcam. A stop that returned in
     /// time disarms the watchdog: finishing files and the summary are not cut short.
     private func installSignalHandlers() {
+        // A parent may start cvcam with these signals blocked (the mask is inherited); blocked,
+        // they would stay pending and never stop the run.
+        var stopping = sigset_t()
+        sigemptyset(&stopping)
+        sigaddset(&stopping, SIGINT)
+        sigaddset(&stopping, SIGTERM)
+        pthread_sigmask(SIG_UNBLOCK, &stopping, nil)
         let queue = DispatchQueue(label: "cvcam.signals")
         for sig in [SIGINT, SIGTERM] {
             signal(sig, SIG_IGN)
