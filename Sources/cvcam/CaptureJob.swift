@@ -42,6 +42,9 @@ final class CaptureJob: @unchecked Sendable {
             json: output.json, preview: try PreviewMapping(options: options, frame: frame), statusLine: statusLine,
             clock: device.source.timestampClock)
         quiet = output.quiet
+        // Now, not at `run`: the command still loads its models, and a signal meanwhile must
+        // end the run rather than kill the process or be lost.
+        installSignalHandlers()
     }
 
     private let quiet: Bool
@@ -80,15 +83,17 @@ final class CaptureJob: @unchecked Sendable {
     /// Starts the session and blocks until it stops by itself or a signal stops it.
     /// `status` gives the status line's text (called twice a second when stderr is a terminal).
     func run(status: @escaping @Sendable () -> String) throws {
-        installSignalHandlers()
         announceStart()
         startedAt = Date()
+        if interrupted { throw ExitCode(ExitStatus.interruptedDuringStartup) }
         do {
             try session.startRunning()
         } catch {
             if interrupted { throw ExitCode(ExitStatus.interruptedDuringStartup) }
             throw error
         }
+        // A signal handled while the session was starting may have found nothing to stop.
+        if interrupted { try? session.stopRunning() }
         statusLine?.start(render: status)
         session.waitUntilStopped()
         statusLine?.stop()
@@ -173,13 +178,6 @@ final class CaptureJob: @unchecked Sendable {
     /// with 128 + the signal number, so a signal always ends cvcam. A stop that returned in
     /// time disarms the watchdog: finishing files and the summary are not cut short.
     private func installSignalHandlers() {
-        // A parent may start cvcam with these signals blocked (the mask is inherited); blocked,
-        // they would stay pending and never stop the run.
-        var stopping = sigset_t()
-        sigemptyset(&stopping)
-        sigaddset(&stopping, SIGINT)
-        sigaddset(&stopping, SIGTERM)
-        pthread_sigmask(SIG_UNBLOCK, &stopping, nil)
         let queue = DispatchQueue(label: "cvcam.signals")
         for sig in [SIGINT, SIGTERM] {
             signal(sig, SIG_IGN)
@@ -199,6 +197,13 @@ final class CaptureJob: @unchecked Sendable {
             source.resume()
             signalSources.append(source)
         }
+        // A parent may start cvcam with these signals blocked (the mask is inherited); blocked,
+        // they would stay pending and never stop the run. Unblocked only once handled.
+        var stopping = sigset_t()
+        sigemptyset(&stopping)
+        sigaddset(&stopping, SIGINT)
+        sigaddset(&stopping, SIGTERM)
+        pthread_sigmask(SIG_UNBLOCK, &stopping, nil)
     }
 
     /// CPU seconds this process has used (user + system).
