@@ -25,9 +25,13 @@ final class CaptureJob: @unchecked Sendable {
     private(set) var startedAt = Date()
     private(set) var runtimeError: CaptureError?
 
+    /// -q in text mode: no start line.
+    private let quiet: Bool
+
     /// Opens the input and prepares a session with the preset the options ask for. `device`,
     /// when given, replaces the one the options name (snap repeats a single image this way).
     init(input options: InputOptions, output: OutputOptions, device chosen: CaptureDevice? = nil) throws {
+        quiet = output.quiet && !output.json
         LoggingSystem.bootstrap { label in
             EscapingLogHandler(label: label, logLevel: output.verbose ? .debug : .warning)
         }
@@ -64,6 +68,8 @@ final class CaptureJob: @unchecked Sendable {
     /// `status` gives the status line's text (called twice a second when stderr is a terminal).
     func run(status: @escaping @Sendable () -> String) throws {
         installSignalHandlers()
+        let sessionEvents = CameraEvents(printer: printer)
+        let observation = session.observeEvents(on: sessionEvents.queue) { sessionEvents.handle($0) }
         startedAt = Date()
         do {
             try session.startRunning()
@@ -71,10 +77,17 @@ final class CaptureJob: @unchecked Sendable {
             if interrupted { throw ExitCode(ExitStatus.interruptedDuringStartup) }
             throw error
         }
+        if let format = CameraEvents.formatEvent(device), !quiet {
+            printer.emit(format.event, text: "format: " + format.text)
+        }
         statusLine?.start(render: status)
         session.waitUntilStopped()
         statusLine?.stop()
-        runtimeError = session.lastRuntimeError
+        // An unplug that ended, or a stop while unplugged, is not a failure: only the error that
+        // stopped the session counts (its event was queued before the session said it stopped).
+        sessionEvents.queue.sync {}
+        observation.cancel()
+        runtimeError = sessionEvents.stoppingError
     }
 
     /// Reports skipped frames at most once a second: a `drop` event with how many frames were
@@ -137,7 +150,7 @@ final class CaptureJob: @unchecked Sendable {
                 summary,
                 text: String(
                     format: "summary: %d frames, %d analysed at %.1f fps, %d skipped, %d %@", session.capturedFrameCount,
-                    metadata.processedFrameCount, summary.fps, metadata.skippedFrameCount, found(), phrase))
+                    metadata.processedFrameCount, summary.fps, metadata.skippedFrameCount, found(), phrase) + formatSummary)
         }
         if runtimeError != nil { throw ExitCode(ExitStatus.runtimeError) }
     }
@@ -197,7 +210,14 @@ final class CaptureJob: @unchecked Sendable {
         SummaryEvent(
             frames: session.capturedFrameCount, analysed: processed, skipped: skipped, seconds: elapsed,
             input: SummaryEvent.Input(
-                kind: options.inputKind, name: device.localizedName, size: device.activeFormat.dimensions.description))
+                kind: options.inputKind, name: device.localizedName, size: device.activeFormat.dimensions.description,
+                format: device.lastNegotiation?.granted.description, adjusted: device.lastNegotiation?.wasAdjusted))
+    }
+
+    /// The negotiated camera format for a text summary (", camera MJPG 1280x720@30"), "" for other inputs.
+    var formatSummary: String {
+        guard let negotiation = device.lastNegotiation else { return "" }
+        return ", camera \(negotiation)"
     }
 }
 

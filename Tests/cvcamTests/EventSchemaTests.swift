@@ -115,6 +115,10 @@ import Testing
         case .error: return (type, try again(ErrorEvent.self))
         case .summary: return (type, try again(SummaryEvent.self))
         case .devices: return (type, try again(DevicesEvent.self))
+        case .format: return (type, try again(FormatEvent.self))
+        case .interrupted: return (type, try again(InterruptedEvent.self))
+        case .interruptionEnded: return (type, try again(InterruptionEndedEvent.self))
+        case .controls: return (type, try again(ControlsEvent.self))
         }
     }
 
