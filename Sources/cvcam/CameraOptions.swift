@@ -60,8 +60,8 @@ extension InputOptions {
     /// configuration lock.
     ///
     /// - Throws: `CaptureError` `.formatNotSupported` (what the camera offers instead; exit 1);
-    ///   `ValidationError` for a control the camera lacks, a value outside its range, or one
-    ///   its automatic mode holds (exit 64).
+    ///   exit 64 (the message printed) for a control the camera lacks, a value outside its
+    ///   range, or one its automatic mode holds.
     func applyCameraSettings(to device: CaptureDevice) throws {
         let request = formatRequest(for: device)
         guard request != nil || !setCtrl.isEmpty else { return }
@@ -80,28 +80,35 @@ extension InputOptions {
         let name = assignment.name
         guard let control = try device.control(named: name) else {
             let known = ((try? device.controlDescriptions()) ?? []).filter { $0.type != "ctrl_class" }.map(\.v4l2Name)
-            throw ValidationError(
+            throw Self.usageError(
                 "--set-ctrl: \(device.localizedName) has no control '\(name)'; its controls are \(known.joined(separator: ", ")) (see `cvcam controls`).")
         }
         let value = assignment.value
         if control.flags.contains("read-only") || control.type == "ctrl_class" {
-            throw ValidationError("--set-ctrl: \(control.v4l2Name) is read-only.")
+            throw Self.usageError("--set-ctrl: \(control.v4l2Name) is read-only.")
         }
         if control.isMenu {
             guard control.menu.contains(where: { $0.index == value }) else {
                 let entries = control.menu.map { "\($0.index) (\($0.name ?? $0.value.map(String.init) ?? ""))" }
-                throw ValidationError(
+                throw Self.usageError(
                     "--set-ctrl: \(value) is not an entry of \(control.v4l2Name); allowed: \(entries.joined(separator: ", ")).")
             }
         } else if control.type != "button" && (value < control.minimum || value > control.maximum) {
-            throw ValidationError(
+            throw Self.usageError(
                 "--set-ctrl: \(control.v4l2Name)=\(value) is out of range; allowed: \(control.minimum)…\(control.maximum)\(control.step > 1 ? " in steps of \(control.step)" : "").")
         }
         if control.isInactive {
-            throw ValidationError(
+            throw Self.usageError(
                 "--set-ctrl: \(control.v4l2Name) is inactive while its automatic mode is on; switch that mode to manual earlier in the same list (e.g. --set-ctrl auto_exposure=1,exposure_time_absolute=250).")
         }
         try device.setValue(value, for: control.control)
+    }
+
+    /// A --set-ctrl the camera refuses: printed (escaped: control names come from the driver)
+    /// and exit 64, without ArgumentParser's usage line, which would name no subcommand here.
+    static func usageError(_ message: String) -> ExitCode {
+        TerminalText.printError("Error: " + message)
+        return ExitCode(ExitStatus.usage)
     }
 
     /// Why no camera could be used, when the node the user named, or any node at all, exists
