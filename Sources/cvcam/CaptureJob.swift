@@ -84,10 +84,12 @@ final class CaptureJob: @unchecked Sendable {
         session.waitUntilStopped()
         statusLine?.stop()
         // An unplug that ended, or a stop while unplugged, is not a failure: only the error that
-        // stopped the session counts (its event was queued before the session said it stopped).
+        // stopped the session counts (its event was queued before the session said it stopped;
+        // a failed restart after a reconfiguration has no event, only the session's last error).
         sessionEvents.queue.sync {}
         observation.cancel()
-        runtimeError = sessionEvents.stoppingError
+        runtimeError =
+            sessionEvents.stoppingError ?? session.lastRuntimeError.flatMap { $0.code == .deviceDisconnected ? nil : $0 }
     }
 
     /// Reports skipped frames at most once a second: a `drop` event with how many frames were

@@ -36,6 +36,8 @@ extension CaptureDevice {
     }
 
     /// A format with the frame duration to stream it at.
+    ///
+    /// Value type; thread-safe.
     public struct FormatChoice: Sendable, Hashable {
         /// One of the device's `formats`.
         public var format: Format
