@@ -8,6 +8,10 @@
 //   unplug-after N   after N frames the device disappears: DQBUF/QBUF/ioctls fail with ENODEV,
 //                    poll reports POLLERR|POLLHUP, opens fail with ENOENT until the line goes
 //   slow MS          every frame arrives MS milliseconds apart, whatever the interval
+//   max-fps N        S_PARM grants at most N fps (the fastest listed rate not above N), as a
+//                    camera short of USB bandwidth does: the driver adjusts what was asked
+//   busy-streaming   open succeeds but S_FMT and REQBUFS fail with EBUSY, as uvcvideo answers
+//                    while another program streams from the camera
 //   extra-controls   the camera also has do_white_balance, auto_focus_start, an LED (flash and
 //                    torch: flash_led_mode) and a flash strobe button (flash_strobe)
 //   control-log      every control write that succeeds is appended to "<control file>.log" as
@@ -69,7 +73,7 @@ int emu_node_of_fd(int fd) {
 // MARK: faults
 
 typedef struct {
-    int busy, eacces, unplug_after, slow_ms, extras, log_controls;
+    int busy, eacces, unplug_after, slow_ms, extras, log_controls, max_fps, busy_streaming;
 } control_file;
 
 void emu_control_file_path(char *path, size_t size) {
@@ -79,7 +83,7 @@ void emu_control_file_path(char *path, size_t size) {
 }
 
 static control_file read_control_file(void) {
-    control_file f = {0, 0, -1, 0, 0, 0};
+    control_file f = {0, 0, -1, 0, 0, 0, 0, 0};
     char path[256];
     emu_control_file_path(path, sizeof path);
     int fd = emu_real_open(path, O_RDONLY | O_CLOEXEC, 0);
@@ -95,6 +99,8 @@ static control_file read_control_file(void) {
         else if (strcmp(line, "eacces") == 0) f.eacces = 1;
         else if (strcmp(line, "extra-controls") == 0) f.extras = 1;
         else if (strcmp(line, "control-log") == 0) f.log_controls = 1;
+        else if (strcmp(line, "busy-streaming") == 0) f.busy_streaming = 1;
+        else if (sscanf(line, "max-fps %d", &value) == 1) f.max_fps = value;
         else if (sscanf(line, "unplug-after %d", &value) == 1) f.unplug_after = value;
         else if (sscanf(line, "slow %d", &value) == 1) f.slow_ms = value;
     }
@@ -114,6 +120,8 @@ int emu_open(const char *path, int flags) {
     emu_faults.slow_ms = (uint32_t)f.slow_ms;
     emu_faults.extras = f.extras;
     emu_faults.log_controls = f.log_controls;
+    emu_faults.max_fps = f.max_fps > 0 ? (uint32_t)f.max_fps : 0;
+    emu_faults.busy_streaming = f.busy_streaming;
     pthread_mutex_unlock(&emu_lock);
     if (gone) return emu_fail(ENOENT);
     if (f.eacces) return emu_fail(EACCES);

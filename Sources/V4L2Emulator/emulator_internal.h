@@ -56,6 +56,8 @@ typedef struct {
     int extras;       // the optional controls are present
     uint32_t slow_ms; // 0: frames follow the frame rate
     int log_controls; // append control writes to "<control file>.log"
+    uint32_t max_fps; // 0: any listed rate; else S_PARM grants at most this
+    int busy_streaming; // S_FMT and REQBUFS fail with EBUSY (another program streams)
 } emu_device_faults;
 
 // The one lock of the device model: the faults, the format, buffers, streaming and control values

@@ -122,12 +122,20 @@ static int nearest_mode(uint32_t fourcc, uint32_t width, uint32_t height) {
     return best;
 }
 
+// The listed rate nearest the request; with a `max-fps` cap, only rates up to it (the slowest
+// when none is), as a bandwidth-limited camera adjusts.
 static uint32_t nearest_fps(int mode, uint32_t numerator, uint32_t denominator) {
     const emu_mode *m = &modes[mode];
-    if (numerator == 0 || denominator == 0) return m->fps[0];
+    uint32_t cap = emu_faults.max_fps;
+    uint32_t count = rate_count(m);
+    uint32_t best = 0;
+    for (uint32_t i = 0; i < count; i++)
+        if (!cap || m->fps[i] <= cap) { best = m->fps[i]; break; }
+    if (!best) best = m->fps[count - 1];
+    if (numerator == 0 || denominator == 0) return best;
     double wanted = (double)denominator / numerator;
-    uint32_t best = m->fps[0];
-    for (uint32_t i = 0; i < rate_count(m); i++) {
+    for (uint32_t i = 0; i < count; i++) {
+        if (cap && m->fps[i] > cap) continue;
         double d = m->fps[i] - wanted, b = best - wanted;
         if (d * d < b * b) best = m->fps[i];
     }
@@ -193,8 +201,9 @@ int emu_s_fmt(emu_fd *entry, unsigned long request, void *arg) {
     if (f->type != V4L2_BUF_TYPE_VIDEO_CAPTURE) return EINVAL;
     int mode = nearest_mode(f->fmt.pix.pixelformat, f->fmt.pix.width, f->fmt.pix.height);
     if (request == VIDIOC_S_FMT) {
+        if (emu_faults.busy_streaming) return EBUSY;
         if (stream.owner >= 0 && (stream.owner != fd || stream.streaming)) return EBUSY;
-        if (stream.mode != mode) stream.fps = modes[mode].fps[0];
+        if (stream.mode != mode) stream.fps = nearest_fps(mode, 0, 0);
         stream.mode = mode;
     }
     fill_pix_format(&f->fmt.pix, mode);
@@ -259,7 +268,7 @@ int emu_reqbufs(emu_fd *entry, unsigned long request, void *arg) {
     struct v4l2_requestbuffers *r = arg;
     if (r->type != V4L2_BUF_TYPE_VIDEO_CAPTURE || r->memory != V4L2_MEMORY_MMAP) return EINVAL;
     if (stream.owner >= 0 && stream.owner != fd) return EBUSY;
-    if (stream.streaming) return EBUSY;
+    if (stream.streaming || emu_faults.busy_streaming) return EBUSY;
     free_buffers(fd);
     if (r->count == 0) return 0;
     if (emu_faults.unplugged) return ENODEV;

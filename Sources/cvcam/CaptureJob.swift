@@ -25,9 +25,13 @@ final class CaptureJob: @unchecked Sendable {
     private(set) var startedAt = Date()
     private(set) var runtimeError: CaptureError?
 
+    /// -q in text mode: no start line.
+    private let quiet: Bool
+
     /// Opens the input and prepares a session with the preset the options ask for. `device`,
     /// when given, replaces the one the options name (snap repeats a single image this way).
     init(input options: InputOptions, output: OutputOptions, device chosen: CaptureDevice? = nil) throws {
+        quiet = output.quiet && !output.json
         LoggingSystem.bootstrap { label in
             EscapingLogHandler(label: label, logLevel: output.verbose ? .debug : .warning)
         }
@@ -41,13 +45,10 @@ final class CaptureJob: @unchecked Sendable {
         printer = EventPrinter(
             json: output.json, preview: try PreviewMapping(options: options, frame: frame), statusLine: statusLine,
             clock: device.source.timestampClock)
-        quiet = output.quiet
         // Now, not at `run`: the command still loads its models, and a signal meanwhile must
         // end the run rather than kill the process or be lost.
         installSignalHandlers()
     }
-
-    private let quiet: Bool
 
     /// The start line: the run's ID, the input and which clock times are on. JSON: a `start`
     /// event on stdout; text: a line on stderr (unless -q), so stdout holds only events.
@@ -84,6 +85,8 @@ final class CaptureJob: @unchecked Sendable {
     /// `status` gives the status line's text (called twice a second when stderr is a terminal).
     func run(status: @escaping @Sendable () -> String) throws {
         announceStart()
+        let sessionEvents = CameraEvents(printer: printer)
+        let observation = session.observeEvents(on: sessionEvents.queue) { sessionEvents.handle($0) }
         startedAt = Date()
         if interrupted { throw ExitCode(ExitStatus.interruptedDuringStartup) }
         do {
@@ -94,10 +97,19 @@ final class CaptureJob: @unchecked Sendable {
         }
         // A signal handled while the session was starting may have found nothing to stop.
         if interrupted { try? session.stopRunning() }
+        if let format = CameraEvents.formatEvent(device), !quiet {
+            printer.emit(format.event, text: "format: " + format.text)
+        }
         statusLine?.start(render: status)
         session.waitUntilStopped()
         statusLine?.stop()
-        runtimeError = session.lastRuntimeError
+        // An unplug that ended, or a stop while unplugged, is not a failure: only the error that
+        // stopped the session counts (its event was queued before the session said it stopped;
+        // a failed restart after a reconfiguration has no event, only the session's last error).
+        sessionEvents.queue.sync {}
+        observation.cancel()
+        runtimeError =
+            sessionEvents.stoppingError ?? session.lastRuntimeError.flatMap { $0.code == .deviceDisconnected ? nil : $0 }
     }
 
     /// Reports skipped frames at most once a second: a `drop` event with how many frames were
@@ -160,7 +172,7 @@ final class CaptureJob: @unchecked Sendable {
                 summary,
                 text: String(
                     format: "summary: %d frames, %d analysed at %.1f fps, %d skipped, %d %@", session.capturedFrameCount,
-                    metadata.processedFrameCount, summary.fps, metadata.skippedFrameCount, found(), phrase))
+                    metadata.processedFrameCount, summary.fps, metadata.skippedFrameCount, found(), phrase) + formatSummary)
         }
         if runtimeError != nil { throw ExitCode(ExitStatus.runtimeError) }
     }
@@ -228,8 +240,17 @@ final class CaptureJob: @unchecked Sendable {
             frames: session.capturedFrameCount, analysed: processed, skipped: skipped, seconds: elapsed, input: summaryInput)
     }
 
+    /// The input for the start line and the summary; a camera's negotiated format once it streams.
     private var summaryInput: SummaryEvent.Input {
-        SummaryEvent.Input(kind: options.inputKind, name: device.localizedName, size: device.activeFormat.dimensions.description)
+        SummaryEvent.Input(
+            kind: options.inputKind, name: device.localizedName, size: device.activeFormat.dimensions.description,
+            format: device.lastNegotiation?.granted.description, adjusted: device.lastNegotiation?.wasAdjusted)
+    }
+
+    /// The negotiated camera format for a text summary (", camera MJPG 1280x720@30"), "" for other inputs.
+    var formatSummary: String {
+        guard let negotiation = device.lastNegotiation else { return "" }
+        return ", camera \(negotiation)"
     }
 }
 

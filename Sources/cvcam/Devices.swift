@@ -44,7 +44,7 @@ struct Devices: ParsableCommand {
             print("[\(index)] \(TerminalText.escaped(device.localizedName))")
             print("    unique ID: \(TerminalText.escaped(device.uniqueID))")
             if let report {
-                print(report.text.split(separator: "\n", omittingEmptySubsequences: false).map { "    " + TerminalText.escaped(String($0)) }.joined(separator: "\n"))
+                print(report.text.split(separator: "\n", omittingEmptySubsequences: false).map { Controls.layout(String($0), indent: "    ") }.joined(separator: "\n"))
             } else {
                 for format in device.formats { print("    \(format)") }
             }

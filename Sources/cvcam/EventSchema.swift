@@ -9,6 +9,7 @@ import Foundation
 /// The `type` of every event line.
 enum EventType: String, Codable, CaseIterable, Sendable {
     case start, face, code, snapshot, recording, drop, error, summary, devices
+    case format, interrupted, interruptionEnded, controls
 }
 
 /// This run's ID: 8 random hex digits, printed at the start and in the summary, so face IDs
@@ -209,6 +210,9 @@ struct SummaryEvent: EventBody {
         var kind: String
         var name: String
         var size: String
+        /// A camera's negotiated format ("MJPG 1280x720@30") and whether the driver adjusted it.
+        var format: String?
+        var adjusted: Bool?
     }
 
     var frames: Int
@@ -257,4 +261,40 @@ struct DevicesEvent: EventBody {
     }
 
     var devices: [Device]
+}
+
+/// A camera's negotiated format, when streaming starts: what the driver granted, and what was
+/// asked for when the driver changed it (`adjusted`).
+struct FormatEvent: EventBody {
+    static let type = EventType.format
+
+    var device: String
+    var fourCC: String
+    var width: Int
+    var height: Int
+    var fps: Double
+    var adjusted: Bool
+    var requested: String?
+}
+
+/// The camera went away (unplugged); the session waits for it.
+struct InterruptedEvent: EventBody {
+    static let type = EventType.interrupted
+
+    var code: String
+    var message: String
+}
+
+/// The camera came back and frames flow again.
+struct InterruptionEndedEvent: EventBody {
+    static let type = EventType.interruptionEnded
+}
+
+/// `cvcam controls --json`: one camera's controls, each with its v4l2-ctl name (`v4l2Name`).
+struct ControlsEvent: EventBody {
+    static let type = EventType.controls
+
+    var device: String
+    var name: String
+    var controls: [CaptureDevice.ControlDescription]
 }

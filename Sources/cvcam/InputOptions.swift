@@ -23,11 +23,21 @@ struct InputOptions: ParsableArguments {
     @Option(help: "Session preset.")
     var preset: SessionPreset?
 
-    @Option(help: "Frame size WxH; must be one the input offers.")
+    @Option(help: "Frame size WxH; must be one the input offers (on a camera, the fastest format of that size).")
     var size: String?
 
     @Option(help: "Frame rate for cameras and image folders (frames per second).")
     var fps: Double?
+
+    @Option(help: "Camera pixel format (default: the fastest that reaches --size and --fps).")
+    var pixelFormat: CameraPixelFormat?
+
+    @Option(
+        name: .customLong("set-ctrl"),
+        help: ArgumentHelp(
+            "Set camera controls by their v4l2-ctl names before streaming (see `cvcam controls`); repeatable.",
+            valueName: "name=value[,name=value]"))
+    var setCtrl: [ControlAssignments] = []
 
     @Option(help: "Rotate frames clockwise, in degrees.")
     var rotate: Rotation = .upright
@@ -63,6 +73,9 @@ struct InputOptions: ParsableArguments {
     func validate() throws {
         if device != nil && input != nil {
             throw ValidationError("Use either --device or --input, not both.")
+        }
+        if input != nil && (pixelFormat != nil || !setCtrl.isEmpty) {
+            throw ValidationError("--pixel-format and --set-ctrl apply to cameras, not to --input.")
         }
         if let size, Self.parseSize(size) == nil {
             throw ValidationError("--size must look like 1280x720, each side 1 to 16384 (got '\(size)').")
@@ -164,12 +177,12 @@ struct InputOptions: ParsableArguments {
         let cameras = CaptureDevice.DiscoverySession(deviceTypes: [.external], mediaType: .video, position: .unspecified)
             .devices
         guard let selector else {
-            guard let first = cameras.first else { throw CLIError.noCamera }
+            guard let first = cameras.first else { throw cameraUnavailable(matching: nil) ?? CLIError.noCamera }
             return first
         }
         if let index = Int(selector) {
             guard cameras.indices.contains(index) else {
-                throw CLIError.message(
+                throw cameraUnavailable(matching: nil) ?? CLIError.message(
                     "No camera with index \(selector): \(cameras.count) camera(s) found. Run `cvcam devices` to list them.")
             }
             return cameras[index]
@@ -182,30 +195,17 @@ struct InputOptions: ParsableArguments {
         if let match = cameras.first(where: { $0.source.capabilities?.devicePath == node }) {
             return match
         }
-        throw CLIError.message("No camera matches '\(selector)'. Run `cvcam devices` to list cameras.")
+        throw cameraUnavailable(matching: selector)
+            ?? CLIError.message("No camera matches '\(selector)'. Run `cvcam devices` to list cameras.")
     }
 
-    /// Applies --size and --fps to the device (under its configuration lock).
-    private func apply(to device: CaptureDevice) throws {
-        guard size != nil || fps != nil else { return }
-        try device.lockForConfiguration()
-        defer { device.unlockForConfiguration() }
-        if let size, let wanted = Self.parseSize(size) {
-            guard let format = device.formats.first(where: { $0.dimensions == wanted }) else {
-                let offered = Set(device.formats.map(\.dimensions.description)).sorted().joined(separator: ", ")
-                throw CLIError.message("\(device.localizedName) has no \(wanted) format; it offers \(offered).")
-            }
-            try device.setActiveFormat(format)
-        }
-        if let fps, device.deviceType == .external {
-            try device.setActiveVideoMinFrameDuration(MediaTime.frameDuration(framesPerSecond: fps))
-        }
-    }
+    /// Applies --size, --fps, --pixel-format and --set-ctrl (CameraOptions.swift).
+    private func apply(to device: CaptureDevice) throws { try applyCameraSettings(to: device) }
 
-    /// The preset to use: --preset, or inputPriority when --size chose a format.
+    /// The preset to use: --preset, or inputPriority when --size, --fps or --pixel-format chose a format.
     var sessionPreset: SessionPreset {
         if let preset { return preset }
-        return size != nil ? .inputPriority : .high
+        return size != nil || (fps != nil && input == nil) || pixelFormat != nil ? .inputPriority : .high
     }
 }
 

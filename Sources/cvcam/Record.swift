@@ -165,7 +165,7 @@ struct Record: ParsableCommand {
             summary.ended = ending?.code.rawValue ?? "stopped"
             job.printer.emit(
                 summary,
-                text: "summary: \(url.path): \(frames) frames, \(bytes) bytes, \(movie.droppedFrameCount) dropped (ended: \(ending?.code.rawValue ?? "stopped"))")
+                text: "summary: \(url.path): \(frames) frames, \(bytes) bytes, \(movie.droppedFrameCount) dropped (ended: \(ending?.code.rawValue ?? "stopped"))\(job.formatSummary)")
         }
         if job.runtimeError != nil { throw ExitCode(ExitStatus.runtimeError) }
         if let error = ending, !Self.completeEndings.contains(error.code) { throw ExitCode(ExitStatus.runtimeError) }

@@ -158,7 +158,7 @@ struct Snap: ParsableCommand {
             summary.photos = outcome.written
             job.printer.emit(
                 summary,
-                text: "summary: \(job.session.capturedFrameCount) frames, \(outcome.written) of \(count) photos written")
+                text: "summary: \(job.session.capturedFrameCount) frames, \(outcome.written) of \(count) photos written\(job.formatSummary)")
         }
         if job.runtimeError != nil || outcome.failed > 0 { throw ExitCode(ExitStatus.runtimeError) }
         if waitForFace && !outcome.faceSeen {

@@ -147,7 +147,7 @@ struct Watch: ParsableCommand {
                 text: String(
                     format: "summary: %d frames, %d analysed at %.1f fps, %d skipped, %d snapshots in %@",
                     job.session.capturedFrameCount, metadata.processedFrameCount, summary.fps,
-                    metadata.skippedFrameCount, watcher.writtenCount, folder.path))
+                    metadata.skippedFrameCount, watcher.writtenCount, folder.path) + job.formatSummary)
         }
         if job.runtimeError != nil || watcher.failedCount > 0 { throw ExitCode(ExitStatus.runtimeError) }
     }

@@ -115,6 +115,7 @@ extension BadInputCase {
     /// Options that take a value but no number; `helpListsNoUnclassifiedOption` holds the two lists to `--help`.
     static let textOptions: Set = [
         "--device", "--input", "--preset", "--gravity", "--face-detection", "--types", "--output-file", "--dir",
+        "--pixel-format", "--set-ctrl",  // bad values and out-of-range controls: CameraCLITests
     ]
 
     /// Each command on the 2-frame scene, writing into the row's folder; and its exit code when it ends normally.

@@ -67,6 +67,13 @@ import Testing
             try roundTrip(record),
             try roundTrip(
                 DevicesEvent(devices: [.init(index: 0, name: "Cam", uniqueID: "usb-1", position: "unspecified", v4l2: nil)])),
+            try roundTrip(
+                FormatEvent(
+                    device: "/dev/video0", fourCC: "MJPG", width: 1280, height: 720, fps: 15, adjusted: true,
+                    requested: "MJPG 1280x720@30")),
+            try roundTrip(InterruptedEvent(code: "deviceDisconnected", message: "/dev/video0 is gone")),
+            try roundTrip(InterruptionEndedEvent()),
+            try roundTrip(ControlsEvent(device: "/dev/video0", name: "Cam", controls: [])),
         ]
         #expect(Set(types) == Set(EventType.allCases))
     }
@@ -119,6 +126,10 @@ import Testing
         case .error: return (type, try again(ErrorEvent.self))
         case .summary: return (type, try again(SummaryEvent.self))
         case .devices: return (type, try again(DevicesEvent.self))
+        case .format: return (type, try again(FormatEvent.self))
+        case .interrupted: return (type, try again(InterruptedEvent.self))
+        case .interruptionEnded: return (type, try again(InterruptionEndedEvent.self))
+        case .controls: return (type, try again(ControlsEvent.self))
         }
     }
 

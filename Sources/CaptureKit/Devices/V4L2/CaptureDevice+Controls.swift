@@ -80,8 +80,10 @@ extension CaptureDevice {
         }
         /// The control's ID.
         public var control: Control
-        /// The driver's name for the control.
+        /// The driver's name for the control ("Exposure Time, Absolute").
         public var name: String
+        /// The name v4l2-ctl uses for it (`exposure_time_absolute`): see `v4l2Name(_:)`.
+        public var v4l2Name: String
         /// `int`, `bool`, `menu`, `intmenu`, `button`, `int64`, `ctrl_class`, … (v4l2-ctl's words).
         public var type: String
         /// Smallest value (for menus: the first index).
@@ -101,8 +103,44 @@ extension CaptureDevice {
 
         /// Whether the current mode makes the control inactive (e.g. exposure time in auto exposure).
         public var isInactive: Bool { flags.contains("inactive") }
-        var isMenu: Bool { type == "menu" || type == "intmenu" }
+        /// Whether values are menu indices (`menu`, `intmenu`).
+        public var isMenu: Bool { type == "menu" || type == "intmenu" }
+
+        /// v4l2-ctl's name for a control: the driver's name in lower case, each run of
+        /// characters other than ASCII letters and digits one underscore, none at either end
+        /// ("White Balance, Automatic" → `white_balance_automatic`).
+        public static func v4l2Name(_ name: String) -> String {
+            var out = ""
+            var pendingUnderscore = false
+            for byte in name.utf8 {
+                let isAlphanumeric = (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                guard isAlphanumeric else {
+                    pendingUnderscore = !out.isEmpty
+                    continue
+                }
+                if pendingUnderscore { out.append("_") }
+                pendingUnderscore = false
+                out.append(Character(Unicode.Scalar(byte >= 0x41 && byte <= 0x5A ? byte + 0x20 : byte)))
+            }
+            return out
+        }
     }
+
+    /// The control v4l2-ctl calls `name` (`brightness`, `exposure_time_absolute`; see
+    /// `ControlDescription.v4l2Name(_:)`), also under its name before kernel 5.16
+    /// (`exposure_absolute`), nil when the device has none. Threading: thread-safe.
+    public func control(named name: String) throws(CaptureError) -> ControlDescription? {
+        let all = try controlDescriptions()
+        if let found = all.first(where: { $0.v4l2Name == name }) { return found }
+        guard let id = Self.controlsRenamedIn5_16[name] else { return nil }
+        return all.first { $0.control == id }
+    }
+
+    /// Names kernel 5.16 changed (the IDs stayed): old v4l2-ctl name → control.
+    static let controlsRenamedIn5_16: [String: Control] = [
+        "exposure_auto": .exposureAuto, "exposure_absolute": .exposureAbsolute,
+        "white_balance_temperature_auto": .autoWhiteBalance, "focus_auto": .focusAuto,
+    ]
 
 
     // MARK: Generic controls

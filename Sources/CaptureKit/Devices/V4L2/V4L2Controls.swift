@@ -51,7 +51,8 @@ enum V4L2Controls {
         let readable = !["button", "ctrl_class", "str", "int64"].contains(type) && q.flags & 0x0041 == 0
         if readable { value = (try? d.getControl(id: q.id)).map(Int64.init) }
         return CaptureDevice.ControlDescription(
-            control: .init(rawValue: q.id), name: String(v4l2Field: q.name), type: type, minimum: q.minimum,
+            control: .init(rawValue: q.id), name: String(v4l2Field: q.name),
+            v4l2Name: CaptureDevice.ControlDescription.v4l2Name(String(v4l2Field: q.name)), type: type, minimum: q.minimum,
             maximum: q.maximum, step: q.step, defaultValue: q.default_value, value: value, flags: flagNames(q.flags),
             menu: menu)
     }

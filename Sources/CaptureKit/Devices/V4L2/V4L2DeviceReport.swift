@@ -154,33 +154,27 @@ public struct V4L2DeviceReport: Sendable, Hashable, Codable {
         }
         if !controls.isEmpty { out += "\n\tControls:\n" }
         for c in controls {
-            var line = "\t\(Self.snake(c.name)) \(c.control) (\(c.type))"
-            if c.type != "button" && c.type != "ctrl_class" {
-                line += " : min=\(c.minimum) max=\(c.maximum)"
-                if !c.isMenu { line += " step=\(c.step)" }
-                line += " default=\(c.defaultValue)"
-                if let v = c.value { line += " value=\(v)" }
-            }
-            if !c.flags.isEmpty { line += " flags=\(c.flags.joined(separator: ", "))" }
-            out += line + "\n"
-            for item in c.menu {
-                out += "\t\t\(item.index): \(item.name ?? item.value.map(String.init) ?? "")\n"
-            }
+            out += Self.lines(for: c).map { "\t" + $0 + "\n" }.joined()
         }
         return out
     }
 
-    private static func rate(_ fps: Double) -> String {
-        fps == fps.rounded() ? String(Int(fps)) : String(format: "%.3f", fps)
+    /// One control as v4l2-ctl lists it: `name id (type) : min=… max=… step=… default=… value=…
+    /// flags=…`, then one indented line per menu entry.
+    public static func lines(for c: CaptureDevice.ControlDescription) -> [String] {
+        var line = "\(c.v4l2Name) \(c.control) (\(c.type))"
+        if c.type != "button" && c.type != "ctrl_class" {
+            line += " : min=\(c.minimum) max=\(c.maximum)"
+            if !c.isMenu { line += " step=\(c.step)" }
+            line += " default=\(c.defaultValue)"
+            if let v = c.value { line += " value=\(v)" }
+        }
+        if !c.flags.isEmpty { line += " flags=\(c.flags.joined(separator: ", "))" }
+        return [line] + c.menu.map { "\t\($0.index): \($0.name ?? $0.value.map(String.init) ?? "")" }
     }
 
-    /// v4l2-ctl's control names: lower case, words joined by underscores.
-    private static func snake(_ name: String) -> String {
-        var out = ""
-        for ch in name.lowercased() {
-            if ch.isLetter || ch.isNumber { out.append(ch) } else if !out.hasSuffix("_") && !out.isEmpty { out.append("_") }
-        }
-        return out.hasSuffix("_") ? String(out.dropLast()) : out
+    private static func rate(_ fps: Double) -> String {
+        fps == fps.rounded() ? String(Int(fps)) : String(format: "%.3f", fps)
     }
 }
 

@@ -28,16 +28,42 @@ public enum V4L2Discovery {
     }
 
     /// The cameras present now. Nodes that cannot be opened (permission, busy, vanished) or do
-    /// not capture video are left out; `CaptureDevice.authorizationStatus(for:)` explains the
-    /// first.
+    /// not capture video are left out; `survey(system:)` says why.
     public static func devices(system: V4L2SystemCalls = .live) -> [CaptureDevice] {
+        survey(system: system).devices
+    }
+
+    /// What one look at the device nodes found.
+    ///
+    /// Value type; thread-safe.
+    public struct Survey: Sendable {
+        /// The cameras that could be opened, as `devices(system:)` returns them.
+        public var devices: [CaptureDevice]
+        /// Nodes that exist but could not be opened, each with its `.permissionDenied`,
+        /// `.deviceBusy` or `.deviceFailure` error (a vanished node is not listed).
+        public var unavailable: [CaptureError]
+    }
+
+    /// The cameras present now, and why any other node could not be opened (so "no camera"
+    /// can say "permission denied" or "busy" instead). The corresponding C functions are
+    /// `open` and `ioctl(VIDIOC_QUERYCAP)` on each node.
+    public static func survey(system: V4L2SystemCalls = .live) -> Survey {
         var found: [(source: V4L2FrameSource, path: String)] = []
+        var unavailable: [CaptureError] = []
         for path in nodePaths(system: system) {
-            guard let d = try? V4L2Descriptor.open(path, system: system) else { continue }
+            let d: V4L2Descriptor
+            do { d = try V4L2Descriptor.open(path, system: system) } catch {
+                if !error.isDisconnection { unavailable.append(error.captureError) }
+                continue
+            }
             defer { d.close() }
             guard let source = try? V4L2FrameSource(descriptor: d) else { continue }
             found.append((source, path))
         }
+        return Survey(devices: devices(from: found), unavailable: unavailable)
+    }
+
+    private static func devices(from found: [(source: V4L2FrameSource, path: String)]) -> [CaptureDevice] {
         // The bus path names the port, so it survives reboots; cameras with two capture nodes
         // on one port (IR + colour) are told apart by node.
         let busCounts = Dictionary(grouping: found, by: \.source.busInfo).mapValues(\.count)

@@ -89,10 +89,10 @@ public struct V4L2Error: Error, Sendable, Hashable, CustomStringConvertible {
             advice = "the device refused the setting in its current mode; switch the automatic mode off first"
         case EACCES, EPERM:
             code = .permissionDenied
-            advice = "this user may not open \(path); add it to the `video` group (sudo usermod -aG video $USER) and log in again"
+            advice = "permission denied: this user may not use \(path); add the user to the `video` group (sudo usermod -aG video $USER) and log in again"
         case EBUSY:
             code = .deviceBusy
-            advice = "\(path) is in use by another process; close the other application (see `fuser \(path)`) and try again"
+            advice = "the camera is busy: \(path) is in use by another process; close the other application (see `fuser \(path)`) and try again"
         case _ where isDisconnection:
             code = .deviceDisconnected
             advice = "\(path) is gone (unplugged?); reconnect the camera"

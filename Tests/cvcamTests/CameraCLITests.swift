@@ -1,0 +1,318 @@
+import CaptureKit
+import Foundation
+import Synchronization
+import Testing
+
+/// The camera side of the CLI end to end, against the emulated V4L2 camera preloaded into the
+/// cvcam child only: format choice and the printed negotiation, --set-ctrl, `cvcam controls`,
+/// busy and permission errors, and unplug events.
+@Suite(.serialized) struct CameraCLITests {
+    /// A folder with the emulator's control file, and the environment that preloads it.
+    struct Emulated {
+        let dir: URL
+        var control: URL { dir.appendingPathComponent("emulator.control") }
+        var log: URL { URL(fileURLWithPath: control.path + ".log") }
+        let environment: [String: String]
+
+        init() throws {
+            let emulator = CLI.binary.deletingLastPathComponent().appendingPathComponent("libV4L2Emulator.so")
+            try #require(FileManager.default.fileExists(atPath: emulator.path), "the package builds \(emulator.path)")
+            dir = FileManager.default.temporaryDirectory.appendingPathComponent("cvcam-camera-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+            environment = [
+                "LD_PRELOAD": emulator.path, "V4L2_EMULATOR_IMAGES": CLI.fixture("images"),
+                "V4L2_EMULATOR_CONTROL": dir.appendingPathComponent("emulator.control").path,
+                "CVCAM_V4L2_DEVICES": "/dev/video-emulated0:/dev/video-emulated1",
+            ]
+        }
+
+        func faults(_ lines: String...) throws { try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: control) }
+        func clearFaults() { try? FileManager.default.removeItem(at: control) }
+        func run(_ arguments: [String]) throws -> CLI.Result { try CLI.run(arguments, environment: environment) }
+        func remove() { try? FileManager.default.removeItem(at: dir) }
+    }
+
+    static let camera = ["--device", "/dev/video-emulated0"]
+
+    func json(_ line: String) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "not JSON: \(line)")
+    }
+
+    func event(_ result: CLI.Result, _ type: String) throws -> [String: Any] {
+        try #require(try result.lines.map(json).first { $0["type"] as? String == type }, "no \(type) in \(result.stdout)")
+    }
+
+    // MARK: Formats
+
+    @Test func aSizeStreamsItsFastestFormatAndTheStartLineAndSummarySayWhichOne() throws {
+        let emu = try Emulated()
+        defer { emu.remove() }
+        let out = emu.dir.appendingPathComponent("door.jpg").path
+
+        // The camera lists YUYV 1280x720 (10 fps) first; MJPG reaches 30.
+        let sized = try emu.run(["snap", "-o", out, "--size", "1280x720", "--json"] + Self.camera)
+        #expect(sized.status == 0, "\(sized.stderr)")
+        let format = try event(sized, "format")
+        #expect(format["device"] as? String == "/dev/video-emulated0")
+        #expect(format["fourCC"] as? String == "MJPG" && format["width"] as? Int == 1280 && format["height"] as? Int == 720)
+        #expect(format["fps"] as? Double == 30 && format["adjusted"] as? Bool == false && format["requested"] == nil)
+        #expect(sized.lines.first.map { (try? json($0))?["type"] as? String } == "format")
+        let input = try #require(try event(sized, "summary")["input"] as? [String: Any])
+        #expect(input["format"] as? String == "MJPG 1280x720@30" && input["adjusted"] as? Bool == false)
+        #expect(try event(sized, "snapshot")["width"] as? Int == 1280)
+
+        let text = try emu.run(["snap", "-o", out, "--overwrite", "--size", "1280x720", "--fps", "30"] + Self.camera)
+        #expect(text.status == 0, "\(text.stderr)")
+        #expect(text.lines.first == "format: /dev/video-emulated0 Emulated Camera: MJPG 1280x720@30")
+        #expect(text.lines.last?.hasSuffix("photos written, camera MJPG 1280x720@30") == true, "\(text.stdout)")
+
+        let raw = try emu.run(["snap", "-o", out, "--overwrite", "--size", "1280x720", "--pixel-format", "yuyv"] + Self.camera)
+        #expect(raw.status == 0, "\(raw.stderr)")
+        #expect(raw.lines.first == "format: /dev/video-emulated0 Emulated Camera: YUYV 1280x720@10")
+
+        let quiet = try emu.run(["snap", "-o", out, "--overwrite", "-q", "--size", "640x480"] + Self.camera)
+        #expect(quiet.status == 0 && !quiet.stdout.contains("format:"), "\(quiet.stdout)")
+    }
+
+    @Test func aFormatNoneOffersIsRefusedWithWhatTheCameraHas() throws {
+        let emu = try Emulated()
+        defer { emu.remove() }
+        let out = emu.dir.appendingPathComponent("x.jpg")
+        let fast = try emu.run(["snap", "-o", out.path, "--size", "1280x720", "--fps", "60"] + Self.camera)
+        #expect(fast.status == 1)
+        #expect(fast.stderr.contains("cannot stream 1280x720 at 60 fps"), "\(fast.stderr)")
+        #expect(fast.stderr.contains("YUYV 1280x720 @ 10 fps, 5 fps; MJPG 1280x720 @ 30 fps, 15 fps"), "\(fast.stderr)")
+        let grey = try emu.run(["snap", "-o", out.path, "--pixel-format", "grey"] + Self.camera)
+        #expect(grey.status == 1)
+        #expect(grey.stderr.contains("no GREY format; its formats are YUYV, MJPG"), "\(grey.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: out.path))
+
+        // Typed: the allowed values are in --help, anything else is a usage error, as is a file input.
+        let help = try CLI.run(["faces", "--help"])
+        #expect(help.stdout.contains("--pixel-format <pixel-format>"))
+        let unwrapped = help.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        #expect(unwrapped.contains("values: mjpg, yuyv, nv12, grey"), "\(help.stdout)")
+        #expect(try CLI.run(["faces", "--pixel-format", "h264"] + Self.camera).status == 64)
+        let file = try CLI.run(["faces", "--pixel-format", "mjpg", "--input", CLI.fixture("images")])
+        #expect(file.status == 64 && file.stderr.contains("apply to cameras"), "\(file.stderr)")
+    }
+
+    @Test func aRateTheDriverLowersIsPrintedAsAdjusted() throws {
+        let emu = try Emulated()
+        defer { emu.remove() }
+        try emu.faults("max-fps 15")
+        let out = emu.dir.appendingPathComponent("x.jpg").path
+        let text = try emu.run(["snap", "-o", out, "--size", "1280x720", "--fps", "30"] + Self.camera)
+        #expect(text.status == 0, "\(text.stderr)")
+        #expect(
+            text.lines.first
+                == "format: /dev/video-emulated0 Emulated Camera: MJPG 1280x720@15 (requested MJPG 1280x720@30; adjusted by the driver)")
+        #expect(
+            text.lines.last?.hasSuffix("camera requested MJPG 1280x720@30, got MJPG 1280x720@15 (adjusted by the driver)") == true,
+            "\(text.stdout)")
+        let json = try emu.run(["snap", "-o", out, "--overwrite", "--size", "1280x720", "--fps", "30", "--json"] + Self.camera)
+        let format = try event(json, "format")
+        #expect(format["fps"] as? Double == 15 && format["adjusted"] as? Bool == true)
+        #expect(format["requested"] as? String == "MJPG 1280x720@30")
+        #expect((try event(json, "summary")["input"] as? [String: Any])?["adjusted"] as? Bool == true)
+    }
+
+    // MARK: Controls
+
+    @Test func setCtrlWritesNamedControlsInOrderBeforeTheFirstFrame() throws {
+        let emu = try Emulated()
+        defer { emu.remove() }
+        try emu.faults("control-log")
+        let out = emu.dir.appendingPathComponent("door.jpg").path
+        let result = try emu.run(
+            ["snap", "-o", out, "--json", "--set-ctrl", "brightness=10, contrast=60", "--set-ctrl",
+             "auto_exposure=1,exposure_time_absolute=250"] + Self.camera)
+        #expect(result.status == 0, "\(result.stderr)")
+        let writes = try String(contentsOf: emu.log, encoding: .utf8).split(separator: "\n").map { $0.split(separator: " ") }
+        let hex = { (c: CaptureDevice.Control) in String(format: "0x%08x", c.rawValue) }
+        #expect(
+            writes.map { "\($0[1])=\($0[2])" }
+                == ["\(hex(.brightness))=10", "\(hex(.contrast))=60", "\(hex(.exposureAuto))=1", "\(hex(.exposureAbsolute))=250"])
+        // The log's clock is the frames' (CLOCK_MONOTONIC): every write came before the photo's frame.
+        let frameTime = try #require(try event(result, "snapshot")["time"] as? Double)
+        #expect(writes.allSatisfy { (Double($0[0]) ?? .infinity) / 1e6 < frameTime })
+    }
+
+    @Test func setCtrlRefusesUnknownNamesAndValuesOutsideTheRangeAsUsageErrors() throws {
+        let emu = try Emulated()
+        defer { emu.remove() }
+        try emu.faults("control-log")
+        let out = emu.dir.appendingPathComponent("x.jpg")
+        let cases: [(String, [String])] = [
+            ("brightnes=10", ["has no control 'brightnes'", "brightness, contrast"]),
+            ("brightness=100", ["brightness=100 is out of range; allowed: -64…64"]),
+            ("auto_exposure=2", ["2 is not an entry of auto_exposure; allowed: 1 (Manual Mode), 3 (Aperture Priority Mode)"]),
+            ("exposure_time_absolute=250", ["exposure_time_absolute is inactive", "auto_exposure=1"]),
+            ("brightness", ["--set-ctrl"]),
+            ("brightness=ten", ["--set-ctrl"]),
+        ]
+        for (argument, phrases) in cases {
+            let result = try emu.run(["snap", "-o", out.path, "--set-ctrl", argument] + Self.camera)
+            #expect(result.status == 64, "\(argument): \(result.stderr)")
+            for phrase in phrases { #expect(result.stderr.contains(phrase), "\(argument): \(result.stderr)") }
+        }
+        #expect(!FileManager.default.fileExists(atPath: emu.log.path), "a refused run wrote a control")
+        #expect(!FileManager.default.fileExists(atPath: out.path))
+        let file = try CLI.run(["faces", "--set-ctrl", "brightness=1", "--input", CLI.fixture("images")])
+        #expect(file.status == 64)
+    }
+
+    @Test func controlsListsV4L2CtlNamesWithRangesValuesAndMenus() throws {
+        let emu = try Emulated()
+        defer { emu.remove() }
+        let text = try emu.run(["controls"] + Self.camera)
+        #expect(text.status == 0, "\(text.stderr)")
+        #expect(text.lines.first == "/dev/video-emulated0: Emulated Camera")
+        #expect(text.lines.contains("    brightness 0x00980900 (int) : min=-64 max=64 step=1 default=0 value=0"))
+        #expect(text.lines.contains(
+            "    exposure_time_absolute 0x009a0902 (int) : min=3 max=2047 step=1 default=166 value=166 flags=inactive"))
+        let menu = try #require(text.lines.firstIndex { $0.hasPrefix("    power_line_frequency 0x00980918 (menu)") })
+        #expect(Array(text.lines[(menu + 1)...(menu + 3)]) == ["    \t0: Disabled", "    \t1: 50 Hz", "    \t2: 60 Hz"])
+
+        let json = try emu.run(["controls", "--json"] + Self.camera)
+        #expect(json.status == 0 && json.lines.count == 1)
+        let object = try self.json(json.stdout)
+        #expect(object["type"] as? String == "controls" && object["device"] as? String == "/dev/video-emulated0")
+        let controls = try #require(object["controls"] as? [[String: Any]])
+        let brightness = try #require(controls.first { $0["v4l2Name"] as? String == "brightness" })
+        #expect(brightness["minimum"] as? Int == -64 && brightness["maximum"] as? Int == 64 && brightness["value"] as? Int == 0)
+        #expect(brightness["type"] as? String == "int" && brightness["defaultValue"] as? Int == 0)
+        let names = controls.compactMap { $0["v4l2Name"] as? String }
+        #expect(names.contains("exposure_time_absolute") && names.contains("white_balance_automatic"))
+
+        let devices = try emu.run(["devices", "--json"])
+        let listed = try #require(try self.json(devices.stdout)["devices"] as? [[String: Any]])
+        let report = try #require(listed.first?["v4l2"] as? [String: Any])
+        let reported = (report["controls"] as? [[String: Any]] ?? []).compactMap { $0["v4l2Name"] as? String }
+        #expect(reported == names)
+    }
+
+    // MARK: Busy and permission
+
+    @Test func aCameraThisUserMayNotOpenOrAnotherProgramHoldsSaysSo() throws {
+        let emu = try Emulated()
+        defer { emu.remove() }
+        let cases: [(fault: String, phrases: [String], selectors: [[String]])] = [
+            ("eacces", ["permission denied", "add the user to the `video` group"], [[], Self.camera, ["--device", "0"]]),
+            ("busy", ["busy", "in use by another process"], [[], Self.camera, ["--device", "0"]]),
+            // uvcvideo opens a camera another program streams from, then refuses its format.
+            ("busy-streaming", ["busy", "VIDIOC_S_FMT"], [Self.camera]),
+        ]
+        for (fault, phrases, selectors) in cases {
+            try emu.faults(fault)
+            for selector in selectors {
+                let result = try emu.run(["scan"] + selector)
+                #expect(result.status == 1, "\(fault) \(selector): \(result.stderr)")
+                for phrase in phrases { #expect(result.stderr.contains(phrase), "\(fault) \(selector): \(result.stderr)") }
+                #expect(!result.stderr.contains("No camera"), "\(fault) \(selector): \(result.stderr)")
+            }
+        }
+    }
+
+    // MARK: Unplug
+
+    @Test(arguments: [true, false])
+    func anUnplugIsPrintedAtOnceItsEndTooAndCtrlCStillExitsZero(json: Bool) throws {
+        let emu = try Emulated()
+        defer { emu.remove() }
+        try emu.faults("unplug-after 10")
+        let run = try RunningCLI(["scan", "--size", "640x480"] + Self.camera + (json ? ["--json"] : []), environment: emu.environment)
+        defer { run.kill() }
+        let interrupted = json ? "\"type\":\"interrupted\"" : "interrupted: "
+        let ended = json ? "\"type\":\"interruptionEnded\"" : "interruptionEnded: "
+        // 10 frames at 30 fps, then the camera is gone: reported within a second or two.
+        #expect(run.waitForLine(containing: interrupted, timeout: 5) != nil, "\(run.output)")
+        #expect(run.output.filter { $0.contains(ended) }.isEmpty)
+        emu.clearFaults()  // plugged back in
+        #expect(run.waitForLine(containing: ended, timeout: 5) != nil, "\(run.output)")
+        // Frames flow again: the second unplug never comes, and Ctrl-C ends the run cleanly.
+        Thread.sleep(forTimeInterval: 0.5)
+        run.interrupt()
+        let status = run.wait()
+        #expect(status == 0, "\(run.output) \(run.errorOutput)")
+        let summary = try #require(run.output.last)
+        #expect(json ? summary.contains("\"type\":\"summary\"") : summary.hasPrefix("summary: "), "\(summary)")
+        #expect(!run.output.contains { $0.contains("error") }, "\(run.output)")
+    }
+
+    @Test func ctrlCWhileTheCameraIsStillGoneExitsZero() throws {
+        let emu = try Emulated()
+        defer { emu.remove() }
+        try emu.faults("unplug-after 5")
+        let run = try RunningCLI(["scan", "--size", "640x480"] + Self.camera, environment: emu.environment)
+        defer { run.kill() }
+        #expect(run.waitForLine(containing: "interrupted: ", timeout: 5) != nil, "\(run.output)")
+        run.interrupt()
+        #expect(run.wait() == 0, "\(run.output) \(run.errorOutput)")
+        #expect(run.output.last?.hasPrefix("summary: ") == true, "\(run.output)")
+    }
+}
+
+/// A cvcam child whose stdout is read line by line while it runs.
+final class RunningCLI: Sendable {
+    private final class Captured: Sendable {
+        let lines = Mutex<[String]>([])
+        let stderrText = Mutex<String>("")
+    }
+    private let process: Process
+    private let captured = Captured()
+
+    init(_ arguments: [String], environment: [String: String]) throws {
+        let process = Process()
+        process.executableURL = CLI.binary
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        self.process = process
+        try process.run()
+        let captured = self.captured
+        Thread {
+            var pending = Data()
+            while case let chunk = out.fileHandleForReading.availableData, !chunk.isEmpty {
+                pending.append(chunk)
+                while let newline = pending.firstIndex(of: 0x0A) {
+                    let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
+                    pending.removeSubrange(pending.startIndex...newline)
+                    captured.lines.withLock { $0.append(line) }
+                }
+            }
+        }.start()
+        Thread {
+            let data = err.fileHandleForReading.readDataToEndOfFile()
+            captured.stderrText.withLock { $0 = String(decoding: data, as: UTF8.self) }
+        }.start()
+    }
+
+    var output: [String] { captured.lines.withLock { $0 } }
+    var errorOutput: String { captured.stderrText.withLock { $0 } }
+
+    /// The first line holding `text`, waiting up to `timeout` seconds for it.
+    func waitForLine(containing text: String, timeout: Double) -> String? {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        while Date() < deadline {
+            if let line = output.first(where: { $0.contains(text) }) { return line }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        return nil
+    }
+
+    func interrupt() { process.interrupt() }
+
+    /// Waits for the exit (and the last lines); the exit status.
+    func wait() -> Int32 {
+        process.waitUntilExit()
+        Thread.sleep(forTimeInterval: 0.2)
+        return process.terminationStatus
+    }
+
+    func kill() { if process.isRunning { process.terminate() } }
+}
