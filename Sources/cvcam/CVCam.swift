@@ -27,6 +27,9 @@ struct CVCam: ParsableCommand {
         signal(SIGPIPE, SIG_IGN)
         do {
             var command = try parseAsRoot()
+            // Before the command makes its session, whose logger takes the handler it finds.
+            let output = (command as? HasOutputOptions)?.output
+            LogSetup.bootstrap(verbose: output?.verbose ?? false, quiet: output?.quiet ?? false)
             try command.run()
         } catch {
             let code = exitCode(for: error)
