@@ -1,7 +1,10 @@
 import CaptureKit
 import Foundation
 
-/// Writes events to stdout: one text line each, or one NDJSON object each (`--json`).
+/// Writes events: one NDJSON object each on stdout (`--json`), or one text line each, with what
+/// was found on stdout and `error:`, `drop:`, `stats:` and `summary:` lines on stderr (as
+/// zbarimg does), so `cvcam scan … > codes.txt` holds only codes. With -q, text mode leaves out
+/// the start line (`recording`), drop reports and the summary; errors and asked-for stats stay.
 ///
 /// The JSON lines are `Event`s of the typed schema in EventSchema.swift (version 1, documented
 /// in the README), all through `encode(_:)`: keys sorted, numbers rounded where the events are
@@ -12,29 +15,40 @@ final class EventPrinter: @unchecked Sendable {
     // @unchecked: writes are serialised by `lock`; the rest is immutable.
 
     let json: Bool
+    let quiet: Bool
     let preview: PreviewMapping?
     private let lock = NSLock()
     private let statusLine: StatusLine?
     /// Set when stdout's reader went away (EPIPE): printing stops, the work goes on.
     private var stdoutClosed = false
 
-    init(json: Bool, preview: PreviewMapping?, statusLine: StatusLine?) {
+    init(json: Bool, quiet: Bool = false, preview: PreviewMapping?, statusLine: StatusLine?) {
         self.json = json
+        self.quiet = quiet
         self.preview = preview
         self.statusLine = statusLine
     }
 
     /// Writes one event: `body` as a JSON line, or `text` as a line.
     func emit<Body: EventBody>(_ body: @autoclosure () -> Body, text: @autoclosure () -> String) {
+        if !json && quiet && Self.quietLeavesOut.contains(Body.type) { return }
         // Text lines carry file names and payloads: escaped here, once, for every event.
         let line = json ? Self.encode(body()) : TerminalText.escaped(text())
+        let toStderr = !json && Body.type.isDiagnostic
         lock.withLock {
             statusLine?.clear()
+            if toStderr {
+                try? FileHandle.standardError.write(contentsOf: Data((line + "\n").utf8))
+                return
+            }
             guard !stdoutClosed else { return }
             // The throwing write: the non-throwing one traps on EPIPE.
             do { try FileHandle.standardOutput.write(contentsOf: Data((line + "\n").utf8)) } catch { stdoutClosed = true }
         }
     }
+
+    /// What -q leaves out of text output: everything but the data, errors and asked-for stats.
+    static let quietLeavesOut: Set<EventType> = [.summary, .drop, .recording]
 
     /// The one JSON encoding of events: sorted keys, unescaped slashes, and DEL, C1 and bidi
     /// controls as `\uXXXX` so a line cannot reorder or recolour a terminal that shows it.

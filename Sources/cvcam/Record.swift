@@ -43,6 +43,7 @@ struct Record: ParsableCommand {
     var overwrite = false
 
     func validate() throws {
+        try input.requireSingleInput("record")
         // Recording goes through Foundation paths, which would store such a name's bytes altered.
         guard !outputFile.unicodeScalars.contains(where: { FilePathBytes.carriedByte($0) != nil }) else {
             throw ValidationError(

@@ -70,6 +70,7 @@ struct Watch: ParsableCommand {
     var quality: Int = 92
 
     func validate() throws {
+        try input.requireSingleInput("watch")
         // The folder is created through Foundation paths, which would store such a name's bytes altered.
         guard !dir.unicodeScalars.contains(where: { FilePathBytes.carriedByte($0) != nil }) else {
             throw ValidationError(
