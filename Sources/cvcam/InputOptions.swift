@@ -239,7 +239,7 @@ struct OutputOptions: ParsableArguments {
 
     @Flag(
         name: .shortAndLong,
-        help: "Print only the data: no start line, drop reports, summary, status line or warnings (errors still go to stderr).")
+        help: "Print only the data: no start line, drop reports, summary or status line (errors and warnings still go to stderr).")
     var quiet = false
 
     @Flag(name: .shortAndLong, help: "Also log cvcam's debug lines, and FFmpeg's and OpenCV's own messages, to stderr.")

@@ -7,9 +7,10 @@ import Logging
 ///
 /// - default: warnings and errors (the Haar fallback in use, images skipped); FFmpeg and
 ///   OpenCV silent (cvcam reports their failures in its own words);
-/// - `-v`: also cvcam's debug lines (with the logger's label), and the libraries' messages from
-///   their info level up;
-/// - `-q`: errors only.
+/// - `-v`: also cvcam's debug lines (with the logger's label), and the libraries' warnings and
+///   errors (not their info lines: OpenCV writes those to stdout, into the NDJSON stream).
+///
+/// -q does not hide warnings: an image skipped is something to know even in data-only output.
 ///
 /// A session's runtime error is reported once, as the command's `error:` line (or `error`
 /// event); the session's own log line about it shows only with -v.
@@ -19,13 +20,13 @@ enum LogSetup {
     /// The label of the session's logger, whose errors the command reports itself.
     static let sessionLabel = "cvcam.session"
 
-    static func bootstrap(verbose: Bool, quiet: Bool) {
-        let level: Logger.Level = verbose ? .debug : quiet ? .error : .warning
+    static func bootstrap(verbose: Bool) {
+        let level: Logger.Level = verbose ? .debug : .warning
         LoggingSystem.bootstrap { label in
             EscapingLogHandler(
                 label: label, logLevel: label == sessionLabel && !verbose ? .critical : level, showsLabel: verbose)
         }
-        LibraryLogging.setLevel(verbose ? .info : .silent)
+        LibraryLogging.setLevel(verbose ? .warning : .silent)
     }
 }
 

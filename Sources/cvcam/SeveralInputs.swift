@@ -102,7 +102,7 @@ struct SourceNames: Sendable {
     /// For `job`'s input, shown as `shownAs`.
     init(job: CaptureJob, shownAs: String?, several: Bool) {
         switch job.device.source {
-        case let folder as ImageFolderSource where !folder.loops && folder.files.count > 1:
+        case let folder as ImageFolderSource where !folder.loops && job.options.inputKind == "folder":
             // A folder's frame i is files[i], at i frame durations (ImageFolderSource's clock).
             let files = folder.files
             let step = MediaTime.frameDuration(framesPerSecond: folder.frameRate).seconds

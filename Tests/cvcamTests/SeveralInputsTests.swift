@@ -57,6 +57,16 @@ import Testing
         #expect(text.lines.first?.hasPrefix("\(folder)/astronaut.png: 00:00:00.000  enter  face 1") == true, "\(text.lines)")
     }
 
+    /// A folder holding one image still names the image, not the folder.
+    @Test func aFolderOfOneImageNamesTheImage() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("cvcam-one-\(UUID())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try FileManager.default.copyItem(atPath: Self.code("aztec.png"), toPath: dir.appendingPathComponent("only.png").path)
+        let r = try CLI.run(["scan", "--json", "--types", "all", dir.path])
+        #expect(objects(r).first?["source"] as? String == dir.appendingPathComponent("only.png").path, "\(r.stdout)")
+    }
+
     /// Exit status over several inputs: 0 when any held a code, 4 when none did, 1 when any
     /// failed (after the others were read).
     @Test func exitStatusOverSeveralInputs() throws {
@@ -153,6 +163,22 @@ import Testing
         for line in lines.map(String.init) {
             #expect(pattern.firstMatch(in: line, range: NSRange(line.startIndex..., in: line)) != nil, "\(line)")
         }
+    }
+
+    /// watch reports what its face detection analysed, with detection times.
+    @Test func watchStatsCountAnalysedFrames() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("cvcam-wstats-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let r = try CLI.run([
+            "watch", "--json", "--realtime", "--stats-interval", "0.5", "--dir", dir.path, "--input",
+            "synthetic:size=320x240,fps=10,frames=20,image=\(CLI.fixture("images/astronaut.png"))",
+        ])
+        #expect(r.status == 0, "\(r.stderr)")
+        let stats = r.lines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            .filter { $0["type"] as? String == "stats" }
+        #expect(!stats.isEmpty, "\(r.stdout)")
+        #expect(stats.contains { $0["detectionMs"] != nil }, "\(stats)")
+        for event in stats { #expect((event["analysed"] as? Int ?? -1) <= (event["frames"] as? Int ?? 0), "\(event)") }
     }
 
     @Test func theIntervalIsChecked() throws {
