@@ -242,7 +242,7 @@ struct OutputOptions: ParsableArguments {
         help: "Print only the data: no start line, drop reports, summary or status line (errors and warnings still go to stderr).")
     var quiet = false
 
-    @Flag(name: .shortAndLong, help: "Also log cvcam's debug lines, and FFmpeg's and OpenCV's own messages, to stderr.")
+    @Flag(name: .shortAndLong, help: "Also log cvcam's debug lines, and FFmpeg's and OpenCV's own warnings and errors, to stderr.")
     var verbose = false
 
     @Option(
