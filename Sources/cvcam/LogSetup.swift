@@ -30,7 +30,7 @@ enum LogSetup {
     }
 }
 
-/// Commands whose output options decide the log level.
+/// Commands whose output options decide the log level (read on the main thread, before `run`).
 protocol HasOutputOptions {
     var output: OutputOptions { get }
 }

@@ -6,6 +6,8 @@ import Foundation
 /// order. `-` is standard input, read once: an image (recognised by its first bytes, written to
 /// a temporary file for the run) or else a list of paths, one per line (bytes kept as given).
 /// An empty list means the camera (--device, or the default one).
+///
+/// Threading: made and used on the main thread (it reads standard input once, when made).
 struct InputList {
     struct Entry: Equatable {
         /// What the session opens (nil: the camera).
@@ -93,6 +95,8 @@ struct InputList {
 /// Names the file each event's frame came from (the `source` field): the image within a folder,
 /// or the file itself; nothing for cameras and synthetic scenes. Text lines start with it
 /// (`name: `) when it varies: a folder, or several inputs.
+///
+/// Threading: immutable; `name` is called on the delegates' queues.
 struct SourceNames: Sendable {
     let name: @Sendable (MediaTime) -> String?
     let inText: Bool

@@ -115,6 +115,8 @@ final class LatencyRecorder: @unchecked Sendable {
 }
 
 /// A face stage that records how long each frame's detection and tracking took.
+///
+/// Threading: the metadata output's face thread, as `FaceMetadataStage` says; the recorder is thread-safe.
 final class TimedFaceStage: FaceMetadataStage {
     let inner: any FaceMetadataStage
     let recorder: LatencyRecorder
@@ -142,6 +144,8 @@ final class TimedFaceStage: FaceMetadataStage {
 }
 
 /// A code stage that records how long each frame's decoding took.
+///
+/// Threading: the metadata output's code thread, as `CodeMetadataStage` says; the recorder is thread-safe.
 final class TimedCodeStage: CodeMetadataStage {
     let inner: any CodeMetadataStage
     let recorder: LatencyRecorder
