@@ -64,7 +64,9 @@ let package = Package(
         // C ABI over OpenCV, ZBar and zxing-cpp: marshalling only, every policy lives in CaptureKit.
         .target(
             name: "CVBridge",
-            dependencies: ["COpenCV", "CFFmpeg", "CZBar", "CZXing"]
+            dependencies: ["COpenCV", "CFFmpeg", "CZBar", "CZXing"],
+            // libavutil (av_log_set_level in logging.cpp): pkg-config's libavformat does not link it.
+            linkerSettings: [.linkedLibrary("avutil")]
         ),
 
         // What Swift cannot import from <linux/videodev2.h> and libv4l2: VIDIOC_* constants and

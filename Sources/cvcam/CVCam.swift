@@ -13,7 +13,10 @@ struct CVCam: ParsableCommand {
             `cvcam help faces`).
 
             Exit codes: 0 ok; 1 runtime error (camera or file failed); 4 nothing found \
-            (scan on a file input that ended without a code; snap --wait-for-face without a face); 64 usage error.
+            (scan on file inputs that ended without a code, in any of them; snap --wait-for-face \
+            without a face); 64 usage error.
+
+            Text output: what was found on stdout; error, drop, stats and summary lines on stderr.
             """,
         version: "0.1.0",
         subcommands: [Devices.self, Controls.self, Faces.self, Scan.self, Snap.self, Watch.self, Record.self]
@@ -27,6 +30,9 @@ struct CVCam: ParsableCommand {
         signal(SIGPIPE, SIG_IGN)
         do {
             var command = try parseAsRoot()
+            // Before the command makes its session, whose logger takes the handler it finds.
+            let output = (command as? HasOutputOptions)?.output
+            LogSetup.bootstrap(verbose: output?.verbose ?? false)
             try command.run()
         } catch {
             let code = exitCode(for: error)

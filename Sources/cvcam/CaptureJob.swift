@@ -32,19 +32,23 @@ final class CaptureJob: @unchecked Sendable {
     /// when given, replaces the one the options name (snap repeats a single image this way).
     init(input options: InputOptions, output: OutputOptions, device chosen: CaptureDevice? = nil) throws {
         quiet = output.quiet && !output.json
-        LoggingSystem.bootstrap { label in
-            EscapingLogHandler(label: label, logLevel: output.verbose ? .debug : .warning)
-        }
         self.options = options
         device = try chosen ?? options.makeDevice()
         input = try CaptureDeviceInput(device: device)
+        // Said in the CLI's words: the session's own message names the Swift preset.
+        if options.sessionPreset.format(for: device) == nil {
+            let offered = Set(device.formats.map(\.dimensions.description)).sorted().joined(separator: ", ")
+            throw CLIError.message(
+                "\(device.localizedName) cannot deliver --preset \(options.sessionPreset.rawValue); it offers \(offered). Leave --preset out, or use --preset inputPriority to keep its own size.")
+        }
         try session.setSessionPreset(options.sessionPreset)
         try session.addInput(input)
         statusLine = output.json ? nil : StatusLine.makeIfTerminal(quiet: output.quiet)
         let frame = options.sessionPreset.format(for: device)?.dimensions ?? device.activeFormat.dimensions
         printer = EventPrinter(
-            json: output.json, preview: try PreviewMapping(options: options, frame: frame), statusLine: statusLine,
-            clock: device.source.timestampClock)
+            json: output.json, quiet: output.quiet, preview: try PreviewMapping(options: options, frame: frame),
+            statusLine: statusLine, clock: device.source.timestampClock)
+        statsInterval = output.statsInterval
         // Now, not at `run`: the command still loads its models, and a signal meanwhile must
         // end the run rather than kill the process or be lost.
         installSignalHandlers()
@@ -61,6 +65,12 @@ final class CaptureJob: @unchecked Sendable {
             TerminalText.printError("cvcam: run \(RunID.current): \(input.kind) \"\(input.name)\" at \(input.size); \(clock.text)")
         }
     }
+
+    /// --stats-interval, and what the stats report: the session's frames unless a command says more
+    /// (`analyse` does), and per-frame detection times when a command records them.
+    let statsInterval: Double?
+    var statsCounts: (@Sendable () -> StatsReporter.Counts)?
+    var latency: LatencyRecorder?
 
     /// Adds an output, applying --rotate and --mirror to its connection.
     func add(_ output: CaptureOutput) throws {
@@ -101,7 +111,16 @@ final class CaptureJob: @unchecked Sendable {
             printer.emit(format.event, text: "format: " + format.text)
         }
         statusLine?.start(render: status)
+        let stats = statsInterval.map { interval in
+            StatsReporter(
+                interval: interval, printer: printer, latency: latency,
+                counts: statsCounts ?? { [session] in
+                    .init(frames: session.capturedFrameCount, analysed: session.capturedFrameCount, skipped: 0)
+                })
+        }
+        stats?.start()
         session.waitUntilStopped()
+        stats?.stop()
         statusLine?.stop()
         // An unplug that ended, or a stop while unplugged, is not a failure: only the error that
         // stopped the session counts (its event was queued before the session said it stopped;
@@ -110,6 +129,9 @@ final class CaptureJob: @unchecked Sendable {
         observation.cancel()
         runtimeError =
             sessionEvents.stoppingError ?? session.lastRuntimeError.flatMap { $0.code == .deviceDisconnected ? nil : $0 }
+        // The next input of the run installs its own.
+        for source in signalSources { source.cancel() }
+        signalSources = []
     }
 
     /// Reports skipped frames at most once a second: a `drop` event with how many frames were
@@ -141,15 +163,14 @@ final class CaptureJob: @unchecked Sendable {
         finalDropReport?()
     }
 
-    /// Runs a metadata-analysing command to the end: drop reports, the status line (fps,
-    /// skipped, CPU, `noun` found, progress for files), then the runtime error and the summary
-    /// (`found()` in `summaryField`; `phrase` for text, e.g. "faces seen"). Throws exit 1 after a
-    /// runtime error.
-    func runAnalysing(
-        _ metadata: CaptureMetadataOutput, output: OutputOptions, noun: String,
-        summaryField: WritableKeyPath<SummaryEvent, Int?>, phrase: String, found: @escaping @Sendable () -> Int
-    ) throws {
+    /// Runs a metadata-analysing command's input to the end: drop reports, the status line
+    /// (fps, skipped, CPU, `noun` found, progress for files) and the runtime error, if any.
+    /// The summary is the caller's (one for every input of the run).
+    func analyse(_ metadata: CaptureMetadataOutput, noun: String, found: @escaping @Sendable () -> Int) throws -> Outcome {
         reportDrops(reason: "frameWasLate") { metadata.skippedFrameCount }
+        statsCounts = { [session] in
+            .init(frames: session.capturedFrameCount, analysed: metadata.processedFrameCount, skipped: metadata.skippedFrameCount)
+        }
         let total = expectedFrameCount
         let started = CaptureJob.cpuSeconds()
         try run { [self] in
@@ -165,16 +186,24 @@ final class CaptureJob: @unchecked Sendable {
         metadata.waitUntilIdle()
         finishDropReports()
         reportRuntimeError()
-        if !output.quiet || output.json {
-            var summary = summary(processed: metadata.processedFrameCount, skipped: metadata.skippedFrameCount)
-            summary[keyPath: summaryField] = found()
-            printer.emit(
-                summary,
-                text: String(
-                    format: "summary: %d frames, %d analysed at %.1f fps, %d skipped, %d %@", session.capturedFrameCount,
-                    metadata.processedFrameCount, summary.fps, metadata.skippedFrameCount, found(), phrase) + formatSummary)
-        }
-        if runtimeError != nil { throw ExitCode(ExitStatus.runtimeError) }
+        return Outcome(
+            frames: session.capturedFrameCount, analysed: metadata.processedFrameCount, skipped: metadata.skippedFrameCount,
+            seconds: elapsed, found: found(), failed: runtimeError != nil, interrupted: interrupted,
+            input: summary(processed: 0, skipped: 0).input, formatSummary: formatSummary)
+    }
+
+    /// What one input of an analysing command came to.
+    struct Outcome {
+        var frames: Int
+        var analysed: Int
+        var skipped: Int
+        var seconds: Double
+        var found: Int
+        var failed: Bool
+        var interrupted: Bool
+        var input: SummaryEvent.Input
+        /// ", camera MJPG 1280x720@30" for a camera, "" otherwise (`formatSummary`).
+        var formatSummary: String
     }
 
     /// Seconds since the session started.

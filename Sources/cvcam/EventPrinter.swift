@@ -1,7 +1,10 @@
 import CaptureKit
 import Foundation
 
-/// Writes events to stdout: one text line each, or one NDJSON object each (`--json`).
+/// Writes events: one NDJSON object each on stdout (`--json`), or one text line each, with what
+/// was found on stdout and `error:`, `drop:`, `stats:` and `summary:` lines on stderr (as
+/// zbarimg does), so `cvcam scan … > codes.txt` holds only codes. With -q, text mode leaves out
+/// the start line (`recording`), drop reports and the summary; errors and asked-for stats stay.
 ///
 /// The JSON lines are `Event`s of the typed schema in EventSchema.swift (version 1, documented
 /// in the README), all through `encode(_:)`: keys sorted, numbers rounded where the events are
@@ -12,6 +15,7 @@ final class EventPrinter: @unchecked Sendable {
     // @unchecked: writes are serialised by `lock`; the rest is immutable.
 
     let json: Bool
+    let quiet: Bool
     let preview: PreviewMapping?
     /// The clock of the input's frame times: decides what `wallTime` and text times say.
     let clock: FrameClock
@@ -20,8 +24,9 @@ final class EventPrinter: @unchecked Sendable {
     /// Set when stdout's reader went away (EPIPE): printing stops, the work goes on.
     private var stdoutClosed = false
 
-    init(json: Bool, preview: PreviewMapping?, statusLine: StatusLine?, clock: FrameClock = .media) {
+    init(json: Bool, quiet: Bool = false, preview: PreviewMapping?, statusLine: StatusLine?, clock: FrameClock = .media) {
         self.json = json
+        self.quiet = quiet
         self.preview = preview
         self.statusLine = statusLine
         self.clock = clock
@@ -30,20 +35,30 @@ final class EventPrinter: @unchecked Sendable {
     /// Writes one event: `body` as a JSON line, or `text` as a line. `time`: the frame time the
     /// event is about, for its `wallTime` (nil: now).
     func emit<Body: EventBody>(_ body: @autoclosure () -> Body, at time: MediaTime? = nil, text: @autoclosure () -> String) {
+        if !json && quiet && Self.quietLeavesOut.contains(Body.type) { return }
         emit(body(), wall: wallDate(time), text: text())
     }
 
     /// Writes one event stamped `wall` (when a file named by that moment was written, say).
     func emit<Body: EventBody>(_ body: @autoclosure () -> Body, wall: Date, text: @autoclosure () -> String) {
+        if !json && quiet && Self.quietLeavesOut.contains(Body.type) { return }
         // Text lines carry file names and payloads: escaped here, once, for every event.
         let line = json ? Self.encode(body(), wall: wall) : TerminalText.escaped(text())
+        let toStderr = !json && Body.type.isDiagnostic
         lock.withLock {
             statusLine?.clear()
+            if toStderr {
+                try? FileHandle.standardError.write(contentsOf: Data((line + "\n").utf8))
+                return
+            }
             guard !stdoutClosed else { return }
             // The throwing write: the non-throwing one traps on EPIPE.
             do { try FileHandle.standardOutput.write(contentsOf: Data((line + "\n").utf8)) } catch { stdoutClosed = true }
         }
     }
+
+    /// What -q leaves out of text output: everything but the data, errors and asked-for stats.
+    static let quietLeavesOut: Set<EventType> = [.summary, .drop, .recording]
 
     /// The one JSON encoding of events: sorted keys, unescaped slashes, and DEL, C1 and bidi
     /// controls as `\uXXXX` so a line cannot reorder or recolour a terminal that shows it.

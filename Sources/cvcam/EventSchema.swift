@@ -8,8 +8,12 @@ import Foundation
 
 /// The `type` of every event line.
 enum EventType: String, Codable, CaseIterable, Sendable {
-    case start, face, code, snapshot, recording, drop, error, summary, devices
+    case start, face, code, snapshot, recording, drop, error, summary, devices, stats
     case format, interrupted, interruptionEnded, controls
+
+    /// Text mode prints these on stderr, like zbarimg, so stdout holds only what was found;
+    /// NDJSON keeps every event on stdout, one stream for a program to read.
+    var isDiagnostic: Bool { [.drop, .error, .summary, .stats].contains(self) }
 }
 
 /// This run's ID: 8 random hex digits, printed at the start and in the summary, so face IDs
@@ -77,7 +81,8 @@ struct StartEvent: EventBody {
 func eventTime(_ time: MediaTime) -> Double { MetadataRecord.rounded(time.seconds, 4) }
 
 /// A face: `event` (a `MetadataEvent.name`, or `frame` with --every-frame), `time`, the face's
-/// record (faceID, box, score, roll, yaw, landmarks) and `viewBox` with --view.
+/// record (faceID, box, score, roll, yaw, landmarks), `viewBox` with --view and `source` (the
+/// file the frame came from) for file inputs.
 struct FaceEvent: EventBody {
     static let type = EventType.face
     /// The event name --every-frame uses for each face in each frame.
@@ -87,21 +92,24 @@ struct FaceEvent: EventBody {
     var time: Double
     var face: MetadataRecord.Face
     var viewBox: MetadataRecord.Box?
+    var source: String?
 
-    init(event: String, time: Double, face: MetadataRecord.Face, viewBox: MetadataRecord.Box?) {
+    init(event: String, time: Double, face: MetadataRecord.Face, viewBox: MetadataRecord.Box?, source: String? = nil) {
         self.event = event
         self.time = time
         self.face = face
         self.viewBox = viewBox
+        self.source = source
     }
 
-    private enum CodingKeys: String, CodingKey { case event, time, viewBox }
+    private enum CodingKeys: String, CodingKey { case event, time, viewBox, source }
 
     init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         event = try c.decode(String.self, forKey: .event)
         time = try c.decode(Double.self, forKey: .time)
         viewBox = try c.decodeIfPresent(MetadataRecord.Box.self, forKey: .viewBox)
+        source = try c.decodeIfPresent(String.self, forKey: .source)
         face = try MetadataRecord.Face(from: decoder)
     }
 
@@ -112,11 +120,13 @@ struct FaceEvent: EventBody {
         try c.encode(event, forKey: .event)
         try c.encode(time, forKey: .time)
         try c.encodeIfPresent(viewBox, forKey: .viewBox)
+        try c.encodeIfPresent(source, forKey: .source)
     }
 }
 
 /// A code: `event` (`appear`, `repeat`, `leave`), `time`, `symbology`, `text` (null for a binary
-/// payload), `base64` (the exact bytes), `box`, `corners`, `viewBox` with --view.
+/// payload), `base64` (the exact bytes), `box`, `corners`, `viewBox` with --view, `source` for
+/// file inputs.
 struct CodeEvent: EventBody {
     static let type = EventType.code
 
@@ -128,8 +138,9 @@ struct CodeEvent: EventBody {
     var box: MetadataRecord.Box
     var corners: [[Double]]
     var viewBox: MetadataRecord.Box?
+    var source: String?
 
-    private enum CodingKeys: String, CodingKey { case event, time, symbology, text, base64, box, corners, viewBox }
+    private enum CodingKeys: String, CodingKey { case event, time, symbology, text, base64, box, corners, viewBox, source }
 
     func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
@@ -142,15 +153,16 @@ struct CodeEvent: EventBody {
         try c.encode(box, forKey: .box)
         try c.encode(corners, forKey: .corners)
         try c.encodeIfPresent(viewBox, forKey: .viewBox)
+        try c.encodeIfPresent(source, forKey: .source)
     }
 }
 
 extension CodeEvent {
-    init(event: String, code: MetadataMachineReadableCodeObject, viewBox: MetadataRecord.Box?) {
+    init(event: String, code: MetadataMachineReadableCodeObject, viewBox: MetadataRecord.Box?, source: String? = nil) {
         self.init(
             event: event, time: eventTime(code.time), symbology: code.type.rawValue, text: code.stringValue,
             base64: Data(code.payload).base64EncodedString(), box: MetadataRecord.Box(code.bounds),
-            corners: MetadataRecord.points(code.corners), viewBox: viewBox)
+            corners: MetadataRecord.points(code.corners), viewBox: viewBox, source: source)
     }
 }
 
@@ -223,6 +235,9 @@ struct SummaryEvent: EventBody {
     var input: Input
     /// The run's ID (as in the `start` line).
     var run: String = RunID.current
+    /// Several inputs in one run: how many were given, and how many failed.
+    var inputs: Int?
+    var failedInputs: Int?
     /// faces: faces seen.
     var faces: Int?
     /// scan: codes read.
@@ -246,6 +261,29 @@ struct SummaryEvent: EventBody {
         fps = MetadataRecord.rounded(seconds > 0 ? Double(analysed) / seconds : 0, 1)
         self.input = input
     }
+}
+
+/// Every --stats-interval seconds: `frames` captured and `analysed` so far, `skipped` (frames
+/// analysis or the output had no time for), `fps` analysed over the interval, `detectionMs`
+/// (time to analyse one frame, p50 and p99 over the interval; absent when none was analysed or
+/// the command analyses nothing), `cpu` (process CPU time over the interval, percent of one
+/// core), `rssBytes` (resident memory) and `seconds` since the start.
+struct StatsEvent: EventBody {
+    static let type = EventType.stats
+
+    struct Percentiles: Codable, Equatable, Sendable {
+        var p50: Double
+        var p99: Double
+    }
+
+    var frames: Int
+    var analysed: Int
+    var skipped: Int
+    var fps: Double
+    var detectionMs: Percentiles?
+    var cpu: Double
+    var rssBytes: Int
+    var seconds: Double
 }
 
 /// `cvcam devices --json`: every camera, with its V4L2 report when it could be read.

@@ -42,16 +42,27 @@ struct FaceOptions: ParsableArguments {
     /// A metadata output looking for faces inside the input's region of interest with this face
     /// detector (see `detection(for:)`) and scan interval. With `observer`, every analysed frame and exactly its faces also go
     /// there (`FaceObservingStage`). Throws `CLIError.noFaceModel` when no face model loads.
+    /// With `latency`, a job with --stats-interval, each frame's detection is timed for its stats.
     func faceOutput(
-        for input: InputOptions, observing observer: (@Sendable (SampleBuffer, [MetadataFaceObject]) -> Void)? = nil
+        for input: InputOptions, latency job: CaptureJob? = nil,
+        observing observer: (@Sendable (SampleBuffer, [MetadataFaceObject]) -> Void)? = nil
     ) throws -> CaptureMetadataOutput {
         let regionOfInterest = input.regionOfInterest
-        let metadata =
-            try observer.map {
-                CaptureMetadataOutput(
-                    faceStage: FaceObservingStage(wrapping: DefaultFaceStage(detector: try detector(for: input)), observer: $0),
-                    codeStage: nil)
-            } ?? CaptureMetadataOutput(faceDetection: detection(for: input).configuration)
+        let metadata: CaptureMetadataOutput
+        if let job, job.statsInterval != nil {
+            let recorder = LatencyRecorder()
+            job.latency = recorder
+            let timed = TimedFaceStage(DefaultFaceStage(detector: try detector(for: input)), recorder: recorder)
+            metadata = CaptureMetadataOutput(
+                faceStage: observer.map { FaceObservingStage(wrapping: timed, observer: $0) } ?? timed, codeStage: nil)
+        } else {
+            metadata =
+                try observer.map {
+                    CaptureMetadataOutput(
+                        faceStage: FaceObservingStage(wrapping: DefaultFaceStage(detector: try detector(for: input)), observer: $0),
+                        codeStage: nil)
+                } ?? CaptureMetadataOutput(faceDetection: detection(for: input).configuration)
+        }
         guard metadata.availableMetadataObjectTypes.contains(.face) else { throw CLIError.noFaceModel }
         try metadata.setMetadataObjectTypes([.face])
         metadata.rectOfInterest = regionOfInterest

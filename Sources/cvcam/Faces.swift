@@ -12,8 +12,19 @@ struct Faces: ParsableCommand {
             --view WxH to also print them in the coordinates of a screen. A summary follows the \
             events (frames, fps, skipped frames, faces seen).
 
-            Exit codes: 0 ok, 1 runtime error, 64 usage error.
+            Several inputs (arguments, repeated --input, or - for standard input: an image, or \
+            a list of paths one per line) are read one after another; each event names its \
+            `source` file (the image within a folder, too), and one summary ends the run. Text \
+            output: face lines on stdout; errors, drop reports and the summary on stderr.
+
+            Exit codes: 0 ok; 1 runtime error (with several inputs: any input failed; the \
+            others are still read); 64 usage error.
             """)
+
+    @Argument(
+        help: ArgumentHelp("Files or folders to read (like --input; several are read in turn; - is standard input).", valueName: "input"),
+        completion: .file(), transform: InputOptions.argumentBytes)
+    var files: [String] = []
 
     @OptionGroup var input: InputOptions
     @OptionGroup var output: OutputOptions
@@ -30,13 +41,19 @@ struct Faces: ParsableCommand {
     }
 
     func run() throws {
-        let job = try CaptureJob(input: input, output: output)
-        let metadata = try faceOptions.faceOutput(for: input)
-        metadata.faceUpdateInterval = everyFrame ? .infinity : updateInterval
-        let log = FaceLog(printer: job.printer, everyFrame: everyFrame)
-        metadata.setMetadataObjectsDelegate(log, queue: DispatchQueue(label: "cvcam.faces.log"))
-        try job.add(metadata)
-        try job.runAnalysing(metadata, output: output, noun: "faces", summaryField: \.faces, phrase: "faces seen") { log.facesSeen }
+        let list = try InputList(arguments: files, options: input)
+        defer { list.removeTemporaryFiles() }
+        _ = try CaptureJob.analyseEach(list, options: input, output: output, noun: "faces", phrase: "faces seen", summaryField: \.faces) {
+            job, sources in
+            var one = input
+            one.input = job.options.input
+            let metadata = try faceOptions.faceOutput(for: one, latency: job)
+            metadata.faceUpdateInterval = everyFrame ? .infinity : updateInterval
+            let log = FaceLog(printer: job.printer, everyFrame: everyFrame, sources: sources)
+            metadata.setMetadataObjectsDelegate(log, queue: DispatchQueue(label: "cvcam.faces.log"))
+            try job.add(metadata)
+            return (metadata, { log.facesSeen })
+        }
     }
 }
 
@@ -45,11 +62,13 @@ final class FaceLog: CaptureMetadataOutputObjectsDelegate, @unchecked Sendable {
     // @unchecked: `seen` is only touched on the delegate's serial queue, and read after it is idle.
     let printer: EventPrinter
     let everyFrame: Bool
+    let sources: SourceNames
     private var seen = Set<Int>()
 
-    init(printer: EventPrinter, everyFrame: Bool) {
+    init(printer: EventPrinter, everyFrame: Bool, sources: SourceNames = .none) {
         self.printer = printer
         self.everyFrame = everyFrame
+        self.sources = sources
     }
 
     var facesSeen: Int { seen.count }
@@ -79,9 +98,11 @@ final class FaceLog: CaptureMetadataOutputObjectsDelegate, @unchecked Sendable {
             (face.hasRollAngle ? String(format: "  roll %+.0f", face.rollAngle) : "")
             + (face.hasYawAngle ? String(format: " yaw %+.0f", face.yawAngle) : "")
         printer.emit(
-            FaceEvent(event: event, time: eventTime(face.time), face: MetadataRecord.Face(face), viewBox: view.box),
+            FaceEvent(
+                event: event, time: eventTime(face.time), face: MetadataRecord.Face(face), viewBox: view.box,
+                source: sources.name(face.time)),
             at: face.time,
-            text: "\(printer.timeText(face.time))  \(event.padding(toLength: 6, withPad: " ", startingAt: 0)) face \(face.faceID)  box \(EventPrinter.boxText(face.bounds))  score \(String(format: "%.2f", face.confidence))\(angles)\(view.text)"
+            text: "\(sources.prefix(face.time))\(printer.timeText(face.time))  \(event.padding(toLength: 6, withPad: " ", startingAt: 0)) face \(face.faceID)  box \(EventPrinter.boxText(face.bounds))  score \(String(format: "%.2f", face.confidence))\(angles)\(view.text)"
         )
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import CaptureKit
 import Foundation
+import Logging
 
 /// Where frames come from and how they are shaped; shared by every capturing subcommand.
 struct InputOptions: ParsableArguments {
@@ -8,8 +9,9 @@ struct InputOptions: ParsableArguments {
     var device: String?
 
     @Option(
+        name: .customLong("input"),
         help: ArgumentHelp(
-            "A video file, an image, a folder of images, or synthetic:SPEC.",
+            "A video file, an image, a folder of images, or synthetic:SPEC; scan and faces take several (repeat --input, or give them as arguments) and - (standard input: an image, or a list of paths one per line).",
             discussion: """
                 synthetic:SPEC draws a scene with known content, e.g. \
                 synthetic:size=640x480,fps=30,frames=90,image=face.jpg,qr=HELLO. Keys: size=WxH, \
@@ -18,7 +20,13 @@ struct InputOptions: ParsableArguments {
                 for more), speed=PIXELS_PER_SECOND (default 120).
                 """),
         completion: .file(), transform: InputOptions.argumentBytes)
-    var input: String?
+    var inputs: [String] = []
+
+    /// The one input of a run, or of one part of a run over several (which sets it per input).
+    var input: String? {
+        get { inputs.first }
+        set { inputs = newValue.map { [$0] } ?? [] }
+    }
 
     @Option(help: "Session preset.")
     var preset: SessionPreset?
@@ -63,7 +71,7 @@ struct InputOptions: ParsableArguments {
         static func help(for value: Pacing) -> ArgumentHelp? {
             switch value {
             case .realtime: "Play files at their own frame rate, like a camera (late frames are skipped)."
-            case .batch: "Process every frame of a file as fast as possible (the default)."
+            case .batch: "Process every frame of a file as fast as possible."
             }
         }
     }
@@ -71,7 +79,7 @@ struct InputOptions: ParsableArguments {
     @Flag var pacing: Pacing = .batch
 
     func validate() throws {
-        if device != nil && input != nil {
+        if device != nil && !inputs.isEmpty {
             throw ValidationError("Use either --device or --input, not both.")
         }
         if input != nil && (pixelFormat != nil || !setCtrl.isEmpty) {
@@ -83,13 +91,28 @@ struct InputOptions: ParsableArguments {
         try OptionRange.check(fps, OptionRange.framesPerSecond, "--fps")
         if let rectOfInterest, Self.parseRect(rectOfInterest) == nil {
             throw ValidationError(
-                "--rect-of-interest must be x,y,w,h with numbers in 0…1 and a non-empty area (got '\(rectOfInterest)').")
+                "--rect-of-interest must be x,y,w,h: four numbers in 0…1 with w and h above 0, x+w ≤ 1 and y+h ≤ 1 (got '\(rectOfInterest)').")
         }
         // The scene is parsed here so a bad spec is a usage error (64), before anything opens.
-        if let input, input.hasPrefix("synthetic:") {
-            do { _ = try SyntheticSpec.parse(String(input.dropFirst("synthetic:".count))) } catch {
-                throw ValidationError("\(error)")
-            }
+        for input in inputs { try Self.validateSynthetic(input) }
+    }
+
+    /// A `synthetic:` spec is parsed before anything opens, so a bad one is a usage error (64).
+    static func validateSynthetic(_ input: String) throws {
+        guard input.hasPrefix("synthetic:") else { return }
+        do { _ = try SyntheticSpec.parse(String(input.dropFirst("synthetic:".count))) } catch {
+            throw ValidationError("\(error)")
+        }
+    }
+
+    /// For the commands that read one input (snap, watch, record): several --input, or standard
+    /// input, are refused.
+    func requireSingleInput(_ command: String) throws {
+        if inputs.count > 1 {
+            throw ValidationError("\(command) reads one input (got \(inputs.count) --input options); run it once per input.")
+        }
+        if inputs.first == "-" {
+            throw ValidationError("\(command) cannot read standard input (--input -); give it a file, a folder or a camera.")
         }
     }
 
@@ -162,7 +185,7 @@ struct InputOptions: ParsableArguments {
             } else if inputKind == "folder" || inputKind == "image" {
                 device = try CaptureDevice(
                     imagesAtPath: input, frameRate: fps ?? 10, pacing: framePacing,
-                    onSkippedImage: { TerminalText.printLine("warning: skipped \($0)") })
+                    onSkippedImage: { Logger(label: "cvcam.input").warning("skipped \($0)") })
             } else {
                 device = try CaptureDevice(videoFileAtPath: input, pacing: framePacing)
             }
@@ -214,11 +237,23 @@ struct OutputOptions: ParsableArguments {
     @Flag(help: "Print NDJSON: one JSON event per line (schema documented in the README).")
     var json = false
 
-    @Flag(name: .shortAndLong, help: "Print only events (no status line, no summary in text mode).")
+    @Flag(
+        name: .shortAndLong,
+        help: "Print only the data: no start line, drop reports, summary or status line (errors and warnings still go to stderr).")
     var quiet = false
 
-    @Flag(name: .shortAndLong, help: "Log diagnostics to stderr.")
+    @Flag(name: .shortAndLong, help: "Also log cvcam's debug lines, and FFmpeg's and OpenCV's own warnings and errors, to stderr.")
     var verbose = false
+
+    @Option(
+        help: ArgumentHelp(
+            "Every SECONDS, report frames, fps, skipped frames, detection time per frame (p50, p99), CPU and memory: a `stats:` line on stderr, or a `stats` event with --json.",
+            valueName: "seconds"))
+    var statsInterval: Double?
+
+    func validate() throws {
+        try OptionRange.check(statsInterval, 0.1...86_400, "--stats-interval", unit: " seconds")
+    }
 }
 
 /// Errors the CLI reports in one sentence.

@@ -73,17 +73,21 @@ enum CodeTypeSelection: ExpressibleByArgument, Equatable, Sendable {
     case only([MetadataObjectType])
 
     init?(argument: String) {
-        if argument.lowercased() == "all" {
+        if argument.trimmingCharacters(in: .whitespaces).lowercased() == "all" {
             self = .all
             return
         }
+        // "qr, ean13" as typed in a shell with quotes: spaces around names are not part of them.
         let names = argument.split(separator: ",", omittingEmptySubsequences: false)
-        let types = names.map { MetadataObjectType(rawValue: $0.lowercased()) }
+        let types = names.map { MetadataObjectType(rawValue: $0.trimmingCharacters(in: .whitespaces).lowercased()) }
         guard types.allSatisfy({ MetadataObjectType.machineReadableCodeTypes.contains($0) }) else { return nil }
         self = .only(types)
     }
 
     static var allValueStrings: [String] { MetadataObjectType.machineReadableCodeTypes.map(\.rawValue) + ["all"] }
+
+    /// Shell completion offers the names too (a type that is not CaseIterable gets none by default).
+    static var defaultCompletionKind: CompletionKind { .list(allValueStrings) }
 
     var defaultValueDescription: String {
         switch self {

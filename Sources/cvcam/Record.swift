@@ -48,6 +48,7 @@ struct Record: ParsableCommand {
     var overwrite = false
 
     func validate() throws {
+        try input.requireSingleInput("record")
         guard (outputFile == nil) != (dir == nil) else {
             throw ValidationError("Give the movie's file with -o FILE.avi, or a folder with --dir (not both).")
         }

@@ -12,9 +12,24 @@ struct Scan: ParsableCommand {
             for half a second, or the input ended; each image of a folder is its own view). Text payloads print as text (control characters \
             escaped); binary payloads print escaped in text mode and as base64 in JSON.
 
-            Exit codes: 0 a code was read (or a camera ran until stopped); 1 runtime error; \
-            4 a file, folder or synthetic input ended without any code; 64 usage error.
+            Text output: codes on stdout, one line each; errors, drop reports and the summary \
+            on stderr, so `cvcam scan … > codes.txt` keeps only codes. --raw prints only the \
+            payloads; -q leaves out everything but codes and errors.
+
+            Several inputs (arguments, repeated --input, or - for standard input: an image, or \
+            a list of paths one per line) are read one after another; each event names its \
+            `source` file (the image within a folder, too), and one summary ends the run.
+
+            Exit codes: 0 a code was read (with several inputs: in any of them), or a camera ran \
+            until stopped; 1 runtime error (with several inputs: any input failed; the others \
+            are still read); 4 every input was a file, folder or synthetic scene and none held \
+            a code; 64 usage error.
             """)
+
+    @Argument(
+        help: ArgumentHelp("Files or folders to read (like --input; several are read in turn; - is standard input).", valueName: "input"),
+        completion: .file(), transform: InputOptions.argumentBytes)
+    var files: [String] = []
 
     @OptionGroup var input: InputOptions
     @OptionGroup var output: OutputOptions
@@ -32,13 +47,46 @@ struct Scan: ParsableCommand {
     @Flag(help: "Exit after the first code (exit 0).")
     var once = false
 
+    @Flag(
+        help: """
+            Print only payloads, one per line: text as it is; a payload that is not text, or holds \
+            control characters or starts with base64:, as base64: and its bytes in base64.
+            """)
+    var raw = false
+
     func validate() throws {
         try OptionRange.check(repeatInterval, OptionRange.seconds, "--repeat-interval", unit: " seconds")
+        if raw && output.json { throw ValidationError("Use either --raw or --json, not both.") }
     }
 
     func run() throws {
-        let job = try CaptureJob(input: input, output: output)
-        let metadata = CaptureMetadataOutput()
+        let list = try InputList(arguments: files, options: input)
+        defer { list.removeTemporaryFiles() }
+        let totals = try CaptureJob.analyseEach(
+            list, options: input, output: output, noun: "codes", phrase: "codes read", summaryField: \.codes, untilFound: once
+        ) { job, sources in
+            let metadata = try codeOutput(latency: job)
+            let log = CodeLog(printer: job.printer, once: once, raw: raw, sources: sources) { [job] in
+                DispatchQueue.global().async { try? job.session.stopRunning() }
+            }
+            metadata.setMetadataObjectsDelegate(log, queue: DispatchQueue(label: "cvcam.scan.log"))
+            try job.add(metadata)
+            return (metadata, { log.codesSeen })
+        }
+        if totals.found == 0 && totals.allFinite && !totals.interrupted { throw ExitCode(ExitStatus.nothingFound) }
+    }
+
+    /// The metadata output for --types; with --stats-interval its decoding is timed for `job`'s stats.
+    func codeOutput(latency job: CaptureJob) throws -> CaptureMetadataOutput {
+        let metadata: CaptureMetadataOutput
+        if job.statsInterval != nil {
+            let recorder = LatencyRecorder()
+            job.latency = recorder
+            metadata = CaptureMetadataOutput(
+                faceStage: nil, codeStage: TimedCodeStage(DefaultCodeStage(detector: try CodeDetector()), recorder: recorder))
+        } else {
+            metadata = CaptureMetadataOutput()
+        }
         let available = metadata.availableMetadataObjectTypes.filter { $0 != .face }
         let wanted: [MetadataObjectType]
         switch types {
@@ -54,13 +102,7 @@ struct Scan: ParsableCommand {
         try metadata.setMetadataObjectTypes(wanted)
         metadata.rectOfInterest = input.regionOfInterest
         metadata.codeRepeatInterval = repeatInterval
-        let log = CodeLog(printer: job.printer, once: once) { [job] in
-            DispatchQueue.global().async { try? job.session.stopRunning() }
-        }
-        metadata.setMetadataObjectsDelegate(log, queue: DispatchQueue(label: "cvcam.scan.log"))
-        try job.add(metadata)
-        try job.runAnalysing(metadata, output: output, noun: "codes", summaryField: \.codes, phrase: "codes read") { log.codesSeen }
-        if log.codesSeen == 0 && input.isFinite && !job.interrupted { throw ExitCode(ExitStatus.nothingFound) }
+        return metadata
     }
 }
 
@@ -70,13 +112,17 @@ final class CodeLog: CaptureMetadataOutputObjectsDelegate, @unchecked Sendable {
     // after it is idle.
     let printer: EventPrinter
     let once: Bool
+    let raw: Bool
+    let sources: SourceNames
     let stop: @Sendable () -> Void
     private var count = 0
     private var stopped = false
 
-    init(printer: EventPrinter, once: Bool, stop: @escaping @Sendable () -> Void) {
+    init(printer: EventPrinter, once: Bool, raw: Bool = false, sources: SourceNames = .none, stop: @escaping @Sendable () -> Void) {
         self.printer = printer
         self.once = once
+        self.raw = raw
+        self.sources = sources
         self.stop = stop
     }
 
@@ -106,12 +152,33 @@ final class CodeLog: CaptureMetadataOutputObjectsDelegate, @unchecked Sendable {
 
     private func print(_ code: MetadataMachineReadableCodeObject, event: String) {
         let view = printer.view(code.bounds)
+        let source = sources.name(code.time)
+        guard !raw else {
+            printer.emit(CodeEvent(event: event, code: code, viewBox: view.box, source: source), text: Self.rawLine(code))
+            return
+        }
         let shown = code.stringValue.map { Self.escape($0) } ?? "(binary, \(code.payload.count) bytes) " + Self.escape(bytes: code.payload)
         printer.emit(
-            CodeEvent(event: event, code: code, viewBox: view.box),
+            CodeEvent(event: event, code: code, viewBox: view.box, source: source),
             at: code.time,
-            text: "\(printer.timeText(code.time))  \(event.padding(toLength: 6, withPad: " ", startingAt: 0)) \(code.type.rawValue.uppercased())  \(shown)\(view.text)"
+            text: "\(sources.prefix(code.time))\(printer.timeText(code.time))  \(event.padding(toLength: 6, withPad: " ", startingAt: 0)) \(code.type.rawValue.uppercased())  \(shown)\(view.text)"
         )
+    }
+
+    /// The prefix --raw marks a base64 payload with.
+    static let base64Prefix = "base64:"
+
+    /// A payload for --raw: its text when that is one safe line, else `base64:` and the bytes.
+    /// Text starting with the prefix itself goes as base64 too, so every line reads back one way.
+    static func rawLine(_ code: MetadataMachineReadableCodeObject) -> String {
+        if let text = code.stringValue, !text.hasPrefix(base64Prefix),
+            !text.unicodeScalars.contains(where: {
+                TerminalText.isControl($0) || TerminalText.isBidiControl($0) || FilePathBytes.carriedByte($0) != nil
+            })
+        {
+            return text
+        }
+        return base64Prefix + Data(code.payload).base64EncodedString()
     }
 
     /// Text with control characters escaped, so a payload cannot move the terminal's cursor.

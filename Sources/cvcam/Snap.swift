@@ -47,7 +47,7 @@ struct Snap: ParsableCommand {
 
     @Option(help: ArgumentHelp(
         "Largest photo size: 'max' for the largest the camera offers, or WxH. A V4L2 camera streaming a smaller format switches to it for the shot and back (a fraction of a second without video). Default: the capture size.",
-        valueName: "max|WxH"))
+        valueName: "max|WxH"), completion: .list(["max"]))
     var photoSize: String?
 
     @Flag(help: "Replace photos that exist (otherwise an existing file is refused before anything runs).")
@@ -59,6 +59,7 @@ struct Snap: ParsableCommand {
     static let extensions = ["jpg", "jpeg", "png"]
 
     func validate() throws {
+        try input.requireSingleInput("snap")
         let ext = (outputFile as NSString).pathExtension.lowercased()
         guard Self.extensions.contains(ext) else {
             throw ValidationError("-o must end in .jpg, .jpeg or .png (got '\(outputFile)').")

@@ -71,6 +71,7 @@ struct Watch: ParsableCommand {
     var quality: Int = 92
 
     func validate() throws {
+        try input.requireSingleInput("watch")
         // The folder is created through Foundation paths, which would store such a name's bytes altered.
         guard !dir.unicodeScalars.contains(where: { FilePathBytes.carriedByte($0) != nil }) else {
             throw ValidationError(
@@ -120,8 +121,11 @@ struct Watch: ParsableCommand {
         let watcher = SnapshotWatcher(
             trigger: SnapshotTrigger(configuration: triggerConfiguration), store: store, printer: job.printer)
         // Every analysed frame with exactly its faces goes to the watcher (see FaceObservingStage).
-        let metadata = try faceOptions.faceOutput(for: input) { frame, faces in
+        let metadata = try faceOptions.faceOutput(for: input, latency: job) { frame, faces in
             watcher.consider(frame, faces: faces)
+        }
+        job.statsCounts = { [session = job.session] in
+            .init(frames: session.capturedFrameCount, analysed: metadata.processedFrameCount, skipped: metadata.skippedFrameCount)
         }
         try job.add(metadata)
         let total = job.expectedFrameCount

@@ -41,7 +41,7 @@ import Testing
         let path = CLI.packageRoot.appendingPathComponent("Tests/Fixtures/video/clock-at-1h.mkv").path
         let r = try CLI.run(["faces", "--input", path])
         #expect(r.status == 0, "stderr: \(r.stderr)")
-        #expect(r.stdout.contains("summary: 20 frames"), "\(r.stdout)")
+        #expect(r.stderr.contains("summary: 20 frames"), "\(r.stderr)")
     }
 
     /// An AVI has one frame size: frames of other sizes are scaled to the first one's, with a warning.

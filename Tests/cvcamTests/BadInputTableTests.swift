@@ -79,10 +79,10 @@ extension BadInputCase {
         let valid: ClosedRange<Double>?
     }
 
-    /// Options every capturing command has (InputOptions), and the face options (FaceOptions).
+    /// Options every capturing command has (InputOptions, OutputOptions), and the face options (FaceOptions).
     static let inputOptions: [(String, Shape, ClosedRange<Double>?)] = [
         ("--fps", .number, nil), ("--rotate", .integer, 0...0), ("--size", .size, nil), ("--view", .size, nil),
-        ("--rect-of-interest", .rect, nil),
+        ("--rect-of-interest", .rect, nil), ("--stats-interval", .number, nil),  // the last from OutputOptions
     ]
     static let faceCommands: Set = ["faces", "snap", "watch"]
 

@@ -28,8 +28,11 @@ enum CLI {
         var lines: [String] { stdout.split(separator: "\n").map(String.init) }
     }
 
-    /// Runs `cvcam arguments…` (or `executable arguments…`) to completion (stdin closed).
-    static func run(_ arguments: [String], environment: [String: String] = [:], executable: URL? = nil) throws -> Result {
+    /// Runs `cvcam arguments…` (or `executable arguments…`) to completion, with `stdin` on its
+    /// standard input (closed when nil).
+    static func run(
+        _ arguments: [String], environment: [String: String] = [:], executable: URL? = nil, stdin: Data? = nil
+    ) throws -> Result {
         let process = Process()
         process.executableURL = executable ?? binary
         process.arguments = arguments
@@ -38,8 +41,16 @@ enum CLI {
         let err = Pipe()
         process.standardOutput = out
         process.standardError = err
-        process.standardInput = FileHandle.nullDevice
+        let input = Pipe()
+        process.standardInput = stdin == nil ? FileHandle.nullDevice : input
         try process.run()
+        if let stdin {
+            // Written from a thread of its own: a large image would fill the pipe before cvcam reads it.
+            Thread {
+                try? input.fileHandleForWriting.write(contentsOf: stdin)
+                try? input.fileHandleForWriting.close()
+            }.start()
+        }
         // Read both pipes concurrently so a chatty process cannot block on a full pipe.
         nonisolated(unsafe) var errData = Data()
         let reader = Thread { errData = err.fileHandleForReading.readDataToEndOfFile() }

@@ -40,6 +40,9 @@ import Testing
             frames: 40, analysed: 39, skipped: 1, seconds: 4.44567,
             input: .init(kind: "synthetic", name: "Synthetic camera 640x480", size: "640x480"))
         summary.faces = 2
+        var several = summary
+        several.inputs = 3
+        several.failedInputs = 1
         var record = summary
         record.path = "/tmp/out.avi"
         record.recordedFrames = 39
@@ -52,6 +55,9 @@ import Testing
                     event: FaceEvent.everyFrame, time: 0, face: .init(Self.face),
                     viewBox: MetadataRecord.Box(CGRect(x: 10.26, y: 0, width: 1080, height: 607.5), places: 1))),
             try roundTrip(CodeEvent(event: "appear", code: Self.codes[0], viewBox: nil)),
+            try roundTrip(CodeEvent(event: "appear", code: Self.codes[0], viewBox: nil, source: "dir/a.png")),
+            try roundTrip(
+                FaceEvent(event: "enter", time: 0, face: .init(Self.face), viewBox: nil, source: "dir/b.png")),
             try roundTrip(CodeEvent(event: "repeat", code: Self.codes[1], viewBox: MetadataRecord.Box(x: 1, y: 2, w: 3, h: 4))),
             try roundTrip(CodeEvent(event: "leave", code: Self.codes[0], viewBox: nil)),
             try roundTrip(StartEvent(run: "0a1b2c3d", clock: "camera", input: summary.input)),
@@ -65,6 +71,12 @@ import Testing
             try roundTrip(ErrorEvent(code: "writeFailed", message: "disk full\u{7F}")),
             try roundTrip(summary),
             try roundTrip(record),
+            try roundTrip(several),
+            try roundTrip(
+                StatsEvent(
+                    frames: 300, analysed: 298, skipped: 2, fps: 29.8, detectionMs: .init(p50: 12.1, p99: 30.4), cpu: 85,
+                    rssBytes: 150_000_000, seconds: 10.002)),
+            try roundTrip(StatsEvent(frames: 3, analysed: 3, skipped: 0, fps: 3, detectionMs: nil, cpu: 1.5, rssBytes: 1, seconds: 1)),
             try roundTrip(
                 DevicesEvent(devices: [.init(index: 0, name: "Cam", uniqueID: "usb-1", position: "unspecified", v4l2: nil)])),
             try roundTrip(
@@ -130,6 +142,7 @@ import Testing
         case .interrupted: return (type, try again(InterruptedEvent.self))
         case .interruptionEnded: return (type, try again(InterruptionEndedEvent.self))
         case .controls: return (type, try again(ControlsEvent.self))
+        case .stats: return (type, try again(StatsEvent.self))
         }
     }
 

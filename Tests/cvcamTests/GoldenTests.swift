@@ -19,7 +19,7 @@ import Testing
                 continue
             }
             #expect(object["schema"] as? Int == 1, "\(line)")
-            #expect(["start", "face", "code", "snapshot", "drop", "error", "summary"].contains(object["type"] as? String ?? ""))
+            #expect(["start", "face", "code", "snapshot", "drop", "error", "summary", "stats"].contains(object["type"] as? String ?? ""))
             // Every line has a wall time; its format is checked in WallTimeCLITests.
             #expect(object["wallTime"] is String, "\(line)")
             object["wallTime"] = "<wall>"
@@ -47,6 +47,46 @@ import Testing
         }
         let expected = try String(contentsOf: file, encoding: .utf8)
         #expect(text == expected, "\(name) differs from \(file.path); rerun with CVCAM_UPDATE_GOLDEN=1 if the change is intended")
+    }
+
+    /// Both streams of a text-mode run: the checkout's path as `<root>`, the summary's rate as
+    /// `<wall>`, and libpng's own warnings (printed by libpng, not cvcam) left out.
+    func checkText(_ name: String, _ arguments: [String], status: Int32) throws {
+        let result = try CLI.run(arguments)
+        #expect(result.status == status, "\(name): \(result.stderr)")
+        func clean(_ text: String) -> String {
+            text.replacingOccurrences(of: CLI.packageRoot.path, with: "<root>")
+                .replacingOccurrences(of: #"analysed at [0-9.]+ fps"#, with: "analysed at <wall> fps", options: .regularExpression)
+                .split(separator: "\n", omittingEmptySubsequences: false).filter { !$0.hasPrefix("libpng warning:") }
+                .joined(separator: "\n")
+        }
+        let text = "== stdout\n" + clean(result.stdout) + "== stderr\n" + clean(result.stderr)
+        let file = Self.golden.appendingPathComponent(name + ".txt")
+        if ProcessInfo.processInfo.environment["CVCAM_UPDATE_GOLDEN"] == "1" {
+            try text.write(to: file, atomically: true, encoding: .utf8)
+            return
+        }
+        let expected = try String(contentsOf: file, encoding: .utf8)
+        #expect(text == expected, "\(name) differs from \(file.path); rerun with CVCAM_UPDATE_GOLDEN=1 if the change is intended")
+    }
+
+    static let codes = CLI.packageRoot.appendingPathComponent("Tests/Fixtures/codes").path
+
+    @Test func scanTextSplitsCodesFromDiagnostics() throws {
+        try checkText(
+            "scan-several", ["scan", "--types", "all", Self.codes + "/aztec.png", "--input", CLI.fixture("negatives"), Self.codes + "/pdf417.png"],
+            status: 0)
+    }
+
+    @Test func scanRawAndQuiet() throws {
+        try checkText("scan-raw", ["scan", "--raw", "--types", "all", Self.codes], status: 0)
+        try checkText("scan-quiet-none", ["scan", "-q", CLI.fixture("negatives")], status: 4)
+    }
+
+    @Test func scanSeveralInputsAsJSON() throws {
+        try check(
+            "scan-several", ["scan", "--json", "--types", "all", Self.codes + "/aztec.png", "--input", CLI.fixture("negatives"), Self.codes + "/pdf417.png"],
+            status: 0)
     }
 
     @Test func facesOnASyntheticSceneWithAMovingFace() throws {

@@ -47,7 +47,7 @@ import Testing
         #expect(message(["--preset", "huge"]).contains("one of the following:\n  - high\n  - medium\n  - low\n  - photo\n  - 640x480"))
         #expect(message(["--size", "big"]) == "--size must look like 1280x720, each side 1 to 16384 (got 'big').")
         #expect(message(["--view", "0x10"]) == "The value '0x10' is invalid for '--view <WxH>'")
-        #expect(message(["--rect-of-interest", "0.5,0.5,0.6,0.2"]).contains("x,y,w,h with numbers in 0…1"))
+        #expect(message(["--rect-of-interest", "0.5,0.5,0.6,0.2"]).contains("x,y,w,h: four numbers in 0…1 with w and h above 0, x+w ≤ 1 and y+h ≤ 1"))
         #expect(message(["--device", "0", "--input", "a.mp4"]) == "Use either --device or --input, not both.")
         #expect(message(["--update-interval=-1"]) == "--update-interval must be 0 to 86400 seconds (got -1).")
     }

@@ -19,5 +19,6 @@
 
 #include "cvb_codes.h"
 #include "cvb_zxing.h"
+#include "cvb_logging.h"
 
 #endif
