@@ -197,7 +197,8 @@ final class CaptureJob: @unchecked Sendable {
         SummaryEvent(
             frames: session.capturedFrameCount, analysed: processed, skipped: skipped, seconds: elapsed,
             input: SummaryEvent.Input(
-                kind: options.inputKind, name: device.localizedName, size: device.activeFormat.dimensions.description))
+                kind: options.inputKind, name: device.localizedName, size: device.activeFormat.dimensions.description,
+                frameRate: (device.source as? NetworkStreamSource).map { MetadataRecord.rounded($0.framesPerSecond, 2) }))
     }
 }
 

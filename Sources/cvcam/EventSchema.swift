@@ -182,6 +182,8 @@ struct SummaryEvent: EventBody {
         var kind: String
         var name: String
         var size: String
+        /// A network camera's frame rate: as the stream reports it, or as measured (MJPEG over HTTP).
+        var frameRate: Double?
     }
 
     var frames: Int
