@@ -105,7 +105,7 @@ import Testing
         let result = try CLI.run(["scan", "--input", "rtsp://eve:Hidden77@127.0.0.1:\(port)/live", "--connect-timeout", "2"])
         #expect(Date().timeIntervalSince(start) < 5)
         #expect(result.status == 1)
-        #expect(result.stderr.contains("cannot open rtsp://eve:***@127.0.0.1:\(port)/live within 2.0 s"), "\(result.stderr)")
+        #expect(result.stderr.contains("cannot open rtsp://eve:***@127.0.0.1:\(port)/live: "), "\(result.stderr)")
         #expect(!(result.stdout + result.stderr).contains("Hidden77"))
     }
 

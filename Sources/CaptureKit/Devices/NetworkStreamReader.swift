@@ -62,7 +62,7 @@ public final class NetworkStreamReader: NetworkStreamConnection {
         else {
             throw CaptureError(
                 .streamUnreachable,
-                "cannot open \(url.redacted) within \(timeouts.connect) s (\(url.redact(err.text))): check that the camera is on, the address and port, the credentials (URL or CVCAM_STREAM_USER/CVCAM_STREAM_PASSWORD), or raise --connect-timeout",
+                "cannot open \(url.redacted): \(url.redact(err.text)) (refused, no answer within \(timeouts.connect) s, wrong credentials or not a video stream; FFmpeg's own line says which): check that the camera is on, the address and port, the credentials (URL or CVCAM_STREAM_USER/CVCAM_STREAM_PASSWORD), or raise --connect-timeout",
                 path: url.redacted)
         }
         let width = raw.width.isFinite ? Int(raw.width) : 0

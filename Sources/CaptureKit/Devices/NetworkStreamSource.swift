@@ -278,8 +278,10 @@ final class NetworkStreamConnectionThread: @unchecked Sendable {
         url: NetworkStreamURL, timeouts: NetworkStreamTimeouts, clock: @escaping @Sendable () -> Double,
         opener: @escaping NetworkStreamOpener
     ) {
-        let thread = Thread { [self] in run(url: url, timeouts: timeouts, clock: clock, opener: opener) }
-        thread.name = "cvcam.stream"
+        let thread = Thread { [self] in
+            WorkerThread.nameCurrentThread("cvcam.stream")
+            run(url: url, timeouts: timeouts, clock: clock, opener: opener)
+        }
         thread.start()
     }
 
