@@ -4,6 +4,7 @@
 #include <opencv2/videoio.hpp>
 
 #include <cmath>
+#include <vector>
 
 extern "C" {
 #include <libavformat/avformat.h>
@@ -79,6 +80,38 @@ int cvb_video_reader_read(cvb_video_reader *reader, cvb_image *dst, double *posi
         return (int)CVB_READ_FRAME;
     });
     return status;
+}
+
+cvb_video_reader *cvb_stream_open(const char *url, int32_t open_timeout_ms, int32_t read_timeout_ms,
+                                  cvb_stream_info *info, cvb_error *err) {
+    return guarded_ptr<cvb_video_reader>(err, [&]() -> cvb_video_reader * {
+        auto *r = new cvb_video_reader();
+        std::vector<int> params{cv::CAP_PROP_OPEN_TIMEOUT_MSEC, open_timeout_ms, cv::CAP_PROP_READ_TIMEOUT_MSEC,
+                                read_timeout_ms};
+        if (!r->capture.open(url, cv::CAP_FFMPEG, params)) {
+            delete r;
+            set_error(err, -1, "OpenCV's FFmpeg backend could not open the stream");
+            return nullptr;
+        }
+        std::memset(info, 0, sizeof(*info));
+        info->width = r->capture.get(cv::CAP_PROP_FRAME_WIDTH);
+        info->height = r->capture.get(cv::CAP_PROP_FRAME_HEIGHT);
+        info->fps = r->capture.get(cv::CAP_PROP_FPS);
+        info->fourcc = (uint32_t)(int64_t)r->capture.get(cv::CAP_PROP_FOURCC);
+        return r;
+    });
+}
+
+int cvb_stream_read(cvb_video_reader *reader, cvb_image *dst, cvb_error *err) {
+    return guarded(err, [&] {
+        cv::Mat d = as_mat(dst);
+        if (!reader->capture.read(d) || d.empty()) return (int)CVB_READ_END;
+        if (d.data != dst->data) {
+            set_error(err, -1, "the stream's frame size changed");
+            return (int)CVB_READ_ERROR;
+        }
+        return (int)CVB_READ_FRAME;
+    });
 }
 
 void cvb_video_reader_close(cvb_video_reader *reader) {

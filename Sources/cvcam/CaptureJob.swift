@@ -269,11 +269,13 @@ final class CaptureJob: @unchecked Sendable {
             frames: session.capturedFrameCount, analysed: processed, skipped: skipped, seconds: elapsed, input: summaryInput)
     }
 
-    /// The input for the start line and the summary; a camera's negotiated format once it streams.
+    /// The input for the start line and the summary; a camera's negotiated format once it
+    /// streams, a network camera's frame rate.
     private var summaryInput: SummaryEvent.Input {
         SummaryEvent.Input(
             kind: options.inputKind, name: device.localizedName, size: device.activeFormat.dimensions.description,
-            format: device.lastNegotiation?.granted.description, adjusted: device.lastNegotiation?.wasAdjusted)
+            format: device.lastNegotiation?.granted.description, adjusted: device.lastNegotiation?.wasAdjusted,
+            frameRate: (device.source as? NetworkStreamSource).map { MetadataRecord.rounded($0.framesPerSecond, 2) })
     }
 
     /// The negotiated camera format for a text summary (", camera MJPG 1280x720@30"), "" for other inputs.

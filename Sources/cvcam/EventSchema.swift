@@ -225,6 +225,8 @@ struct SummaryEvent: EventBody {
         /// A camera's negotiated format ("MJPG 1280x720@30") and whether the driver adjusted it.
         var format: String?
         var adjusted: Bool?
+        /// A network camera's frame rate: as the stream reports it, or as measured (MJPEG over HTTP).
+        var frameRate: Double?
     }
 
     var frames: Int

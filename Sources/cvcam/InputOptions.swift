@@ -11,8 +11,12 @@ struct InputOptions: ParsableArguments {
     @Option(
         name: .customLong("input"),
         help: ArgumentHelp(
-            "A video file, an image, a folder of images, or synthetic:SPEC; scan and faces take several (repeat --input, or give them as arguments) and - (standard input: an image, or a list of paths one per line).",
+            "A video file, an image, a folder of images, a network camera (rtsp://, rtsps://, http(s):// MJPEG), or synthetic:SPEC; scan and faces take several (repeat --input, or give them as arguments) and - (standard input: an image, or a list of paths one per line).",
             discussion: """
+                A network camera's credentials come from the URL (rtsp://user:pass@host/path) or, \
+                for what the URL lacks, from CVCAM_STREAM_USER and CVCAM_STREAM_PASSWORD; they are \
+                never printed. A dropped stream is retried (0.5 s, doubling to 30 s) with \
+                interrupted / interruptionEnded events.
                 synthetic:SPEC draws a scene with known content, e.g. \
                 synthetic:size=640x480,fps=30,frames=90,image=face.jpg,qr=HELLO. Keys: size=WxH, \
                 fps=N, frames=N (default: endless), background=bars|noise|black|gray|PATH, \
@@ -27,6 +31,11 @@ struct InputOptions: ParsableArguments {
         get { inputs.first }
         set { inputs = newValue.map { [$0] } ?? [] }
     }
+
+    @Option(
+        name: .customLong("connect-timeout"),
+        help: ArgumentHelp("Seconds a network camera may take to connect (0.1 to 3600).", valueName: "SECONDS"))
+    var connectTimeout: Double = 10
 
     @Option(help: "Session preset.")
     var preset: SessionPreset?
@@ -89,6 +98,15 @@ struct InputOptions: ParsableArguments {
             throw ValidationError("--size must look like 1280x720, each side 1 to 16384 (got '\(size)').")
         }
         try OptionRange.check(fps, OptionRange.framesPerSecond, "--fps")
+        try OptionRange.check(connectTimeout, Self.connectTimeoutRange, "--connect-timeout", unit: " s")
+        if let input, NetworkStreamURL.isNetworkStream(input) {
+            // Parsed here so a bad address is a usage error (64); the message is redacted.
+            do { _ = try streamURL(input) } catch { throw ValidationError(error.message) }
+            if size != nil || fps != nil {
+                throw ValidationError(
+                    "--size and --fps do not apply to a network camera: its size and rate are set on the camera.")
+            }
+        }
         if let rectOfInterest, Self.parseRect(rectOfInterest) == nil {
             throw ValidationError(
                 "--rect-of-interest must be x,y,w,h: four numbers in 0…1 with w and h above 0, x+w ≤ 1 and y+h ≤ 1 (got '\(rectOfInterest)').")
@@ -114,6 +132,24 @@ struct InputOptions: ParsableArguments {
         if inputs.first == "-" {
             throw ValidationError("\(command) cannot read standard input (--input -); give it a file, a folder or a camera.")
         }
+    }
+
+    /// The range `--connect-timeout` accepts, in seconds.
+    static let connectTimeoutRange: ClosedRange<Double> = 0.1...3600
+
+    /// A network camera's address, with credentials the URL lacks taken from CVCAM_STREAM_USER
+    /// and CVCAM_STREAM_PASSWORD.
+    func streamURL(_ text: String) throws(CaptureError) -> NetworkStreamURL {
+        let environment = ProcessInfo.processInfo.environment
+        return try NetworkStreamURL(
+            text, user: environment["CVCAM_STREAM_USER"], password: environment["CVCAM_STREAM_PASSWORD"])
+    }
+
+    /// The start line for a network camera (stderr): what the stream delivers, and where the rate came from.
+    static func streamLine(_ stream: NetworkStreamSource) -> String {
+        let rate = String(format: "%.2f", stream.framesPerSecond)
+        let origin = stream.frameRateIsMeasured ? "measured over the first frames" : "reported by the stream"
+        return "stream: \(stream.url.redacted) \(stream.info.codec) \(stream.info.dimensions) at \(rate) fps (\(origin))"
     }
 
     static func parseSize(_ text: String) -> CaptureDevice.Dimensions? {
@@ -166,6 +202,7 @@ struct InputOptions: ParsableArguments {
     var inputKind: String {
         guard let input else { return "camera" }
         if input.hasPrefix("synthetic:") { return "synthetic" }
+        if NetworkStreamURL.isNetworkStream(input) { return "stream" }
         var st = stat()
         if FilePathBytes.withCString(input, { stat($0, &st) }) == 0, st.st_mode & S_IFMT == S_IFDIR { return "folder" }
         return ImageFolderSource.imageExtensions.contains((input as NSString).pathExtension.lowercased())
@@ -173,7 +210,7 @@ struct InputOptions: ParsableArguments {
     }
 
     /// Whether the input ends by itself (files, folders, finite synthetic scenes).
-    var isFinite: Bool { inputKind != "camera" }
+    var isFinite: Bool { inputKind != "camera" && inputKind != "stream" }
 
     /// Opens the device the options name.
     func makeDevice() throws -> CaptureDevice {
@@ -182,6 +219,10 @@ struct InputOptions: ParsableArguments {
             if input.hasPrefix("synthetic:") {
                 let scene = try SyntheticSpec.parse(String(input.dropFirst("synthetic:".count)))
                 device = try CaptureDevice(syntheticScene: scene, pacing: framePacing)
+            } else if NetworkStreamURL.isNetworkStream(input) {
+                device = try CaptureDevice(
+                    networkStream: try streamURL(input), timeouts: NetworkStreamTimeouts(connect: connectTimeout))
+                if let stream = device.source as? NetworkStreamSource { TerminalText.printLine(Self.streamLine(stream)) }
             } else if inputKind == "folder" || inputKind == "image" {
                 device = try CaptureDevice(
                     imagesAtPath: input, frameRate: fps ?? 10, pacing: framePacing,

@@ -46,6 +46,30 @@ int cvb_video_reader_read(cvb_video_reader *reader, cvb_image *dst, double *posi
 /// Closes the file (`cv::VideoCapture::release`). NULL is ignored.
 void cvb_video_reader_close(cvb_video_reader *reader);
 
+/// What a network stream reports once open (`CAP_PROP_*` after `cv::VideoCapture::open`):
+/// size, the rate FFmpeg derived (from RTP timestamps for RTSP; a 25 fps guess for MJPEG over
+/// HTTP, which carries no times) and the codec. Unchecked: CaptureKit decides what to trust.
+typedef struct {
+    double width;
+    double height;
+    double fps;
+    uint32_t fourcc;
+} cvb_stream_info;
+
+/// Opens a network stream (rtsp://, rtsps://, http(s)://) with OpenCV's FFmpeg backend
+/// (`cv::VideoCapture::open(url, CAP_FFMPEG, {CAP_PROP_OPEN_TIMEOUT_MSEC, open_timeout_ms,
+/// CAP_PROP_READ_TIMEOUT_MSEC, read_timeout_ms})`). Blocks up to about `open_timeout_ms`.
+/// Returns NULL and fills `err` when it cannot be opened; read and close it with
+/// `cvb_stream_read` / `cvb_video_reader_close`.
+cvb_video_reader *cvb_stream_open(const char *url, int32_t open_timeout_ms, int32_t read_timeout_ms,
+                                  cvb_stream_info *info, cvb_error *err);
+
+/// Receives and decodes the next frame as BGR into `dst` (preallocated, the stream's size)
+/// (`cv::VideoCapture::read`). Blocks up to about the read timeout. Returns CVB_READ_FRAME,
+/// CVB_READ_END when no frame arrived (closed by the server, timed out), or CVB_READ_ERROR
+/// when the frame's size differs from `dst`'s (filled `err`).
+int cvb_stream_read(cvb_video_reader *reader, cvb_image *dst, cvb_error *err);
+
 /// Backends for writing (`cv::CAP_*`).
 enum { CVB_BACKEND_ANY = 0, CVB_BACKEND_FFMPEG = 1, CVB_BACKEND_GSTREAMER = 2 };
 

@@ -337,7 +337,8 @@ public final class CaptureSession: @unchecked Sendable {
             emit(.runtimeError(error))
             finishRunning(with: error)
         case .interrupted(let error):
-            setRunState(.interrupted, lastError: error)
+            // Not a runtime error: the session waits for the device, and the event carries why.
+            setRunState(.interrupted, lastError: nil)
             emit(.wasInterrupted(error))
         case .interruptionEnded:
             setRunState(.running, lastError: nil)

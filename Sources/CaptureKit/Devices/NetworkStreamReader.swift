@@ -1,0 +1,109 @@
+import CVBridge
+
+/// What a network stream said about itself when it opened.
+public struct NetworkStreamInfo: Sendable, Equatable {
+    /// Frame size in pixels.
+    public var dimensions: CaptureDevice.Dimensions
+    /// The rate FFmpeg reports (from the stream's timestamps for RTSP; a guess for MJPEG over
+    /// HTTP, which carries no times: `NetworkStreamSource` measures that one instead).
+    public var reportedFramesPerSecond: Double
+    /// The codec as a four-character code ("MJPG", "H264"), or "????" when unknown.
+    public var codec: String
+
+    /// Creates stream information (tests and test doubles).
+    public init(dimensions: CaptureDevice.Dimensions, reportedFramesPerSecond: Double, codec: String) {
+        self.dimensions = dimensions
+        self.reportedFramesPerSecond = reportedFramesPerSecond
+        self.codec = codec
+    }
+}
+
+/// One open connection to a network camera: the seam between `NetworkStreamSource`'s state
+/// machine and the network, so the machine can be tested with a scripted connection.
+///
+/// Threading: used by one thread at a time (the source's connection thread).
+public protocol NetworkStreamConnection: AnyObject {
+    /// What the stream reported when it opened.
+    var info: NetworkStreamInfo { get }
+    /// The next decoded frame (BGR, `info.dimensions`), blocking until it arrives; nil when the
+    /// stream ended (server closed it, nothing arrived within the read timeout).
+    func readFrame() throws(CaptureError) -> PixelBuffer?
+    /// Closes the connection. Safe to call more than once.
+    func close()
+}
+
+/// Opens a connection to `url` within `timeouts`, or throws what went wrong (redacted).
+public typealias NetworkStreamOpener = @Sendable (NetworkStreamURL, NetworkStreamTimeouts) throws(CaptureError) ->
+    any NetworkStreamConnection
+
+/// A network stream read through OpenCV's FFmpeg backend: the only Swift caller of the shim's
+/// stream functions (`cvb_stream_open`, `cvb_stream_read`, `cvb_video_reader_close`, which wrap
+/// `cv::VideoCapture::open(url, CAP_FFMPEG, {CAP_PROP_OPEN_TIMEOUT_MSEC, CAP_PROP_READ_TIMEOUT_MSEC})`
+/// and `cv::VideoCapture::read`).
+///
+/// Threading: not thread-safe; one thread opens, reads and closes it.
+public final class NetworkStreamReader: NetworkStreamConnection {
+    public let info: NetworkStreamInfo
+    private var handle: OpaquePointer?
+    private let pool: PixelBufferPool
+    private let url: NetworkStreamURL
+
+    /// Connects to `url`, blocking up to about `timeouts.connect` seconds.
+    ///
+    /// - Throws: `.streamUnreachable` when FFmpeg cannot open it (refused, timed out, wrong
+    ///   credentials, not a stream); `.cannotOpenVideo` when it reports no usable frame size.
+    public init(url: NetworkStreamURL, timeouts: NetworkStreamTimeouts) throws(CaptureError) {
+        self.url = url
+        var raw = cvb_stream_info()
+        var err = cvb_error()
+        guard
+            let handle = cvb_stream_open(
+                url.connectionString, timeouts.connectMilliseconds, timeouts.readMilliseconds, &raw, &err)
+        else {
+            throw CaptureError(
+                .streamUnreachable,
+                "cannot open \(url.redacted): \(url.redact(err.text)) (refused, no answer within \(timeouts.connect) s, wrong credentials or not a video stream; FFmpeg's own line says which): check that the camera is on, the address and port, the credentials (URL or CVCAM_STREAM_USER/CVCAM_STREAM_PASSWORD), or raise --connect-timeout",
+                path: url.redacted)
+        }
+        let width = raw.width.isFinite ? Int(raw.width) : 0
+        let height = raw.height.isFinite ? Int(raw.height) : 0
+        guard (1...16384).contains(width), (1...16384).contains(height) else {
+            cvb_video_reader_close(handle)
+            throw CaptureError(
+                .cannotOpenVideo, "\(url.redacted) reports no usable frame size (\(raw.width)x\(raw.height))",
+                path: url.redacted)
+        }
+        self.handle = handle
+        info = NetworkStreamInfo(
+            dimensions: .init(width: width, height: height),
+            reportedFramesPerSecond: raw.fps.isFinite ? raw.fps : 0, codec: VideoFileSource.fourCC(raw.fourcc))
+        pool = PixelBufferPool(width: width, height: height, pixelFormat: .bgr)
+    }
+
+    deinit { close() }
+
+    public func readFrame() throws(CaptureError) -> PixelBuffer? {
+        guard let handle else { return nil }
+        let buffer = try pool.makeBuffer()
+        var err = cvb_error()
+        switch buffer.withBridgeImage({ cvb_stream_read(handle, &$0, &err) }) {
+        case Int32(CVB_READ_FRAME): return buffer
+        case Int32(CVB_READ_END): return nil
+        default:
+            throw CaptureError(
+                .decodeFailed,
+                "\(url.redacted) changed its frame size mid-stream (\(url.redact(err.text))); restart cvcam to use the new size",
+                path: url.redacted)
+        }
+    }
+
+    public func close() {
+        if let handle { cvb_video_reader_close(handle) }
+        handle = nil
+    }
+
+    /// The opener that connects through this reader.
+    public static let opener: NetworkStreamOpener = { url, timeouts throws(CaptureError) in
+        try NetworkStreamReader(url: url, timeouts: timeouts)
+    }
+}

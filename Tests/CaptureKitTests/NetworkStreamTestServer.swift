@@ -1,0 +1,120 @@
+import Foundation
+
+/// A real stream server on loopback for the network-input tests: GStreamer's RTSP server or an
+/// MJPEG-over-HTTP server (Tests/Servers/*.py, run by /usr/bin/python3 with Debian's packages,
+/// which Tools/setup installs). Started on a free port (or a given one, to restart "the same
+/// camera"), stopped by `stop()` or when released.
+final class NetworkStreamTestServer: @unchecked Sendable {
+    // @unchecked: `process` is only touched by the test that owns the server.
+    enum Kind: String {
+        case rtsp, mjpeg
+        var script: String { self == .rtsp ? "rtsp_server.py" : "mjpeg_http_server.py" }
+        var probe: String {
+            self == .rtsp
+                ? "import gi; gi.require_version('GstRtspServer', '1.0'); from gi.repository import GstRtspServer"
+                : "import cv2, numpy"
+        }
+    }
+
+    struct Unavailable: Error, CustomStringConvertible { var description: String }
+
+    let kind: Kind
+    let port: Int
+    private let process: Process
+
+    static let packageRoot: URL = {
+        var url = URL(fileURLWithPath: #filePath)
+        while url.path != "/" {
+            url.deleteLastPathComponent()
+            if FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) { return url }
+        }
+        fatalError("Package.swift not found above \(#filePath)")
+    }()
+
+    /// Starts a server, or returns nil after printing why when its packages are missing and the
+    /// tests are not running under CI (under CI a missing package throws: Tools/setup installs it).
+    static func start(_ kind: Kind, port: Int = 0, arguments: [String] = []) throws -> NetworkStreamTestServer? {
+        if let missing = missingPackages(kind) {
+            if ProcessInfo.processInfo.environment["CI"] != nil { throw Unavailable(description: missing) }
+            print("skipping \(kind) server test: \(missing) (run Tools/setup)")
+            return nil
+        }
+        return try NetworkStreamTestServer(kind: kind, port: port, arguments: arguments)
+    }
+
+    private static func missingPackages(_ kind: Kind) -> String? {
+        let python = Process()
+        python.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        python.arguments = ["-c", kind.probe]
+        python.standardOutput = FileHandle.nullDevice
+        python.standardError = FileHandle.nullDevice
+        do { try python.run() } catch { return "/usr/bin/python3 cannot run (\(error))" }
+        python.waitUntilExit()
+        return python.terminationStatus == 0 ? nil : "/usr/bin/python3 cannot import what `\(kind.probe)` needs"
+    }
+
+    private init(kind: Kind, port: Int, arguments: [String]) throws {
+        self.kind = kind
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.arguments =
+            [Self.packageRoot.appendingPathComponent("Tests/Servers/\(kind.script)").path, "--port", String(port)]
+            + arguments
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        self.process = process
+        // The script prints "ready PORT" once it listens.
+        var text = ""
+        let deadline = Date(timeIntervalSinceNow: 15)
+        let handle = out.fileHandleForReading
+        while !text.contains("\n") && Date() < deadline && process.isRunning {
+            let chunk = handle.availableData
+            if chunk.isEmpty { break }
+            text += String(decoding: chunk, as: UTF8.self)
+        }
+        guard let line = text.split(separator: "\n").first, line.hasPrefix("ready "), let bound = Int(line.dropFirst(6))
+        else {
+            process.terminate()
+            throw Unavailable(description: "the \(kind) server did not start (said '\(text)')")
+        }
+        self.port = bound
+    }
+
+    deinit { stop() }
+
+    /// The stream's URL, with credentials when given.
+    func url(user: String? = nil, password: String? = nil) -> String {
+        let auth = user.map { u in password.map { "\(u):\($0)@" } ?? "\(u)@" } ?? ""
+        return "\(kind == .rtsp ? "rtsp" : "http")://\(auth)127.0.0.1:\(port)/stream"
+    }
+
+    /// Stops the server (SIGTERM, then SIGKILL after 2 s) and waits for it to exit.
+    func stop() {
+        guard process.isRunning else { return }
+        process.terminate()
+        let deadline = Date(timeIntervalSinceNow: 2)
+        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+}
+
+/// A TCP port on loopback that nothing listens on (bound, then closed).
+func closedLoopbackPort() -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            _ = bind(fd, $0, length)
+            _ = getsockname(fd, $0, &length)
+        }
+    }
+    return Int(UInt16(bigEndian: address.sin_port))
+}

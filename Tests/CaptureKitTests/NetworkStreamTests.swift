@@ -1,0 +1,337 @@
+import CaptureKit
+import CaptureKitTesting
+import Foundation
+import Synchronization
+import Testing
+
+@Suite struct NetworkStreamURLTests {
+    @Test func passwordAndSecretQueryValuesAreRedacted() throws {
+        let url = try NetworkStreamURL("rtsp://alice:s3cret@cam.local:554/live?channel=1&password=xyz&Token=abc")
+        #expect(url.redacted == "rtsp://alice:***@cam.local:554/live?channel=1&password=***&Token=***")
+        #expect(url.description == url.redacted)
+        #expect(url.connectionString.contains("alice:s3cret@"))
+        #expect(url.connectionString.contains("password=xyz"))
+        #expect(url.scheme == "rtsp" && url.host == "cam.local" && url.user == "alice")
+    }
+
+    @Test func environmentCredentialsFillWhatTheURLLacks() throws {
+        let filled = try NetworkStreamURL("rtsp://cam/live", user: "bob", password: "p@ss w0rd")
+        #expect(filled.connectionString == "rtsp://bob:p%40ss%20w0rd@cam/live")
+        #expect(filled.redacted == "rtsp://bob:***@cam/live")
+        let passwordOnly = try NetworkStreamURL("rtsps://admin@cam/live", password: "hunter22")
+        #expect(passwordOnly.connectionString == "rtsps://admin:hunter22@cam/live")
+        #expect(passwordOnly.redacted == "rtsps://admin:***@cam/live")
+        // The URL's own credentials win.
+        let own = try NetworkStreamURL("http://alice:x1@cam/mjpg", user: "bob", password: "y2")
+        #expect(own.connectionString == "http://alice:x1@cam/mjpg")
+        // A password without a user cannot be sent: it is not added.
+        #expect(try NetworkStreamURL("rtsp://cam/live", password: "lonely").connectionString == "rtsp://cam/live")
+    }
+
+    @Test func messagesQuotingTheURLOrPasswordAreRedacted() throws {
+        let url = try NetworkStreamURL("rtsp://alice:s3cret@cam/live")
+        #expect(url.redact("open rtsp://alice:s3cret@cam/live failed") == "open rtsp://alice:***@cam/live failed")
+        #expect(url.redact("auth s3cret rejected") == "auth *** rejected")
+        let short = try NetworkStreamURL("rtsp://al:ab@cam/live")
+        #expect(short.redact("rtsp://al:ab@cam/live: absent") == "rtsp://al:***@cam/live: absent")
+    }
+
+    @Test func badAddressesAreRefusedWithRedactedMessages() {
+        for text in ["ftp://bob:pw123@host/x", "rtsp:///path", "rtsp://carol:pw456@/x"] {
+            let error = #expect(throws: CaptureError.self) { try NetworkStreamURL(text) }
+            #expect(error?.code == .invalidStreamURL)
+            #expect(error?.message.contains("pw123") == false && error?.message.contains("pw456") == false)
+        }
+        #expect(NetworkStreamURL.isNetworkStream("RTSP://cam/live"))
+        #expect(NetworkStreamURL.isNetworkStream("https://cam/mjpg"))
+        #expect(!NetworkStreamURL.isNetworkStream("http.mp4"))
+        #expect(!NetworkStreamURL.isNetworkStream("synthetic:size=10x10"))
+    }
+}
+
+@Suite struct NetworkStreamBackoffTests {
+    @Test func defaultScheduleDoublesFromHalfASecondToThirty() {
+        let backoff = NetworkStreamBackoff()
+        #expect((0..<9).map { backoff.delay(afterFailures: $0) } == [0.5, 1, 2, 4, 8, 16, 30, 30, 30])
+        #expect(backoff.delay(afterFailures: 10_000) == 30)
+        #expect(backoff.delay(afterFailures: -1) == 0.5)
+    }
+
+    @Test func customSchedule() {
+        let backoff = NetworkStreamBackoff(initialDelay: 1, multiplier: 3, maximumDelay: 20)
+        #expect((0..<5).map { backoff.delay(afterFailures: $0) } == [1, 3, 9, 20, 20])
+    }
+}
+
+/// A connection that delivers `frames` frames every `interval` seconds, then ends (a drop).
+private final class ScriptedConnection: NetworkStreamConnection {
+    let info: NetworkStreamInfo
+    private var remaining: Int
+    private let interval: Double
+    private let pool: PixelBufferPool
+
+    init(info: NetworkStreamInfo, frames: Int, interval: Double) {
+        self.info = info
+        remaining = frames
+        self.interval = interval
+        pool = PixelBufferPool(width: info.dimensions.width, height: info.dimensions.height, pixelFormat: .bgr)
+    }
+
+    func readFrame() throws(CaptureError) -> PixelBuffer? {
+        guard remaining > 0 else { return nil }
+        remaining -= 1
+        Thread.sleep(forTimeInterval: interval)
+        return try pool.makeBuffer()
+    }
+
+    func close() {}
+}
+
+/// Scripted attempts: each opener call takes the next step (connect with N frames, or fail).
+private final class ScriptedOpener: Sendable {
+    enum Step: Sendable {
+        case connect(frames: Int)
+        case fail
+    }
+    let steps: Mutex<[Step]>
+    let attempts = Atomic<Int>(0)
+    let info: NetworkStreamInfo
+    let interval: Double
+
+    init(_ steps: [Step], info: NetworkStreamInfo, interval: Double = 0.002) {
+        self.steps = Mutex(steps)
+        self.info = info
+        self.interval = interval
+    }
+
+    var opener: NetworkStreamOpener {
+        { [self] url, _ throws(CaptureError) in
+            attempts.add(1, ordering: .relaxed)
+            let step = steps.withLock { $0.isEmpty ? .fail : $0.removeFirst() }
+            switch step {
+            case .connect(let frames): return ScriptedConnection(info: info, frames: frames, interval: interval)
+            case .fail: throw CaptureError(.streamUnreachable, "\(url.redacted) refused")
+            }
+        }
+    }
+}
+
+@Suite struct NetworkStreamStateMachineTests {
+    let info = NetworkStreamInfo(dimensions: .init(width: 64, height: 48), reportedFramesPerSecond: 20, codec: "MJPG")
+
+    @Test func dropBacksOffAndReconnectsOnSchedule() throws {
+        let now = Mutex<Double>(100)
+        let script = ScriptedOpener([.connect(frames: 5), .fail, .fail, .connect(frames: 1000)], info: info)
+        let source = try NetworkStreamSource(
+            url: try NetworkStreamURL("rtsp://u:pw@cam/live"), backoff: .init(initialDelay: 1, multiplier: 2, maximumDelay: 4),
+            clock: { now.withLock { $0 } }, opener: script.opener)
+        #expect(source.framesPerSecond == 20 && !source.frameRateIsMeasured)
+        #expect(source.formats.first?.dimensions == .init(width: 64, height: 48))
+        let format = try #require(source.formats.first)
+        let duration = MediaTime.frameDuration(framesPerSecond: 20)
+
+        // The first open adopts the connection the initialiser made.
+        try source.open(format: format, frameDuration: duration)
+        #expect(source.connectionState == .streaming)
+        #expect(script.attempts.load(ordering: .relaxed) == 1)
+        var frames = 0
+        let dropped = #expect(throws: CaptureError.self) {
+            while try source.nextFrame(isCancelled: { false }) != nil { frames += 1 }
+        }
+        #expect(dropped?.code == .deviceDisconnected)
+        #expect(dropped?.message.contains("pw") == false)
+        #expect(frames >= 1 && frames <= 5)
+        #expect(source.connectionState == .lost(failures: 0, nextAttempt: 101))
+        source.close()
+
+        // Before the first delay has passed, open does not even try.
+        #expect(throws: CaptureError.self) { try source.open(format: format, frameDuration: duration) }
+        #expect(script.attempts.load(ordering: .relaxed) == 1)
+        now.withLock { $0 = 101 }
+        #expect(throws: CaptureError.self) { try source.open(format: format, frameDuration: duration) }
+        #expect(script.attempts.load(ordering: .relaxed) == 2)
+        #expect(source.connectionState == .lost(failures: 1, nextAttempt: 103))
+        now.withLock { $0 = 102.9 }
+        #expect(throws: CaptureError.self) { try source.open(format: format, frameDuration: duration) }
+        #expect(script.attempts.load(ordering: .relaxed) == 2)
+        now.withLock { $0 = 103 }
+        #expect(throws: CaptureError.self) { try source.open(format: format, frameDuration: duration) }
+        #expect(source.connectionState == .lost(failures: 2, nextAttempt: 107))
+        now.withLock { $0 = 107 }
+        try source.open(format: format, frameDuration: duration)
+        #expect(script.attempts.load(ordering: .relaxed) == 4)
+        #expect(source.connectionState == .streaming)
+        let frame = try #require(try source.nextFrame(isCancelled: { false }))
+        // Frames are stamped on the source's clock when received.
+        #expect(frame.presentationTimeStamp.seconds == 107)
+        source.close()
+        #expect(source.connectionState == .idle)
+    }
+
+    @Test func nextFrameHonoursCancellationWhileTheStreamIsSilent() throws {
+        // One frame every 5 s: nextFrame must still return soon after cancellation.
+        let script = ScriptedOpener([.connect(frames: 100)], info: info, interval: 5)
+        let source = try NetworkStreamSource(
+            url: try NetworkStreamURL("rtsp://cam/live"), opener: script.opener)
+        let format = try #require(source.formats.first)
+        try source.open(format: format, frameDuration: .frameDuration(framesPerSecond: 20))
+        let start = monotonicSeconds()
+        let frame = try source.nextFrame(isCancelled: { monotonicSeconds() - start > 0.2 })
+        #expect(frame == nil)
+        #expect(monotonicSeconds() - start < 1)
+        source.close()
+    }
+
+    @Test func httpRateIsMeasuredNotTakenFromFFmpegsGuess() throws {
+        // FFmpeg reports 25 fps for MJPEG over HTTP whatever the camera sends.
+        let guessed = NetworkStreamInfo(dimensions: .init(width: 32, height: 24), reportedFramesPerSecond: 25, codec: "MJPG")
+        let script = ScriptedOpener([.connect(frames: 1000)], info: guessed, interval: 0.1)
+        let source = try NetworkStreamSource(url: try NetworkStreamURL("http://cam/mjpg"), opener: script.opener)
+        #expect(source.frameRateIsMeasured)
+        #expect(source.framesPerSecond > 7 && source.framesPerSecond < 11, "measured \(source.framesPerSecond)")
+        source.close()
+    }
+
+    @Test func aFailedFirstConnectionThrowsWhatTheOpenerSaid() throws {
+        let script = ScriptedOpener([.fail], info: info)
+        let error = #expect(throws: CaptureError.self) {
+            try NetworkStreamSource(url: try NetworkStreamURL("rtsp://u:pw9876@cam/live"), opener: script.opener)
+        }
+        #expect(error?.code == .streamUnreachable)
+        #expect(error?.message == "rtsp://u:***@cam/live refused")
+    }
+}
+
+/// Against real servers on loopback (Tests/Servers): RTSP through GStreamer's RTSP server,
+/// MJPEG over HTTP through a Python server.
+@Suite(.serialized) struct NetworkStreamServerTests {
+    /// CLOCK_MONOTONIC in seconds, read independently of the source.
+    static func monotonicNow() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+
+    @Test func rtspFramesArriveWithTheStreamsSizeRateAndReceiptTimes() throws {
+        guard let server = try NetworkStreamTestServer.start(.rtsp, arguments: ["--size", "320x240", "--fps", "15"]) else { return }
+        defer { server.stop() }
+        let device = try CaptureDevice(networkStream: try NetworkStreamURL(server.url()))
+        let source = try #require(device.source as? NetworkStreamSource)
+        #expect(device.activeFormat.dimensions == .init(width: 320, height: 240))
+        #expect(abs(source.framesPerSecond - 15) < 0.01 && !source.frameRateIsMeasured)
+        #expect(device.activeFormat.mediaSubType == "mjpe", "OpenCV's code for FFmpeg's mjpeg decoder")
+        let recorder = FrameRecorder()
+        let (session, _) = try makeSession(device: device, recorder: recorder)
+        let before = Self.monotonicNow()
+        try session.startRunning()
+        let frames = recorder.wait(for: 30, timeout: 10)
+        let after = Self.monotonicNow()
+        try session.stopRunning()
+        #expect(frames.count >= 30)
+        #expect(frames.allSatisfy { $0.width == 320 && $0.height == 240 })
+        let times = frames.map(\.presentationTimeStamp.seconds)
+        #expect(times.allSatisfy { $0 >= before - 5 && $0 <= after }, "receipt times on CLOCK_MONOTONIC")
+        #expect(zip(times, times.dropFirst()).allSatisfy { $0 < $1 })
+        // Once past what FFmpeg buffered while probing, 15 frames at 15 fps take about a second.
+        let span = times[29] - times[15]
+        #expect(span > 0.5 && span < 2.5, "15 frames over \(span) s")
+    }
+
+    @Test func rtspWithCredentialsConnectsAndWrongOnesFailRedacted() throws {
+        guard
+            let server = try NetworkStreamTestServer.start(
+                .rtsp, arguments: ["--user", "alice", "--password", "Sesame42"])
+        else { return }
+        defer { server.stop() }
+        let device = try CaptureDevice(networkStream: try NetworkStreamURL("rtsp://127.0.0.1:\(server.port)/stream", user: "alice", password: "Sesame42"))
+        #expect(!device.localizedName.contains("Sesame42") && device.localizedName.contains("alice:***@"))
+        #expect(!device.uniqueID.contains("Sesame42"))
+        let error = #expect(throws: CaptureError.self) {
+            try CaptureDevice(
+                networkStream: try NetworkStreamURL(server.url(user: "alice", password: "Wrong9876")),
+                timeouts: .init(connect: 5))
+        }
+        #expect(error?.code == .streamUnreachable)
+        #expect(error?.description.contains("Wrong9876") == false)
+        #expect(error?.message.contains("rtsp://alice:***@127.0.0.1") == true)
+    }
+
+    @Test func mjpegOverHTTPReportsTheMeasuredRate() throws {
+        guard
+            let server = try NetworkStreamTestServer.start(
+                .mjpeg, arguments: ["--size", "352x288", "--fps", "12", "--user", "bob", "--password", "Open4Me"])
+        else { return }
+        defer { server.stop() }
+        let device = try CaptureDevice(networkStream: try NetworkStreamURL(server.url(user: "bob", password: "Open4Me")))
+        let source = try #require(device.source as? NetworkStreamSource)
+        #expect(device.activeFormat.dimensions == .init(width: 352, height: 288))
+        #expect(source.frameRateIsMeasured)
+        #expect(abs(source.framesPerSecond - 12) < 2, "measured \(source.framesPerSecond) fps")
+        let recorder = FrameRecorder()
+        let (session, _) = try makeSession(device: device, recorder: recorder)
+        try session.startRunning()
+        let frames = recorder.wait(for: 6, timeout: 10)
+        try session.stopRunning()
+        #expect(frames.count >= 6 && frames.allSatisfy { $0.width == 352 && $0.height == 288 })
+    }
+
+    @Test func aClosedPortFailsFastWithAClearError() throws {
+        let port = closedLoopbackPort()
+        let start = Self.monotonicNow()
+        let error = #expect(throws: CaptureError.self) {
+            try CaptureDevice(
+                networkStream: try NetworkStreamURL("rtsp://eve:Hidden77@127.0.0.1:\(port)/stream"),
+                timeouts: .init(connect: 3))
+        }
+        #expect(Self.monotonicNow() - start < 4)
+        #expect(error?.code == .streamUnreachable)
+        #expect(error?.message.hasPrefix("cannot open rtsp://eve:***@127.0.0.1:\(port)/stream: ") == true)
+        #expect(error?.description.contains("Hidden77") == false)
+    }
+
+    @Test func aServerRestartInterruptsAndResumes() throws {
+        guard let first = try NetworkStreamTestServer.start(.rtsp, arguments: ["--fps", "20"]) else { return }
+        let port = first.port
+        let device = try CaptureDevice(
+            networkStream: try NetworkStreamURL(first.url()), timeouts: .init(connect: 5, read: 3),
+            backoff: .init(initialDelay: 0.2, multiplier: 2, maximumDelay: 1))
+        let recorder = FrameRecorder(keepsFrames: false)
+        let (session, _) = try makeSession(device: device, recorder: recorder)
+        let log = EventLog(session)
+        try session.startRunning()
+        _ = recorder.wait(for: 10, timeout: 10)
+        #expect(recorder.received >= 10)
+
+        first.stop()
+        #expect(log.events(waitingFor: "wasInterrupted", timeout: 8).last?.hasPrefix("wasInterrupted(deviceDisconnected: lost rtsp://127.0.0.1:\(port)/stream") == true)
+        #expect(session.isInterrupted)
+        let second = try #require(try NetworkStreamTestServer.start(.rtsp, port: port, arguments: ["--fps", "20"]))
+        defer { second.stop() }
+        #expect(log.events(waitingFor: "interruptionEnded", timeout: 15).last == "interruptionEnded")
+        let resumedAt = recorder.received
+        _ = recorder.wait(for: resumedAt + 10, timeout: 10)
+        #expect(recorder.received >= resumedAt + 10, "frames continue after the restart")
+        #expect(session.isRunning)
+        let stopStart = Self.monotonicNow()
+        try session.stopRunning()
+        #expect(Self.monotonicNow() - stopStart < 1.5)
+        let names = log.events(waitingFor: "didStopRunning").map { String($0.prefix { $0 != "(" }) }
+        #expect(names == ["didStartRunning", "wasInterrupted", "interruptionEnded", "didStopRunning"])
+        #expect(session.lastRuntimeError == nil, "an interruption that ended did not stop the session")
+    }
+
+    @Test func stoppingWhileTheServerIsGoneReturnsPromptly() throws {
+        guard let server = try NetworkStreamTestServer.start(.rtsp) else { return }
+        let device = try CaptureDevice(networkStream: try NetworkStreamURL(server.url()), timeouts: .init(connect: 5, read: 3))
+        let recorder = FrameRecorder(keepsFrames: false)
+        let (session, _) = try makeSession(device: device, recorder: recorder)
+        let log = EventLog(session)
+        try session.startRunning()
+        _ = recorder.wait(for: 5, timeout: 10)
+        server.stop()
+        #expect(log.events(waitingFor: "wasInterrupted", timeout: 8).last?.hasPrefix("wasInterrupted") == true)
+        let start = Self.monotonicNow()
+        try session.stopRunning()
+        #expect(Self.monotonicNow() - start < 1.5)
+    }
+}

@@ -1,0 +1,1 @@
+../CaptureKitTests/NetworkStreamTestServer.swift
