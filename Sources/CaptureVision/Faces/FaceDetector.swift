@@ -194,60 +194,37 @@ public final class FaceDetector: @unchecked Sendable {
         }
     }
 
-    /// File names looked up in the Models folder: YuNet-n 2023, the default model.
-    public static let yuNetModelName = "face_detection_yunet_n_2023.onnx"
-    /// YuNet 2022mar, what OpenCV 4.6's own `FaceDetectorYN` runs (shipped for comparisons).
-    public static let yuNet2022ModelName = "face_detection_yunet_2022mar.onnx"
-    /// File name of the Haar fallback.
-    public static let haarCascadeName = "haarcascade_frontalface_alt2.xml"
-
     /// The detector that runs (YuNet unless it could not be loaded or Haar was asked for).
     public let backend: Backend
     /// The policy in force.
     public let configuration: Configuration
 
-    private let lock = NSLock()
-    private let yuNet: OpaquePointer?
+    let lock = NSLock()
+    let yuNet: YuNetNetwork?
     /// A second YuNet fixed at 160×160 for upright looks, so the main one keeps its input size
     /// (changing it rebuilds YuNet's priors, which costs more than the small look itself).
-    private let uprightYuNet: OpaquePointer?
+    let uprightYuNet: YuNetNetwork?
     /// A third YuNet fixed at `nearSearchInput` square for searches near known faces.
-    private let nearYuNet: OpaquePointer?
-    private let cascade: OpaquePointer?
+    let nearYuNet: YuNetNetwork?
+    let cascade: OpaquePointer?
     /// The YuNet model file, for the networks `sizedYuNet(width:height:)` creates.
-    private let yuNetModelPath: String?
+    let yuNetModelPath: String?
     /// One YuNet network per input size the searches use (whole frame, coarse pass, the two
     /// halves: four for a video), created on first use and never reshaped. Reshaping one network
     /// on every frame made OpenCV rebuild its layers each time (heaptrack: 9,520 layer
     /// allocations from `Net::forward` in 150 s of soak) and the heap swing by ±5 MB; upstream
     /// reports memory accumulating that way (opencv/opencv#24836). Costs ~10 MB resident once.
     /// Used only while `lock` is held.
-    private var sizedYuNets: [Int: OpaquePointer] = [:]
+    var sizedYuNets: [Int: YuNetNetwork] = [:]
     /// Sizes beyond this many (a folder of photos of many sizes) share `yuNet`, reshaped per image.
-    private static let sizedYuNetLimit = 6
+    static let sizedYuNetLimit = 6
     /// BGR buffers for the scaled copies the searches make, by size, reused from frame to frame
     /// (a video needs four or five sizes) instead of a new allocation per search. Used only
     /// while `lock` is held; nothing returned to callers refers to them.
-    private var scratch: [Int: PixelBuffer] = [:]
+    var scratch: [Int: PixelBuffer] = [:]
 
     private static let logger = Logger(label: "cvcam.faces")
     private static let fallbackAnnounced = Atomic<Bool>(false)
-
-    /// Loads the models from the package's Models folder, found in this order: `modelsDirectory`,
-    /// the `CVCAM_MODELS` environment variable, `Models/` beside the executable or up to three
-    /// folders above it, then the source tree this file was built from. YuNet is used unless it
-    /// cannot be loaded (or `backend` is `.haar`); then the Haar cascade is used and a warning
-    /// is logged once per process on `cvcam.faces`.
-    /// Throws `faceModelUnavailable` when neither loads.
-    public convenience init(
-        configuration: Configuration = .standard, modelsDirectory: URL? = nil, backend: Backend = .yuNet
-    ) throws(CaptureError) {
-        let folder = Self.locateModels(explicit: modelsDirectory)
-        try self.init(
-            configuration: configuration,
-            yuNetModel: backend == .yuNet ? folder?.appendingPathComponent(Self.yuNetModelName) : nil,
-            haarCascade: folder?.appendingPathComponent(Self.haarCascadeName))
-    }
 
     /// Loads the given model files: YuNet when `yuNetModel` loads, else the Haar cascade
     /// (`cvb_yunet_create`, `cvb_cascade_create`). Throws `faceModelUnavailable` when neither loads.
@@ -257,17 +234,20 @@ public final class FaceDetector: @unchecked Sendable {
         var yuNetProblem = "no YuNet model given"
         if let yuNetModel {
             if FileManager.default.fileExists(atPath: yuNetModel.path),
-                let handle = cvb_yunet_create(
-                    yuNetModel.path, 320, 320, Float(configuration.scoreThreshold), Float(configuration.nmsThreshold),
-                    5000, &err)
+                let network = YuNetNetwork(
+                    model: yuNetModel.path, width: 320, height: 320, scoreThreshold: configuration.scoreThreshold,
+                    nmsThreshold: configuration.nmsThreshold, topK: 5000, error: &err)
             {
-                yuNet = handle
+                yuNet = network
                 yuNetModelPath = yuNetModel.path
                 // Scored at 0.5: the face is already known to be there.
-                uprightYuNet = cvb_yunet_create(yuNetModel.path, 160, 160, 0.5, 0.3, 16, &err)
-                nearYuNet = cvb_yunet_create(
-                    yuNetModel.path, Int32(Self.nearSearchInput), Int32(Self.nearSearchInput),
-                    Float(configuration.scoreThreshold), Float(configuration.nmsThreshold), 64, &err)
+                uprightYuNet = YuNetNetwork(
+                    model: yuNetModel.path, width: 160, height: 160, scoreThreshold: 0.5, nmsThreshold: 0.3, topK: 16,
+                    error: &err)
+                nearYuNet = YuNetNetwork(
+                    model: yuNetModel.path, width: Self.nearSearchInput, height: Self.nearSearchInput,
+                    scoreThreshold: configuration.scoreThreshold, nmsThreshold: configuration.nmsThreshold, topK: 64,
+                    error: &err)
                 cascade = nil
                 backend = .yuNet
                 return
@@ -305,35 +285,7 @@ public final class FaceDetector: @unchecked Sendable {
     }
 
     deinit {
-        if let yuNet { cvb_yunet_release(yuNet) }
-        for handle in sizedYuNets.values { cvb_yunet_release(handle) }
-        if let uprightYuNet { cvb_yunet_release(uprightYuNet) }
-        if let nearYuNet { cvb_yunet_release(nearYuNet) }
         if let cascade { cvb_cascade_release(cascade) }
-    }
-
-    /// The Models folder: the first candidate holding either model file (see `init`).
-    public static func locateModels(explicit: URL? = nil) -> URL? {
-        var candidates: [URL] = []
-        if let explicit { candidates.append(explicit) }
-        if let env = ProcessInfo.processInfo.environment["CVCAM_MODELS"], !env.isEmpty {
-            candidates.append(URL(fileURLWithPath: env))
-        }
-        var dir = URL(fileURLWithPath: CommandLine.arguments.first ?? ".").resolvingSymlinksInPath()
-            .deletingLastPathComponent()
-        for _ in 0..<4 {
-            candidates.append(dir.appendingPathComponent("Models"))
-            dir = dir.deletingLastPathComponent()
-        }
-        // Sources/CaptureKit/Metadata/FaceDetector.swift → package root.
-        var source = URL(fileURLWithPath: #filePath)
-        for _ in 0..<4 { source = source.deletingLastPathComponent() }
-        candidates.append(source.appendingPathComponent("Models"))
-        let fm = FileManager.default
-        return candidates.first { folder in
-            fm.fileExists(atPath: folder.appendingPathComponent(yuNetModelName).path)
-                || fm.fileExists(atPath: folder.appendingPathComponent(haarCascadeName).path)
-        }
     }
 
     /// Finds faces in `image` (BGR, gray, BGRA, YUYV or NV12), looking only inside
@@ -390,16 +342,6 @@ public final class FaceDetector: @unchecked Sendable {
         } ?? []
     }
 
-    /// The upper or lower half of `roi` for a spread search at `scale`, in whole pixels.
-    static func half(upper: Bool, of roi: CGRect, scale: Double) -> CGRect {
-        let overlap = (scanPartOverlap / scale).rounded(.up)
-        // Inside the region even when the overlap is taller than it (frames a few dozen pixels high).
-        let split = min(max((Double(roi.midY) - overlap / 2).rounded(.down), Double(roi.minY)), Double(roi.maxY))
-        return upper
-            ? CGRect(x: roi.minX, y: roi.minY, width: roi.width, height: min(roi.height, CGFloat(split + overlap) - roi.minY))
-            : CGRect(x: roi.minX, y: CGFloat(split), width: roi.width, height: roi.maxY - CGFloat(split))
-    }
-
     /// Runs every search once on a blank frame of `width` × `height` (whole, the three parts,
     /// a search near a face, an upright look), so that OpenCV allocates each network's buffers
     /// now rather than during the first frames: without it the first frame of a 720p camera
@@ -420,16 +362,8 @@ public final class FaceDetector: @unchecked Sendable {
         let side = CGFloat(min(Double(min(roi.width, roi.height)), Self.nearSearchMinimumSide * 2))
         _ = try detectScaled(
             blank, region: CGRect(x: roi.minX, y: roi.minY, width: side, height: side),
-            scale: Double(Self.nearSearchInput) / Double(side), yuNetHandle: nearYuNet ?? yuNet)
-        if let uprightYuNet {
-            let warmUp = try scratchBuffer(width: 160, height: 160)
-            var rows = [Float](repeating: 0, count: 16 * Int(CVB_YUNET_ROW))
-            var count: Int32 = 0
-            var err = cvb_error()
-            _ = warmUp.withBridgeImage { img in
-                rows.withUnsafeMutableBufferPointer { cvb_yunet_detect(uprightYuNet, &img, $0.baseAddress, 16, &count, &err) }
-            }
-        }
+            scale: Double(Self.nearSearchInput) / Double(side), network: nearYuNet ?? yuNet)
+        if let uprightYuNet { _ = try? uprightYuNet.detect(try scratchBuffer(width: 160, height: 160), capacity: 16) }
     }
 
     /// Looks for faces only near `faces` (device-space boxes, typically where tracked faces are
@@ -469,7 +403,7 @@ public final class FaceDetector: @unchecked Sendable {
             var found: [Candidate] = []
             for (face, square) in zip(known, squares) {
                 let scale = max(Double(Self.nearSearchInput) / Double(square.width), scanScale(roi))
-                let candidates = try detectScaled(source, region: square, scale: scale, yuNetHandle: nearYuNet ?? yuNet)
+                let candidates = try detectScaled(source, region: square, scale: scale, network: nearYuNet ?? yuNet)
                 if let best = candidates.filter({ Self.isWhole($0.box, in: square, regionOfInterest: roi) })
                     .max(by: { closeness($0.box, to: face) < closeness($1.box, to: face) }),
                     closeness(best.box, to: face) > 0
@@ -479,446 +413,5 @@ public final class FaceDetector: @unchecked Sendable {
             }
             return found
         }
-    }
-
-    /// Side of the square searched around a known face, in face sides.
-    public static let nearSearchContext = 2.5
-    /// The least side of that square, in frame pixels (small faces get a little more context).
-    public static let nearSearchMinimumSide = 48.0
-    /// The square's side in pixels when it is searched.
-    public static let nearSearchInput = 128
-
-    /// The square searched around `face` (pixels), in whole pixels inside `roi`, or nil when it
-    /// does not fit.
-    static func nearSearchSquare(around face: CGRect, regionOfInterest roi: CGRect) -> CGRect? {
-        let side = max(nearSearchMinimumSide, nearSearchContext * Double(max(face.width, face.height))).rounded(.up)
-        guard side <= Double(min(roi.width, roi.height)) else { return nil }
-        let x = min(max((Double(face.midX) - side / 2).rounded(), Double(roi.minX)), Double(roi.maxX) - side)
-        let y = min(max((Double(face.midY) - side / 2).rounded(), Double(roi.minY)), Double(roi.maxY) - side)
-        return CGRect(x: x, y: y, width: side, height: side)
-    }
-
-    /// Whether `box` lies inside `square` (a search square or a half), allowing 2 % of its
-    /// shorter side, except where its edge is the region's edge (a face cut by the frame is
-    /// still a face).
-    static func isWhole(_ box: CGRect, in square: CGRect, regionOfInterest roi: CGRect) -> Bool {
-        let slack = 0.02 * min(square.width, square.height)
-        return (box.minX >= square.minX - slack || square.minX <= roi.minX)
-            && (box.minY >= square.minY - slack || square.minY <= roi.minY)
-            && (box.maxX <= square.maxX + slack || square.maxX >= roi.maxX)
-            && (box.maxY <= square.maxY + slack || square.maxY >= roi.maxY)
-    }
-
-    /// The work shared by both searches: BGR conversion, the frame gate, `search` for
-    /// candidates (nil passes through), non-maximum suppression and the per-face checks.
-    private func confirmedFaces(
-        in image: PixelBuffer, regionOfInterest: CGRect,
-        search: (PixelBuffer, CGRect) throws(CaptureError) -> [Candidate]?
-    ) throws(CaptureError) -> [FaceDetection]? {
-        let space = DeviceSpace(image)
-        let roi = space.wholePixels(regionOfInterest)?.cgRect ?? .zero
-        guard roi.width >= 8, roi.height >= 8 else { return [] }
-        var source = image
-        if image.pixelFormat != .bgr {
-            source = try PixelBuffer(width: image.width, height: image.height, pixelFormat: .bgr)
-            var err = cvb_error()
-            guard PixelBuffer.withBridgeImages(image, source, { cvb_image_convert(&$0, &$1, &err) }) == 0 else {
-                throw CaptureError(.conversionFailed, "face detection cannot read \(image.pixelFormat) frames: \(err.text)")
-            }
-        }
-        lock.lock()
-        defer { lock.unlock() }
-        if configuration.minimumFrameContrast > 0 {
-            // Sampled, not averaged: a 256×256 pick of pixels keeps noise's deviation and costs
-            // next to nothing beside the detector.
-            let stats = try regionStats(source, roi, sample: 256, nearest: true)
-            if stats.stddev < configuration.minimumFrameContrast { return [] }
-        }
-        guard var candidates = try search(source, roi) else { return nil }
-        candidates = Self.suppressOverlaps(candidates, threshold: configuration.nmsThreshold)
-        var faces: [FaceDetection] = []
-        var refinementsLeft = configuration.maximumRollRefinements
-        // Largest faces first, so the roll refinement budget goes to them; reported best first.
-        for c in candidates.sorted(by: { $0.box.width * $0.box.height > $1.box.width * $1.box.height }) {
-            // Haar's votes are already thresholded by `haarMinimumNeighbours`.
-            guard backend == .haar || c.score >= configuration.scoreThreshold,
-                roi.contains(CGPoint(x: c.box.midX, y: c.box.midY))
-            else {
-                continue
-            }
-            if configuration.minimumContrast > 0 {
-                let contrast = try regionStats(source, c.box.roundedOutwards, sample: 16, nearest: false).stddev
-                if contrast < configuration.minimumContrast { continue }
-            }
-            var marks = c.landmarks ?? []
-            var roll = c.landmarks.map(FaceGeometry.roll)
-            var yaw = c.landmarks.map(FaceGeometry.yaw)
-            if let m = c.landmarks, let r = roll {
-                let plausible =
-                    !configuration.checksLandmarkGeometry
-                    || FaceGeometry.isPlausible(
-                        box: c.box, landmarks: m, maximumEyeDistanceRatio: configuration.maximumEyeDistanceRatio)
-                if !plausible {
-                    guard let recheck = configuration.uprightRecheckScore, c.score >= recheck,
-                        let upright = try uprightLook(source, c, roll: r, passes: 2), upright.plausible
-                    else { continue }
-                    (marks, roll, yaw) = (upright.landmarks, upright.roll, upright.yaw)
-                } else if abs(r) >= configuration.rollRefinementThreshold, refinementsLeft > 0 {
-                    refinementsLeft -= 1
-                    if let upright = try uprightLook(source, c, roll: r, passes: 1) {
-                        (marks, roll, yaw) = (upright.landmarks, upright.roll, upright.yaw)
-                    }
-                }
-            }
-            faces.append(
-                FaceDetection(
-                    bounds: space.deviceRect(fromPixels: c.box),
-                    landmarks: marks.map(space.devicePoint(fromPixel:)),
-                    confidence: min(1, max(0, c.score)),
-                    rollAngle: roll, yawAngle: yaw))
-        }
-        return faces.sorted { $0.confidence > $1.confidence }
-    }
-
-    // MARK: - Scanning
-
-    /// A face in pixels of the full image.
-    struct Candidate {
-        var box: CGRect
-        var landmarks: [CGPoint]?
-        var score: Double
-    }
-
-    /// The scale a whole-frame scan of `roi` runs at (see `minimumDetectionDimension`).
-    private func scanScale(_ roi: CGRect) -> Double {
-        let long = max(roi.width, roi.height)
-        var scale = 1.0
-        if let minimum = configuration.minimumDetectionDimension, long < CGFloat(minimum) {
-            scale = Double(minimum) / long
-        }
-        if let maximum = configuration.maximumDetectionDimension, long > CGFloat(maximum) {
-            scale = Double(maximum) / long
-        }
-        return scale
-    }
-
-    private func scan(_ image: PixelBuffer, _ roi: CGRect) throws(CaptureError) -> [Candidate] {
-        let scale = scanScale(roi)
-        var found = try detectScaled(image, region: roi, scale: scale)
-        let long = Double(max(roi.width, roi.height))
-        if let side = configuration.largeFaceDimension, long * scale > 1.25 * Double(side) {
-            found += try detectScaled(image, region: roi, scale: Double(side) / long).filter {
-                Double($0.box.height) >= configuration.largeFaceMinimumSize && $0.score >= configuration.largeFaceScoreThreshold
-            }
-        }
-        if let tile = configuration.tileSize, scale < 1, tile >= 64 {
-            let step = max(32, Int(Double(tile) * (1 - min(0.5, max(0, configuration.tileOverlap)))))
-            for y in Self.tileStarts(length: Int(roi.height), tile: tile, step: step) {
-                for x in Self.tileStarts(length: Int(roi.width), tile: tile, step: step) {
-                    let region = CGRect(
-                        x: roi.minX + CGFloat(x), y: roi.minY + CGFloat(y), width: CGFloat(min(tile, Int(roi.width) - x)),
-                        height: CGFloat(min(tile, Int(roi.height) - y)))
-                    found += try detectScaled(image, region: region, scale: 1)
-                }
-            }
-        }
-        return found
-    }
-
-    /// Tile origins covering `length` with tiles of `tile` every `step`, the last one flush with the end.
-    static func tileStarts(length: Int, tile: Int, step: Int) -> [Int] {
-        guard length > tile else { return [0] }
-        var starts = Array(stride(from: 0, to: length - tile, by: step))
-        starts.append(length - tile)
-        return starts
-    }
-
-    /// The YuNet network for `width` × `height` input (see `sizedYuNets`): created at that size
-    /// on first use (`cvb_yunet_create`); `yuNet`, reshaped, once the limit is reached or when
-    /// creating one fails; nil when no YuNet model loaded (Haar).
-    private func sizedYuNet(width: Int, height: Int) -> OpaquePointer? {
-        let key = width << 32 | height
-        if let handle = sizedYuNets[key] { return handle }
-        guard let yuNetModelPath, sizedYuNets.count < Self.sizedYuNetLimit else { return yuNet }
-        var err = cvb_error()
-        guard
-            let handle = cvb_yunet_create(
-                yuNetModelPath, Int32(width), Int32(height), Float(configuration.scoreThreshold),
-                Float(configuration.nmsThreshold), 5000, &err)
-        else { return yuNet }
-        sizedYuNets[key] = handle
-        return handle
-    }
-
-    /// A scratch BGR buffer of `width` × `height` (see `scratch`); the cache is emptied when a
-    /// ninth size is asked for (frame sizes changed).
-    private func scratchBuffer(width: Int, height: Int) throws(CaptureError) -> PixelBuffer {
-        let key = width << 32 | height
-        if let b = scratch[key] { return b }
-        if scratch.count >= 8 { scratch.removeAll() }
-        let b = try PixelBuffer(width: width, height: height, pixelFormat: .bgr)
-        scratch[key] = b
-        return b
-    }
-
-    /// Crops `region` (pixels), scales it by `scale`, runs the backend, maps results back to image pixels.
-    private func detectScaled(
-        _ image: PixelBuffer, region: CGRect, scale: Double, yuNetHandle: OpaquePointer? = nil
-    ) throws(CaptureError) -> [Candidate] {
-        // The shim refuses a crop reaching outside the image: whatever a search plan asks, only
-        // the part inside is searched.
-        let region = region.intersection(CGRect(x: 0, y: 0, width: image.width, height: image.height))
-        guard !region.isNull, region.width >= 1, region.height >= 1 else { return [] }
-        let w = max(1, Int((Double(region.width) * scale).rounded()))
-        let h = max(1, Int((Double(region.height) * scale).rounded()))
-        let scaled: PixelBuffer
-        var err = cvb_error()
-        if scale == 1, region.width == CGFloat(image.width), region.height == CGFloat(image.height) {
-            scaled = image
-        } else {
-            scaled = try scratchBuffer(width: w, height: h)
-            let interpolation = PixelBuffer.resizeInterpolation(
-                width: Int(region.width), height: Int(region.height), toWidth: w, toHeight: h)
-            let status = PixelBuffer.withBridgeImages(image, scaled) { src, dst in
-                cvb_image_crop_resize(
-                    &src, Int32(region.minX), Int32(region.minY), Int32(region.width), Int32(region.height), &dst,
-                    interpolation, &err)
-            }
-            guard status == 0 else {
-                throw CaptureError(.detectionFailed, "cannot prepare the image for face detection: \(err.text)")
-            }
-        }
-        let sx = Double(region.width) / Double(w)
-        let sy = Double(region.height) / Double(h)
-        func back(_ x: Double, _ y: Double) -> CGPoint {
-            CGPoint(x: Double(region.minX) + x * sx, y: Double(region.minY) + y * sy)
-        }
-        var count: Int32 = 0
-        if let yuNet = yuNetHandle ?? sizedYuNet(width: w, height: h) {
-            let capacity = 1024
-            var rows = [Float](repeating: 0, count: capacity * Int(CVB_YUNET_ROW))
-            let status = scaled.withBridgeImage { img in
-                rows.withUnsafeMutableBufferPointer {
-                    cvb_yunet_detect(yuNet, &img, $0.baseAddress, Int32(capacity), &count, &err)
-                }
-            }
-            guard status == 0 else { throw CaptureError(.detectionFailed, "YuNet failed: \(err.text)") }
-            return (0..<min(Int(count), capacity)).compactMap { i in
-                let r = Array(rows[(i * Int(CVB_YUNET_ROW))..<((i + 1) * Int(CVB_YUNET_ROW))]).map(Double.init)
-                guard r[3] * sy >= configuration.minimumFaceSize else { return nil }
-                let origin = back(r[0], r[1])
-                let corner = back(r[0] + r[2], r[1] + r[3])
-                let marks = (0..<5).map { back(r[4 + 2 * $0], r[5 + 2 * $0]) }
-                return Candidate(
-                    box: CGRect(x: origin.x, y: origin.y, width: corner.x - origin.x, height: corner.y - origin.y),
-                    landmarks: marks, score: r[14])
-            }
-        }
-        guard let cascade else { return [] }
-        let capacity = 1024
-        var rects = [Int32](repeating: 0, count: capacity * 4)
-        var votes = [Int32](repeating: 0, count: capacity)
-        let status = scaled.withBridgeImage { img in
-            rects.withUnsafeMutableBufferPointer { r in
-                votes.withUnsafeMutableBufferPointer { v in
-                    cvb_cascade_detect(
-                        cascade, &img, configuration.haarScaleFactor, Int32(configuration.haarMinimumNeighbours), 20, 20,
-                        0, 0, r.baseAddress, v.baseAddress, Int32(capacity), &count, &err)
-                }
-            }
-        }
-        guard status == 0 else { throw CaptureError(.detectionFailed, "the Haar cascade failed: \(err.text)") }
-        return (0..<min(Int(count), capacity)).map { i in
-            let origin = back(Double(rects[i * 4]), Double(rects[i * 4 + 1]))
-            let corner = back(Double(rects[i * 4] + rects[i * 4 + 2]), Double(rects[i * 4 + 1] + rects[i * 4 + 3]))
-            return Candidate(
-                box: CGRect(x: origin.x, y: origin.y, width: corner.x - origin.x, height: corner.y - origin.y),
-                landmarks: nil, score: min(1, Double(votes[i]) / 10))
-        }
-    }
-
-    /// What a face looks like turned upright.
-    struct UprightLook {
-        var roll: Double
-        var yaw: Double
-        /// Upright landmarks mapped back to image pixels.
-        var landmarks: [CGPoint]
-        /// Whether the upright landmarks pass the geometry check against the upright box.
-        var plausible: Bool
-    }
-
-    /// YuNet's landmarks overshoot on tilted faces (a face rolled 20° reads as 25–45°; past
-    /// ~25° they can be wrong altogether). So the face is looked at again upright: a square of
-    /// twice its box, turned by the roll estimate and scaled to 160 px (`cvb_image_warp_rotated`),
-    /// is searched again and the residual roll of the face nearest the centre is added (one
-    /// pass for roll refinement, up to two for a second look). On grace_hopper.jpg rotated by
-    /// ±20…30° one pass brings the roll error from up to 23° down to 5°. Cost: one 160×160 YuNet
-    /// run per pass.
-    /// Nil when nothing is found upright.
-    private func uprightLook(_ image: PixelBuffer, _ c: Candidate, roll: Double, passes: Int) throws(CaptureError)
-        -> UprightLook?
-    {
-        guard let uprightYuNet else { return nil }
-        let side = 160
-        let crop = try scratchBuffer(width: side, height: side)
-        let scale = Double(side) / (2 * Double(max(c.box.width, c.box.height)))
-        let centre = Double(side) / 2
-        var estimate = roll
-        var look: UprightLook?
-        var err = cvb_error()
-        for _ in 0..<passes {
-            let warped = PixelBuffer.withBridgeImages(image, crop) { src, dst in
-                cvb_image_warp_rotated(&src, Double(c.box.midX), Double(c.box.midY), estimate, scale, &dst, &err)
-            }
-            guard warped == 0 else {
-                throw CaptureError(.detectionFailed, "cannot turn the face upright: \(err.text)")
-            }
-            var count: Int32 = 0
-            var rows = [Float](repeating: 0, count: 16 * Int(CVB_YUNET_ROW))
-            let status = crop.withBridgeImage { dst in
-                rows.withUnsafeMutableBufferPointer { cvb_yunet_detect(uprightYuNet, &dst, $0.baseAddress, 16, &count, &err) }
-            }
-            guard status == 0 else { throw CaptureError(.detectionFailed, "YuNet failed: \(err.text)") }
-            let faces = (0..<min(Int(count), 16)).map { i in
-                Array(rows[(i * Int(CVB_YUNET_ROW))..<((i + 1) * Int(CVB_YUNET_ROW))]).map(Double.init)
-            }
-            func distance(_ r: [Double]) -> Double { hypot(r[0] + r[2] / 2 - centre, r[1] + r[3] / 2 - centre) }
-            guard let r = faces.min(by: { distance($0) < distance($1) }), distance(r) < Double(side) / 4 else { break }
-            let box = CGRect(x: r[0], y: r[1], width: r[2], height: r[3])
-            let marks = (0..<5).map { CGPoint(x: r[4 + 2 * $0], y: r[5 + 2 * $0]) }
-            let residual = FaceGeometry.roll(marks)
-            // Crop → image: undo the scale, then turn back by `estimate` (the inverse of the
-            // rotation OpenCV applied, in y-down pixels).
-            let a = estimate * .pi / 180
-            let back = marks.map { p -> CGPoint in
-                let x = (Double(p.x) - centre) / scale
-                let y = (Double(p.y) - centre) / scale
-                return CGPoint(
-                    x: Double(c.box.midX) + x * cos(a) - y * sin(a), y: Double(c.box.midY) + x * sin(a) + y * cos(a))
-            }
-            estimate += residual
-            look = UprightLook(
-                roll: estimate, yaw: FaceGeometry.yaw(marks), landmarks: back,
-                plausible: FaceGeometry.isPlausible(
-                    box: box, landmarks: marks, maximumEyeDistanceRatio: configuration.maximumEyeDistanceRatio))
-            // Done when nearly upright, or (second look) as soon as the upright face is plausible.
-            if abs(residual) < 3 || (passes > 1 && look?.plausible == true) { break }
-        }
-        return look
-    }
-
-    private func regionStats(_ image: PixelBuffer, _ rect: CGRect, sample: Int32, nearest: Bool) throws(CaptureError) -> (
-        mean: Double, stddev: Double
-    ) {
-        var mean = 0.0
-        var sd = 0.0
-        var err = cvb_error()
-        let status = image.withBridgeImage { img in
-            cvb_image_region_stats(
-                &img, Int32(rect.minX), Int32(rect.minY), Int32(rect.width), Int32(rect.height), sample, nearest ? 1 : 0,
-                &mean, &sd, &err)
-        }
-        guard status == 0 else {
-            throw CaptureError(.detectionFailed, "cannot measure the image: \(err.text)")
-        }
-        return (mean, sd)
-    }
-
-    /// Greedy non-maximum suppression: best score first; a box is dropped when its IoU with a
-    /// kept box exceeds `threshold`, or when most (60 %) of it lies inside a kept box (a
-    /// partial face cut by a tile edge).
-    static func suppressOverlaps(_ candidates: [Candidate], threshold: Double) -> [Candidate] {
-        var kept: [Candidate] = []
-        for c in candidates.sorted(by: { $0.score > $1.score }) {
-            let overlaps = kept.contains { k in
-                let inter = k.box.intersection(c.box)
-                let shared = inter.isNull ? 0 : Double(inter.width * inter.height)
-                let smaller = Double(min(k.box.width * k.box.height, c.box.width * c.box.height))
-                return k.box.intersectionOverUnion(c.box) > threshold || (smaller > 0 && shared / smaller > 0.6)
-            }
-            if !overlaps { kept.append(c) }
-        }
-        return kept
-    }
-}
-
-/// Landmark geometry in pixels (YuNet order: right eye, left eye, nose, right and left mouth corner).
-enum FaceGeometry {
-    /// Degrees, positive clockwise in the image: the eye line's angle.
-    static func roll(_ m: [CGPoint]) -> Double {
-        atan2(Double(m[1].y - m[0].y), Double(m[1].x - m[0].x)) * 180 / .pi
-    }
-
-    /// Degrees, positive towards the image's right: atan(r / 0.5), r = the nose tip's offset
-    /// from the eye/mouth midline along the eye line, over the eye distance.
-    static func yaw(_ m: [CGPoint]) -> Double {
-        let (u, d) = eyeAxis(m)
-        guard d > 0 else { return 0 }
-        let eyes = mid(m[0], m[1])
-        let mouth = mid(m[3], m[4])
-        let centre = mid(eyes, mouth)
-        let r = Double((m[2].x - centre.x) * u.x + (m[2].y - centre.y) * u.y) / d
-        return atan(r / 0.5) * 180 / .pi
-    }
-
-    /// The checks described on `FaceDetector` (landmarks inside the box, vertical order, eye distance).
-    static func isPlausible(box: CGRect, landmarks m: [CGPoint], maximumEyeDistanceRatio: Double) -> Bool {
-        guard box.width > 0, box.height > 0, m.count == 5 else { return false }
-        for p in m {
-            let rx = Double((p.x - box.minX) / box.width)
-            let ry = Double((p.y - box.minY) / box.height)
-            if rx < -0.05 || rx > 1.05 || ry < 0.15 || ry > 0.95 { return false }
-        }
-        let (u, d) = eyeAxis(m)
-        guard d > 0, d / Double(box.width) <= maximumEyeDistanceRatio else { return false }
-        let down = CGPoint(x: -u.y, y: u.x)  // perpendicular to the eye line, pointing to the chin
-        let eyes = mid(m[0], m[1])
-        func depth(_ p: CGPoint) -> Double { Double((p.x - eyes.x) * down.x + (p.y - eyes.y) * down.y) / d }
-        let nose = depth(m[2])
-        let mouth = depth(mid(m[3], m[4]))
-        return nose > 0.15 && mouth > nose
-    }
-
-    private static func eyeAxis(_ m: [CGPoint]) -> (CGPoint, Double) {
-        let dx = Double(m[1].x - m[0].x)
-        let dy = Double(m[1].y - m[0].y)
-        let d = (dx * dx + dy * dy).squareRoot()
-        return d > 0 ? (CGPoint(x: dx / d, y: dy / d), d) : (CGPoint(x: 1, y: 0), 0)
-    }
-
-    private static func mid(_ a: CGPoint, _ b: CGPoint) -> CGPoint { CGPoint(x: (a.x + b.x) / 2, y: (a.y + b.y) / 2) }
-}
-
-extension CGRect {
-    /// Intersection over union of two rectangles (0 when either is empty).
-    public func intersectionOverUnion(_ other: CGRect) -> Double {
-        let inter = intersection(other)
-        guard !inter.isNull else { return 0 }
-        let i = Double(inter.width * inter.height)
-        let u = Double(width * height + other.width * other.height) - i
-        return u > 0 ? i / u : 0
-    }
-
-    /// How well `other` matches this rectangle as the same object seen again: their IoU when
-    /// it is at least `minimumIoU`; otherwise, when the centres are closer than
-    /// `maximumCentreDistance` × this rectangle's longer side, a value under `minimumIoU`
-    /// falling with the distance; else 0 (not the same object). Shared by `FaceTracker`'s
-    /// matching and the search near known faces.
-    func matchAffinity(_ other: CGRect, minimumIoU: Double, maximumCentreDistance: Double) -> Double {
-        let iou = intersectionOverUnion(other)
-        if iou >= minimumIoU { return iou }
-        let side = max(width, height)
-        guard side > 0 else { return 0 }
-        let distance = hypot(midX - other.midX, midY - other.midY) / side
-        guard distance < maximumCentreDistance else { return 0 }
-        // Below any overlap match, falling with distance.
-        return minimumIoU * (1 - distance / maximumCentreDistance) * 0.99
-    }
-
-    /// The rectangle rounded outwards to whole numbers.
-    var roundedOutwards: CGRect {
-        let x0 = minX.rounded(.down)
-        let y0 = minY.rounded(.down)
-        return CGRect(x: x0, y: y0, width: maxX.rounded(.up) - x0, height: maxY.rounded(.up) - y0)
     }
 }
