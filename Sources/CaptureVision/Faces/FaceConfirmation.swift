@@ -65,12 +65,13 @@ extension FaceDetector {
                     }
                 }
             }
-            faces.append(
-                FaceDetection(
-                    bounds: space.deviceRect(fromPixels: c.box),
-                    landmarks: marks.map(space.devicePoint(fromPixel:)),
-                    confidence: min(1, max(0, c.score)),
-                    rollAngle: roll, yawAngle: yaw))
+            var face = FaceDetection(
+                bounds: space.deviceRect(fromPixels: c.box),
+                landmarks: marks.map(space.devicePoint(fromPixel:)),
+                confidence: min(1, max(0, c.score)),
+                rollAngle: roll, yawAngle: yaw)
+            face.pixelBox = FaceDetection.PixelBox(bounds: c.box, space: space)
+            faces.append(face)
         }
         return faces.sorted { $0.confidence > $1.confidence }
     }

@@ -22,6 +22,25 @@ public struct FaceDetection: Sendable, Hashable {
     /// tip's offset; nil without landmarks. See `FaceDetector` for the method and its range.
     public var yawAngle: Double?
 
+    /// The box in pixels of the image it was found in, and that image's space, as the detector
+    /// measured it: a tracker keeps following the face in pixels from here, with no round trip
+    /// through device space. Nil for detections made by hand. Not part of equality.
+    package var pixelBox: PixelBox?
+
+    /// A box in pixels of one image.
+    package struct PixelBox: Sendable {
+        /// The box, in pixels.
+        package var bounds: CGRect
+        /// The image's space (its size).
+        package var space: DeviceSpace
+
+        /// A box in pixels of an image of `space`.
+        package init(bounds: CGRect, space: DeviceSpace) {
+            self.bounds = bounds
+            self.space = space
+        }
+    }
+
     /// Creates a detection.
     public init(bounds: CGRect, landmarks: [CGPoint], confidence: Double, rollAngle: Double?, yawAngle: Double?) {
         self.bounds = bounds
@@ -29,6 +48,19 @@ public struct FaceDetection: Sendable, Hashable {
         self.confidence = confidence
         self.rollAngle = rollAngle
         self.yawAngle = yawAngle
+    }
+
+    public static func == (a: FaceDetection, b: FaceDetection) -> Bool {
+        a.bounds == b.bounds && a.landmarks == b.landmarks && a.confidence == b.confidence && a.rollAngle == b.rollAngle
+            && a.yawAngle == b.yawAngle
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(bounds.origin.x)
+        hasher.combine(bounds.origin.y)
+        hasher.combine(bounds.size.width)
+        hasher.combine(bounds.size.height)
+        hasher.combine(confidence)
     }
 }
 
@@ -387,8 +419,15 @@ public final class FaceDetector: @unchecked Sendable {
         in image: PixelBuffer, near faces: [CGRect], regionOfInterest: CGRect = CGRect(x: 0, y: 0, width: 1, height: 1)
     ) throws(CaptureError) -> [FaceDetection]? {
         let space = DeviceSpace(image)
-        let roi = space.wholePixels(regionOfInterest)?.cgRect ?? .zero
-        let known = faces.map(space.pixelRect(fromDevice:))
+        return try detect(in: image, nearPixels: faces.map(space.pixelRect(fromDevice:)), regionOfInterest: regionOfInterest)
+    }
+
+    /// `detect(in:near:regionOfInterest:)` with the boxes already in pixels of `image` (a tracker
+    /// that follows faces in pixels hands them over as they are).
+    package func detect(
+        in image: PixelBuffer, nearPixels known: [CGRect], regionOfInterest: CGRect = CGRect(x: 0, y: 0, width: 1, height: 1)
+    ) throws(CaptureError) -> [FaceDetection]? {
+        let roi = DeviceSpace(image).wholePixels(regionOfInterest)?.cgRect ?? .zero
         var squares: [CGRect] = []
         for face in known {
             guard let square = Self.nearSearchSquare(around: face, regionOfInterest: roi) else { return nil }
