@@ -9,9 +9,13 @@
 //   CaptureKitTesting  test doubles and the generated QR corpus, a product for testing apps
 //                      (as swift-log's InMemoryLogging); test targets and Tools use it, the library
 //                      never does, so none of it ships in CaptureKit's API
-//   CaptureKit         the Swift API, shaped like AVFoundation (a few `package` seams for
-//                      CaptureKitTesting: CodeImaging, PixelBuffer.withBridgeImage, DeviceSpace)
-//   CVBridge     C ABI over OpenCV, ZBar and zxing-cpp (C++ inside, plain C header, no policy)
+//   CaptureKit         the Swift API, shaped like AVFoundation: session, devices, outputs, metadata
+//                      objects and trackers, preview geometry; re-exports CaptureVision's public API
+//   CaptureVision      detectors (FaceDetector, CodeDetector and their ZBar, zxing-cpp and YuNet
+//                      runners), imaging, pixel buffers and CaptureError: the only Swift that calls
+//                      CVBridge, each wrapper naming its C call (`package` seams for CaptureKit and
+//                      CaptureKitTesting: Imaging, CodeImaging, DeviceSpace, PixelBuffer.withBridgeImage)
+//   CVBridge           C ABI over OpenCV, ZBar and zxing-cpp (C++ inside, plain C header, no policy)
 //   CV4L2        what Swift cannot import from <linux/videodev2.h> (macros, variadic calls)
 //   COpenCV, CFFmpeg, CZBar, CZXing, CLibV4L2: system libraries found through pkg-config
 import PackageDescription
@@ -61,7 +65,7 @@ let package = Package(
             providers: [.apt(["libv4l-dev"])]
         ),
 
-        // C ABI over OpenCV, ZBar and zxing-cpp: marshalling only, every policy lives in CaptureKit.
+        // C ABI over OpenCV, ZBar and zxing-cpp: marshalling only, every policy lives in Swift.
         .target(
             name: "CVBridge",
             dependencies: ["COpenCV", "CFFmpeg", "CZBar", "CZXing"],
@@ -82,18 +86,27 @@ let package = Package(
             linkerSettings: [.linkedLibrary("jpeg"), .linkedLibrary("dl")]
         ),
 
+        // Detectors, imaging and pixel buffers: the one Swift layer over CVBridge. CaptureKit does
+        // not depend on CVBridge, so a shim call anywhere else fails to compile.
+        .target(
+            name: "CaptureVision",
+            dependencies: [
+                "CVBridge",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .target(
             name: "CaptureKit",
             dependencies: [
-                "CVBridge",
+                "CaptureVision",
                 "CV4L2",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // CVBridge for the corpus's own drawing (noise and rectangle fills, copies), which CaptureKit has no use for.
+        // CaptureVision's `package` imaging for the corpus's own drawing (warps, noise, blur).
         .target(
             name: "CaptureKitTesting",
-            dependencies: ["CaptureKit", "CVBridge"]
+            dependencies: ["CaptureKit", "CaptureVision"]
         ),
         .executableTarget(
             name: "cvcam",
@@ -130,7 +143,9 @@ let package = Package(
 
         // Code-reading benchmark: plain ZBar versus CodeDetector on the generated corpus (Tools/bench-codes).
         .executableTarget(
-            name: "bench-codes", dependencies: ["CaptureKit", "CaptureKitTesting"], path: "Tools/Bench/Codes"),
+            // CVBridge: the plain-ZBar baseline calls the shim's scanner directly, as a user of ZBar would.
+            name: "bench-codes", dependencies: ["CaptureKit", "CaptureVision", "CaptureKitTesting", "CVBridge"],
+            path: "Tools/Bench/Codes"),
 
         // glibc's mallinfo2 for the soak's memory trend (not in Swift's Glibc module).
         .target(name: "BenchHeap", path: "Tools/Bench/Heap"),
@@ -149,7 +164,7 @@ let package = Package(
 
         .testTarget(
             name: "CaptureKitTests",
-            dependencies: ["CaptureKit", "CaptureKitTesting", "CVBridge"]
+            dependencies: ["CaptureKit", "CaptureVision", "CaptureKitTesting", "CVBridge"]
         ),
         .testTarget(
             name: "CaptureKitTestingTests",

@@ -8,8 +8,11 @@
 #include <cstring>
 #include <exception>
 
+/// A matrix and the pixel layout it holds: the element type alone cannot tell NV12 (one 8-bit
+/// channel, height × 3/2 rows) from GRAY, so the layout travels with the matrix.
 struct cvb_mat {
     cv::Mat mat;
+    int32_t format = CVB_FORMAT_GRAY;
 };
 
 namespace cvb {

@@ -1,6 +1,6 @@
-// cvb_codes.h: ZBar's image scanner, OpenCV's QR localiser and image operations. No policy.
+// ZBar's image scanner (cvb_zbar.h), OpenCV's QR localiser (cvb_objdetect.h) and the filters
+// the code detector uses (cvb_imgproc.h). No policy.
 #include "bridge_internal.hpp"
-#include "include/cvb_codes.h"
 
 #include <opencv2/imgproc.hpp>
 #include <opencv2/objdetect.hpp>

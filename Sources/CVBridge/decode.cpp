@@ -1,4 +1,4 @@
-// Decoding into caller-owned memory. See include/cvb_decode.h.
+// Decoding into caller-owned memory. See include/cvb_imgcodecs.h.
 #include "bridge_internal.hpp"
 
 #include <opencv2/imgcodecs.hpp>

@@ -1,4 +1,5 @@
-// cvb_faces.h: YuNet and Haar face detection, region measurements.
+// YuNet and Haar face detection (cvb_objdetect.h) and the region operations the face
+// detector uses (cvb_imgproc.h).
 #include "bridge_internal.hpp"
 
 #include <opencv2/imgproc.hpp>
@@ -64,10 +65,11 @@ int32_t cvb_yunet_is_2023(const cvb_yunet *detector) { return detector->net.empt
 
 // The 2023 models' heads, per stride: cls and obj (sigmoids), bbox (dx, dy, log w, log h in
 // strides) and kps (five points in strides), each (1, cells, k). Decoded as OpenCV 4.8's
-// FaceDetectorYN does; the frame is padded at the bottom and right to multiples of 32.
-static cv::Mat detect_2023(cvb_yunet *d, const cv::Mat &image) {
+// FaceDetectorYN does; the frame is padded with black at the bottom and right to the input size
+// the caller chose.
+static cv::Mat detect_2023(cvb_yunet *d, const cv::Mat &image, cv::Size input_size) {
     static const int strides[3] = {8, 16, 32};
-    int padded_w = (image.cols + 31) / 32 * 32, padded_h = (image.rows + 31) / 32 * 32;
+    int padded_w = input_size.width, padded_h = input_size.height;
     cv::Mat input = image;
     if (padded_w != image.cols || padded_h != image.rows)
         cv::copyMakeBorder(image, input, 0, padded_h - image.rows, 0, padded_w - image.cols, cv::BORDER_CONSTANT,
@@ -114,8 +116,8 @@ static cv::Mat detect_2023(cvb_yunet *d, const cv::Mat &image) {
     return faces;
 }
 
-int cvb_yunet_detect(cvb_yunet *detector, const cvb_image *image, float *rows, int32_t capacity,
-                     int32_t *count, cvb_error *err) {
+int cvb_yunet_detect(cvb_yunet *detector, const cvb_image *image, int32_t input_width, int32_t input_height,
+                     float *rows, int32_t capacity, int32_t *count, cvb_error *err) {
     return guarded(err, [&] {
         *count = 0;
         if (image->format != CVB_FORMAT_BGR) {
@@ -123,13 +125,18 @@ int cvb_yunet_detect(cvb_yunet *detector, const cvb_image *image, float *rows, i
             return -1;
         }
         cv::Mat m = as_mat(image);
+        cv::Size input(input_width, input_height);
+        if (input.width < m.cols || input.height < m.rows) {
+            set_error(err, -1, "the YuNet input size is smaller than the image");
+            return -1;
+        }
         cv::Mat faces;
         if (!detector->net.empty()) {
-            faces = detect_2023(detector, m);
+            faces = detect_2023(detector, m, input);
         } else {
-            if (m.size() != detector->size) {
-                detector->detector->setInputSize(m.size());
-                detector->size = m.size();
+            if (input != detector->size) {
+                detector->detector->setInputSize(input);
+                detector->size = input;
             }
             detector->detector->detect(m, faces);
         }

@@ -1,4 +1,5 @@
-// cvb_image.h: conversions, drawing and codecs over OpenCV.
+// Matrices (cvb_image.h), conversions and drawing (cvb_imgproc.h), codecs (cvb_imgcodecs.h) and
+// QR drawing (cvb_objdetect.h) over OpenCV.
 #include "bridge_internal.hpp"
 
 #include <opencv2/imgcodecs.hpp>
@@ -31,16 +32,14 @@ cvb_mat *cvb_mat_create(int32_t width, int32_t height, int32_t format, cvb_error
         auto *m = new cvb_mat();
         int rows = format == CVB_FORMAT_NV12 ? height * 3 / 2 : height;
         m->mat.create(rows, width, type);
+        m->format = format;
         return m;
     });
 }
 
 void cvb_mat_release(cvb_mat *mat) { delete mat; }
 
-cvb_image cvb_mat_image(const cvb_mat *mat) {
-    int f = format_of(mat->mat);
-    return as_image(mat->mat, f < 0 ? CVB_FORMAT_GRAY : f);
-}
+cvb_image cvb_mat_image(const cvb_mat *mat) { return as_image(mat->mat, mat->format); }
 
 size_t cvb_mat_byte_length(const cvb_mat *mat) { return mat->mat.total() * mat->mat.elemSize(); }
 
@@ -51,6 +50,8 @@ static cvb_mat *finish_decoded(cv::Mat decoded, const char *what, cvb_error *err
     }
     auto *m = new cvb_mat();
     m->mat = decoded;
+    int f = format_of(decoded);
+    m->format = f < 0 ? CVB_FORMAT_GRAY : f;
     return m;
 }
 

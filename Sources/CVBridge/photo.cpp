@@ -1,4 +1,4 @@
-// cvb_photo.h: focus measure for photos and snapshots.
+// The focus measure for photos and snapshots (cvb_imgproc.h).
 #include "bridge_internal.hpp"
 
 #include <opencv2/imgproc.hpp>

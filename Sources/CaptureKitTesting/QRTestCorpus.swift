@@ -1,12 +1,12 @@
-import CVBridge
 import CaptureKit
+import CaptureVision
 import Foundation
 
 /// A deterministic, seeded set of synthetic frames with QR codes, each knowing the payloads it
 /// holds, for the code detector's tests and for `bench-codes`. Codes are drawn by OpenCV's
 /// `cv::QRCodeEncoder` (`QRCodeImage`), placed with a perspective warp
-/// (`cvb_image_warp_perspective`) on a cluttered background, then degraded per category
-/// (`cvb_image_gaussian_blur`, `cvb_image_add_noise`, `cvb_image_scale`).
+/// (`CodeImaging.warp`, `cv::warpPerspective`) on a cluttered background, then degraded per
+/// category (`CodeImaging`'s blur, noise and contrast scaling).
 ///
 /// Part of CaptureKitTesting, not CaptureKit: a test corpus is for tests and benchmarks (an
 /// app can check its own code reading against it), and the library never calls into it.
@@ -93,21 +93,21 @@ public enum QRTestCorpus {
         return try makeBackground(width: width, height: height, rng: &rng)
     }
 
-    /// An image file as a BGR frame, resized when a size is given (`cvb_image_read`,
-    /// `cvb_image_resize`): code-free photos for false-decode checks and timing.
+    /// An image file as a BGR frame, resized when a size is given (`cv::imread`,
+    /// `cv::resize`): code-free photos for false-decode checks and timing.
     public static func photo(at path: String, width: Int? = nil, height: Int? = nil) throws(CaptureError)
         -> PixelBuffer
     {
         let image = try ImageFolderSource.decode(path)
         guard let width, let height else { return image }
-        return try CodeImaging.resized(image, width: width, height: height, interpolation: Int32(CVB_INTER_LINEAR))
+        return try CodeImaging.resized(image, width: width, height: height, interpolation: Interpolation.linear)
     }
 
-    /// `frame` resized to width×height (`cvb_image_resize`, bilinear or area).
+    /// `frame` resized to width×height (`cv::resize`, bilinear or area).
     public static func resized(_ frame: PixelBuffer, width: Int, height: Int) throws(CaptureError) -> PixelBuffer {
         let shrinking = width < frame.width || height < frame.height
         return try CodeImaging.resized(
-            frame, width: width, height: height, interpolation: Int32(shrinking ? CVB_INTER_AREA : CVB_INTER_LINEAR))
+            frame, width: width, height: height, interpolation: shrinking ? Interpolation.area : Interpolation.linear)
     }
 
     // MARK: - Generation
@@ -227,8 +227,8 @@ public enum QRTestCorpus {
             CGPoint(x: quiet, y: sw - quiet),
         ]
         let h = try CodeImaging.homography(from: symbolCorners, to: corners)
-        let interpolation = angle == 0 && category != .perspective ? CVB_INTER_NEAREST : CVB_INTER_LINEAR
-        try CodeImaging.warp(src, into: frame, homography: h, interpolation: Int32(interpolation))
+        let interpolation = angle == 0 && category != .perspective ? Interpolation.nearest : Interpolation.linear
+        try CodeImaging.warp(src, into: frame, homography: h, interpolation: interpolation)
         return Code(payload: payload, version: version, correction: correction, moduleSize: module, corners: corners)
     }
 
@@ -266,27 +266,21 @@ public enum QRTestCorpus {
         -> PixelBuffer
     {
         let frame = try PixelBuffer(width: width, height: height, pixelFormat: .bgr)
-        var err = cvb_error()
         let seed = rng.next(), mean = rng.double(90, 170)
-        try CodeImaging.check(
-            frame.withBridgeImage { dst in cvb_image_fill_noise(&dst, seed, mean, 50, &err) }, err, "drawing a background")
+        try Imaging.fillNoise(frame, seed: seed, mean: mean, standardDeviation: 50, "drawing a background failed")
         try copy(try CodeImaging.blurred(frame, sigma: rng.double(4, 12)), into: frame)
         for _ in 0..<(6 + rng.int(10)) {
             let w = 20 + rng.int(width / 4), h = 20 + rng.int(height / 4)
             let v = UInt8(rng.int(256)), g = UInt8(rng.int(256)), b = UInt8(rng.int(256))
-            let x = Int32(rng.int(width)), y = Int32(rng.int(height))
-            try CodeImaging.check(
-                frame.withBridgeImage { dst in cvb_image_fill_rect(&dst, x, y, Int32(w), Int32(h), b, g, v, &err) },
-                err, "drawing a background")
+            let x = rng.int(width), y = rng.int(height)
+            try Imaging.fill(frame, x: x, y: y, width: w, height: h, red: v, green: g, blue: b, "drawing a background failed")
         }
         try copy(try CodeImaging.blurred(frame, sigma: 1.5), into: frame)
         return frame
     }
 
     private static func copy(_ source: PixelBuffer, into destination: PixelBuffer) throws(CaptureError) {
-        var err = cvb_error()
-        let status = PixelBuffer.withBridgeImages(source, destination) { cvb_image_convert(&$0, &$1, &err) }
-        try CodeImaging.check(status, err, "copying a frame")
+        try Imaging.convert(source, into: destination, "copying a frame failed")
     }
 
     private static func convert(_ source: PixelBuffer, to format: PixelFormat) throws(CaptureError) -> PixelBuffer {

@@ -3,6 +3,7 @@ import Foundation
 import Testing
 
 @_spi(Benchmark) @testable import CaptureKit
+@_spi(Benchmark) @testable import CaptureVision
 import CaptureKitTesting
 
 /// The package root, found from this file.

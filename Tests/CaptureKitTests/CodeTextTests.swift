@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @_spi(Benchmark) @testable import CaptureKit
+@_spi(Benchmark) @testable import CaptureVision
 
 /// The bytes → text policy (`CodeText`), rule by rule, on byte fixtures built here, and how two
 /// decoders' readings of one code merge.

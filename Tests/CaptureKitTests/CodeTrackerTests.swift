@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import CaptureKit
+@testable import CaptureVision
 
 private func code(_ text: String, x: Double = 0.4) -> MetadataMachineReadableCodeObject {
     let bounds = CGRect(x: x, y: 0.4, width: 0.2, height: 0.2)

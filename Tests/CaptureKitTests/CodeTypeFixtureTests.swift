@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import CaptureKit
+@testable import CaptureVision
 import CaptureKitTesting
 
 /// The 2-D types zxing-cpp reads, end to end on generated fixtures (Tests/Fixtures/codes, made

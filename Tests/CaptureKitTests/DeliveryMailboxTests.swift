@@ -3,6 +3,7 @@ import Foundation
 import Testing
 
 @testable import CaptureKit
+@testable import CaptureVision
 
 /// The mailbox between a producer and a consumer's queue, on its own.
 @Suite struct DeliveryMailboxTests {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import CaptureKit
+@testable import CaptureVision
 
 /// The one pixel ↔ device-space conversion: round trips, clipping, degenerate sizes, edges.
 @Suite struct DeviceSpaceTests {

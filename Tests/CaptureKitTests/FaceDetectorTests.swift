@@ -1,5 +1,6 @@
 import CVBridge
 import CaptureKit
+@testable import CaptureVision
 import Foundation
 import Testing
 
@@ -93,46 +94,39 @@ struct FaceDetectorTests {
         detector = try FaceFixtures.detector()
     }
 
-    /// The shim's YuNet 2023 path (`cv::dnn` with its own decode): chosen by the model's
-    /// outputs, it pads frames to multiples of 32 with black at the bottom and right, so a
-    /// 512×600 photo gives exactly the rows of the same photo padded by hand to 512×608.
-    @Test func theShimRunsYuNet2023OnAnyFrameSize() throws {
+    /// YuNet 2023 runs on any frame size: `YuNetNetwork` gives it an input padded to multiples of
+    /// 32 and the shim pads with black at the bottom and right, so a 512×600 photo gives exactly
+    /// the rows of the same photo padded by hand to 512×608. 2022mar runs at the image's own size.
+    @Test func yuNet2023RunsOnAnyFrameSize() throws {
         var err = cvb_error()
-        func load(_ name: String) throws -> OpaquePointer {
-            try #require(cvb_yunet_create(FaceFixtures.models.appendingPathComponent(name).path, 320, 320, 0.5, 0.3, 100, &err))
+        func load(_ name: String) throws -> YuNetNetwork {
+            try #require(
+                YuNetNetwork(
+                    model: FaceFixtures.models.appendingPathComponent(name).path, width: 320, height: 320,
+                    scoreThreshold: 0.5, nmsThreshold: 0.3, topK: 100, error: &err))
         }
         let n = try load(FaceDetector.yuNetModelName)
         let old = try load(FaceDetector.yuNet2022ModelName)
-        defer {
-            cvb_yunet_release(n)
-            cvb_yunet_release(old)
-        }
-        #expect(cvb_yunet_is_2023(n) == 1 && cvb_yunet_is_2023(old) == 0)
+        #expect(n.is2023 && !old.is2023)
+        let input2023 = YuNetNetwork.inputSize(width: 512, height: 600, is2023: true)
+        let input2022 = YuNetNetwork.inputSize(width: 512, height: 600, is2023: false)
+        #expect(input2023.width == 512 && input2023.height == 608)
+        #expect(input2022.width == 512 && input2022.height == 600)
 
-        func rows(_ handle: OpaquePointer, _ image: PixelBuffer) throws -> [[Float]] {
-            var view = FaceFixtures.bridge(image)
-            var out = [Float](repeating: 0, count: 16 * Int(CVB_YUNET_ROW))
-            var count: Int32 = 0
-            let status = out.withUnsafeMutableBufferPointer { cvb_yunet_detect(handle, &view, $0.baseAddress, 16, &count, &err) }
-            #expect(status == 0)
-            return (0..<Int(min(count, 16))).map { Array(out[($0 * Int(CVB_YUNET_ROW))..<(($0 + 1) * Int(CVB_YUNET_ROW))]) }
-        }
         let photo = try FaceFixtures.image("images/grace_hopper.jpg")
         #expect(photo.width == 512 && photo.height == 600)
-        let found = try rows(n, photo)
+        let found = try n.detect(photo, capacity: 16)
         #expect(found.count == 1)
         let face = try #require(found.first)
-        let box = CGRect(x: Double(face[0]), y: Double(face[1]), width: Double(face[2]), height: Double(face[3]))
+        let box = CGRect(x: face[0], y: face[1], width: face[2], height: face[3])
         #expect(box.intersectionOverUnion(CGRect(x: 176, y: 121, width: 181, height: 211)) >= 0.7, "\(box)")
-        for k in 0..<5 { #expect(box.contains(CGPoint(x: Double(face[4 + 2 * k]), y: Double(face[5 + 2 * k])))) }
+        for k in 0..<5 { #expect(box.contains(CGPoint(x: face[4 + 2 * k], y: face[5 + 2 * k]))) }
         #expect(face[14] > 0.7 && face[14] <= 1)
 
         let padded = try PixelBuffer(width: 512, height: 608, pixelFormat: .bgr)
-        var dst = FaceFixtures.bridge(padded)
-        #expect(cvb_image_fill(&dst, 0, 0, 0, &err) == 0)
-        var src = FaceFixtures.bridge(photo)
-        #expect(cvb_image_blit(&dst, &src, 0, 0, 512, 600, Int32(CVB_INTER_LINEAR), &err) == 0)
-        #expect(try rows(n, padded) == found)
+        try Imaging.fill(padded, red: 0, green: 0, blue: 0, "filling")
+        try Imaging.blit(photo, into: padded, x: 0, y: 0, width: 512, height: 600, "drawing")
+        #expect(try n.detect(padded, capacity: 16) == found)
     }
 
     @Test func findsModelsWithoutHelpAndUsesYuNet() throws {

@@ -1,4 +1,5 @@
 import CaptureKit
+import CaptureVision
 import Foundation
 import Testing
 
@@ -186,5 +187,39 @@ struct FaceTrackerTests {
             }
         }
         #expect(idAtLeft != nil && idAtRight != nil && idAtLeft != idAtRight)
+    }
+
+    /// Tracked faces are followed in pixels: the boxes handed to the search near them are the
+    /// detector's own pixel boxes moved by a velocity in pixels, with no trip through device
+    /// space; device space is what the tracker reports.
+    @Test func trackedFacesAreFollowedInPixels() {
+        let space = DeviceSpace(width: 1280, height: 720)
+        func detection(_ pixels: CGRect) -> FaceDetection {
+            var d = FaceDetection(
+                bounds: space.deviceRect(fromPixels: pixels), landmarks: [], confidence: 0.9, rollAngle: nil, yawAngle: nil)
+            d.pixelBox = .init(bounds: pixels, space: space)
+            return d
+        }
+        let first = CGRect(x: 101.7, y: 33.1, width: 50.3, height: 60.9)
+        let second = first.offsetBy(dx: 3.3, dy: -1.1)
+        var tracker = FaceTracker()
+        _ = tracker.update(with: [detection(first)], at: time(0), inputID: input)
+        let updates = tracker.update(with: [detection(second)], at: time(1), inputID: input)
+        // Reported in device space.
+        #expect(tracker.faces.map(\.bounds) == [space.deviceRect(fromPixels: second)])
+        #expect(updates.allSatisfy { $0.face.bounds == space.deviceRect(fromPixels: second) })
+        let step = time(1).seconds - time(0).seconds
+        let velocity = CGSize(width: (second.midX - first.midX) / step, height: (second.midY - first.midY) / step)
+        let ahead = time(2).seconds - time(1).seconds
+        let expected = second.offsetBy(dx: velocity.width * ahead, dy: velocity.height * ahead)
+        #expect(tracker.predictedPixelBounds(at: time(2), in: space) == [expected])
+        // The device-space prediction is the same box, up to rounding.
+        let viaDevice = tracker.predictedBounds(at: time(2)).map(space.pixelRect(fromDevice:))
+        #expect(viaDevice.count == 1 && abs(viaDevice[0].minX - expected.minX) < 1e-6 && abs(viaDevice[0].minY - expected.minY) < 1e-6)
+        // Frames of another size, or detections without pixel boxes, give no pixel prediction.
+        #expect(tracker.predictedPixelBounds(at: time(2), in: DeviceSpace(width: 640, height: 360)) == nil)
+        var byHand = FaceTracker()
+        _ = byHand.update(with: [face(0.3)], at: time(0), inputID: input)
+        #expect(byHand.predictedPixelBounds(at: time(1), in: space) == nil)
     }
 }

@@ -3,6 +3,7 @@ import Foundation
 import Testing
 
 @testable import CaptureKit
+@testable import CaptureVision
 
 /// `ImageHeader` reads the size of every format OpenCV decodes here before anything is
 /// decoded, and a file whose size it cannot read is not decoded at all.

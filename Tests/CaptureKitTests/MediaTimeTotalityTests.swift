@@ -1,4 +1,5 @@
 @testable import CaptureKit
+@testable import CaptureVision
 import Testing
 
 /// MediaTime is total: no number from a user, a file or a driver can trap it (issue #17, class 1).

@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 
 @testable import CaptureKit
+@testable import CaptureVision
 import CaptureKitTesting
 
 /// The metadata output's pipeline: stages loaded on demand, one conversion per frame, each

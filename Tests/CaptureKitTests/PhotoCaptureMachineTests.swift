@@ -1,4 +1,5 @@
 @testable import CaptureKit
+@testable import CaptureVision
 import Testing
 
 /// The photo output's frame decisions, driven with scripted frames and scripted device answers:

@@ -1,4 +1,5 @@
 @testable import CaptureKit
+@testable import CaptureVision
 import CaptureKitTesting
 import CVBridge
 import Dispatch

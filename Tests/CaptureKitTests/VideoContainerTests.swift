@@ -1,4 +1,5 @@
 @testable import CaptureKit
+@testable import CaptureVision
 import CaptureKitTesting
 import CVBridge
 import Foundation
@@ -74,7 +75,7 @@ import Testing
             var raw = cvb_video_info()
             (raw.width, raw.height, raw.fps, raw.frame_count) = (32, 24, 10, count)
             (raw.start_seconds, raw.duration_seconds) = (start, duration)
-            return try VideoContainerInfo(raw, path: "x")
+            return try VideoContainerInfo(VideoStreamInfo(raw), path: "x")
         }
         let d = 0.1
         // Duration written from 0 (3602 s) or from the start (2 s): 2 s of frames reach both.
@@ -98,7 +99,7 @@ import Testing
         var raw = cvb_video_info()
         (raw.width, raw.height) = (32, 24)
         (raw.fps, raw.frame_count, raw.start_seconds, raw.duration_seconds) = (value, value, value, value)
-        let info = try VideoContainerInfo(raw, path: "x")
+        let info = try VideoContainerInfo(VideoStreamInfo(raw), path: "x")
         #expect(info.framesPerSecond == nil)
         #expect(info.frameCount == nil)
         #expect(info.durationSeconds == nil)
@@ -110,7 +111,7 @@ import Testing
         var raw = cvb_video_info()
         (raw.width, raw.height, raw.fps, raw.frame_count) = (1920, 1080, 30000.0 / 1001, 300)
         (raw.start_seconds, raw.duration_seconds) = (-0.04, 10.01)
-        let info = try VideoContainerInfo(raw, path: "x")
+        let info = try VideoContainerInfo(VideoStreamInfo(raw), path: "x")
         #expect(info.width == 1920 && info.height == 1080 && info.framesPerSecond == 30000.0 / 1001)
         #expect(info.frameCount == 300 && info.startSeconds == -0.04 && info.durationSeconds == 10.01)
     }
@@ -119,7 +120,7 @@ import Testing
     func unusableSizesAreRefused(width: Double, height: Double) {
         var raw = cvb_video_info()
         (raw.width, raw.height, raw.fps) = (width, height, 30)
-        let e = error { _ = try VideoContainerInfo(raw, path: "v.avi") }
+        let e = error { _ = try VideoContainerInfo(VideoStreamInfo(raw), path: "v.avi") }
         #expect(e?.code == .cannotOpenVideo)
         #expect(e?.message.contains("no usable frame size") == true)
     }
@@ -127,10 +128,10 @@ import Testing
     @Test func framesOverThePixelLimitAreRefused() {
         var raw = cvb_video_info()
         (raw.width, raw.height, raw.fps) = (100_000, 100_000, 30)
-        let e = error { _ = try VideoContainerInfo(raw, path: "v.avi") }
+        let e = error { _ = try VideoContainerInfo(VideoStreamInfo(raw), path: "v.avi") }
         #expect(e?.code == .imageTooLarge)
         #expect(e?.message.contains("CVCAM_MAX_IMAGE_PIXELS") == true)
-        #expect(error { _ = try VideoContainerInfo(raw, path: "v.avi", maximumPixels: 10_000_000_000) } == nil)
+        #expect(error { _ = try VideoContainerInfo(VideoStreamInfo(raw), path: "v.avi", maximumPixels: 10_000_000_000) } == nil)
     }
 
     // MARK: Crafted AVI files end to end

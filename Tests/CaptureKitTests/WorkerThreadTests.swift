@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 
 @testable import CaptureKit
+@testable import CaptureVision
 
 /// The dedicated threads detection runs on, instead of libdispatch's pool.
 @Suite struct WorkerThreadTests {

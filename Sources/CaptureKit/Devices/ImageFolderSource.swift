@@ -1,8 +1,7 @@
-import CVBridge
 import Foundation
 
 /// Frames from a folder of images (or a single image) shown at a fixed rate, decoded by
-/// `cv::imread` (`cvb_image_read`), which applies EXIF orientation.
+/// `cv::imread` (`Imaging.read`), which applies EXIF orientation.
 ///
 /// Files are taken in natural order ("img2" before "img10"). Images keep their own size: the
 /// format reports the first image's size, and a frame's `PixelBuffer` carries its real size.
@@ -84,7 +83,7 @@ public final class ImageFolderSource: FrameSource, @unchecked Sendable {
         return 100_000_000
     }()
 
-    /// Decodes one image file as BGR (`cvb_image_read`), after checking it is a regular file
+    /// Decodes one image file as BGR (`Imaging.read`, `cv::imread`), after checking it is a regular file
     /// this user can read whose header (`ImageHeader`) declares at most `maximumPixels` pixels.
     /// A file whose size cannot be read from its header is not decoded: nothing else would bound
     /// what OpenCV allocates for it.
@@ -110,11 +109,7 @@ public final class ImageFolderSource: FrameSource, @unchecked Sendable {
                         + "on decoded images: set CVCAM_MAX_IMAGE_PIXELS to raise it", path: path)
             }
         }
-        var err = cvb_error()
-        guard let mat = FilePathBytes.withCString(path, { cvb_image_read($0, format.rawValue, &err) }) else {
-            throw CaptureError(.unreadableImage, "\(path) is not an image OpenCV can decode", path: path)
-        }
-        return PixelBuffer(ownedMat: mat, pixelFormat: format, pool: nil)
+        return try Imaging.read(path, as: format, "\(path) is not an image OpenCV can decode")
     }
 
     public func open(format: CaptureDevice.Format, frameDuration: MediaTime) throws(CaptureError) {

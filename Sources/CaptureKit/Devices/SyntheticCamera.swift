@@ -1,4 +1,3 @@
-import CVBridge
 import Foundation
 
 /// A declarative scene for a synthetic camera: a background and sprites (images, QR codes,
@@ -133,7 +132,7 @@ public struct SyntheticScene: Hashable, Sendable {
 }
 
 /// Renders a `SyntheticScene` as a camera (`CaptureDevice.DeviceType.synthetic`) with OpenCV
-/// drawing calls (`cvb_image_fill`, `cvb_image_blit`, `cvb_qr_encode`).
+/// drawing calls (CaptureVision's `Imaging`: fills, blits, `cv::QRCodeEncoder`).
 ///
 /// Threading: `open`/`nextFrame`/`close` on the capture thread only (FrameSource's rule).
 public final class SyntheticCameraSource: FrameSource, @unchecked Sendable {
@@ -190,27 +189,19 @@ public final class SyntheticCameraSource: FrameSource, @unchecked Sendable {
         guard let background, let pool else { return nil }
         if let count = scene.frameCount, index >= count { return nil }
         let frame = try pool.makeBuffer()
-        var err = cvb_error()
-        try PixelBuffer.withBridgeImages(background, frame) { (src, dst) throws(CaptureError) in
-            try check(cvb_image_convert(&src, &dst, &err), err)
-        }
+        let failure = "rendering the synthetic scene failed"
+        try Imaging.convert(background, into: frame, failure)
         let t = scene.time(ofFrame: index)
         for (sprite, image) in zip(scene.sprites, spriteImages) {
             guard let r = sprite.rect(at: t) else { continue }
-            let x = Int32((r.minX * scale.width).rounded(.down))
-            let y = Int32((r.minY * scale.height).rounded(.down))
-            let w = Int32((r.width * scale.width).rounded())
-            let h = Int32((r.height * scale.height).rounded())
+            let x = Int((r.minX * scale.width).rounded(.down))
+            let y = Int((r.minY * scale.height).rounded(.down))
+            let w = Int((r.width * scale.width).rounded())
+            let h = Int((r.height * scale.height).rounded())
             if let image {
-                try PixelBuffer.withBridgeImages(image, frame) { (s, dst) throws(CaptureError) in
-                    let interpolation = PixelBuffer.resizeInterpolation(
-                        width: Int(s.width), height: Int(s.height), toWidth: Int(w), toHeight: Int(h))
-                    try check(cvb_image_blit(&dst, &s, x, y, w, h, interpolation, &err), err)
-                }
+                try Imaging.blit(image, into: frame, x: x, y: y, width: w, height: h, failure)
             } else if case .color(let red, let green, let blue) = sprite.content {
-                try frame.withBridgeImage { (dst) throws(CaptureError) in
-                    try check(cvb_image_fill_rect(&dst, x, y, w, h, blue, green, red, &err), err)
-                }
+                try Imaging.fill(frame, x: x, y: y, width: w, height: h, red: red, green: green, blue: blue, failure)
             }
         }
         defer { index += 1 }
@@ -224,38 +215,28 @@ public final class SyntheticCameraSource: FrameSource, @unchecked Sendable {
         spriteImages = []
     }
 
-    private func check(_ status: Int32, _ err: cvb_error) throws(CaptureError) {
-        if status != 0 { throw CaptureError(.conversionFailed, "rendering the synthetic scene failed: \(err.text)") }
-    }
-
     private static func drawBackground(_ background: SyntheticScene.Background, into buffer: PixelBuffer) throws(CaptureError) {
-        var err = cvb_error()
-        let status = try buffer.withBridgeImage { (dst) throws(CaptureError) -> Int32 in
-            switch background {
-            case .color(let r, let g, let b):
-                return cvb_image_fill(&dst, b, g, r, &err)
-            case .noise(let seed, let mean, let sd):
-                return cvb_image_fill_noise(&dst, seed, mean, sd, &err)
-            case .image(let path):
-                return try ImageFolderSource.decode(path).withBridgeImage { src in
-                    cvb_image_resize(&src, &dst, PixelBuffer.resizeInterpolation(src, to: dst), &err)
-                }
-            case .colorBars:
-                let bars: [(UInt8, UInt8, UInt8)] = [
-                    (192, 192, 192), (192, 192, 0), (0, 192, 192), (0, 192, 0), (192, 0, 192), (192, 0, 0), (0, 0, 192),
-                    (16, 16, 16),
-                ]
-                let w = buffer.width
-                var status: Int32 = 0
-                for (i, c) in bars.enumerated() where status == 0 {
-                    let x0 = i * w / bars.count
-                    let x1 = (i + 1) * w / bars.count
-                    status = cvb_image_fill_rect(&dst, Int32(x0), 0, Int32(x1 - x0), Int32(buffer.height), c.2, c.1, c.0, &err)
-                }
-                return status
+        let failure = "drawing the synthetic background failed"
+        switch background {
+        case .color(let r, let g, let b):
+            try Imaging.fill(buffer, red: r, green: g, blue: b, failure)
+        case .noise(let seed, let mean, let sd):
+            try Imaging.fillNoise(buffer, seed: seed, mean: mean, standardDeviation: sd, failure)
+        case .image(let path):
+            try Imaging.resize(try ImageFolderSource.decode(path), into: buffer, failure)
+        case .colorBars:
+            let bars: [(UInt8, UInt8, UInt8)] = [
+                (192, 192, 192), (192, 192, 0), (0, 192, 192), (0, 192, 0), (192, 0, 192), (192, 0, 0), (0, 0, 192),
+                (16, 16, 16),
+            ]
+            let w = buffer.width
+            for (i, c) in bars.enumerated() {
+                let x0 = i * w / bars.count
+                let x1 = (i + 1) * w / bars.count
+                try Imaging.fill(
+                    buffer, x: x0, y: 0, width: x1 - x0, height: buffer.height, red: c.0, green: c.1, blue: c.2, failure)
             }
         }
-        if status != 0 { throw CaptureError(.conversionFailed, "drawing the synthetic background failed: \(err.text)") }
     }
 
     private static func renderSprites(_ sprites: [SyntheticScene.Sprite]) throws(CaptureError) -> [PixelBuffer?] {
@@ -274,39 +255,27 @@ public final class SyntheticCameraSource: FrameSource, @unchecked Sendable {
     }
 }
 
-/// QR symbols drawn by OpenCV's `cv::QRCodeEncoder` (`cvb_qr_encode`), for synthetic scenes,
+/// QR symbols drawn by OpenCV's `cv::QRCodeEncoder` (`Imaging.qrSymbol`), for synthetic scenes,
 /// the demo clip and tests.
 public enum QRCodeImage {
     /// A BGR image of the symbol, one pixel per module times `moduleSize`, quiet zone included.
     public static func make(
         payload: [UInt8], correction: Int32 = 1, version: Int32 = 0, moduleSize: Int = 1
     ) throws(CaptureError) -> PixelBuffer {
-        var err = cvb_error()
-        let mat = payload.withUnsafeBufferPointer { cvb_qr_encode($0.baseAddress, $0.count, version, correction, &err) }
-        guard let mat else {
-            throw CaptureError(.invalidConfiguration, "cannot encode a \(payload.count)-byte QR code: \(err.text)")
-        }
-        let gray = PixelBuffer(ownedMat: mat, pixelFormat: .gray, pool: nil)
+        let gray = try Imaging.qrSymbol(payload: payload, version: version, correction: correction)
         let bgr = try PixelBuffer(width: gray.width * moduleSize, height: gray.height * moduleSize, pixelFormat: .bgr)
         if moduleSize == 1 {
-            guard PixelBuffer.withBridgeImages(gray, bgr, { src, dst in cvb_image_convert(&src, &dst, &err) }) == 0 else {
-                throw CaptureError(.conversionFailed, "converting the QR code failed: \(err.text)")
-            }
+            try Imaging.convert(gray, into: bgr, "converting the QR code failed")
         } else {
             // Integer scaling keeps module edges sharp.
-            let status = bgr.withBridgeImage { dst -> Int32 in
-                for y in 0..<gray.height {
-                    for x in 0..<gray.width {
-                        let v = gray.pixel(x: x, y: y)[0]
-                        let status = cvb_image_fill_rect(
-                            &dst, Int32(x * moduleSize), Int32(y * moduleSize), Int32(moduleSize), Int32(moduleSize), v,
-                            v, v, &err)
-                        if status != 0 { return status }
-                    }
+            for y in 0..<gray.height {
+                for x in 0..<gray.width {
+                    let v = gray.pixel(x: x, y: y)[0]
+                    try Imaging.fill(
+                        bgr, x: x * moduleSize, y: y * moduleSize, width: moduleSize, height: moduleSize, red: v, green: v,
+                        blue: v, "scaling the QR code failed")
                 }
-                return 0
             }
-            guard status == 0 else { throw CaptureError(.conversionFailed, "scaling the QR code failed: \(err.text)") }
         }
         return bgr
     }

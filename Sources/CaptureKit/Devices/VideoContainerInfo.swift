@@ -1,6 +1,4 @@
-import CVBridge
-
-/// What a video file's container declares (`cvb_video_info`), range-checked where it enters:
+/// What a video file's container declares (`VideoStreamInfo`), range-checked where it enters:
 /// a value a hostile or broken header can make absurd is either sane here or `nil` (unknown),
 /// and a frame size no decoder could deliver is a typed error. Nothing past this reads the raw
 /// numbers.
@@ -33,7 +31,7 @@ struct VideoContainerInfo: Sendable, Equatable {
 
     /// - Throws: `.cannotOpenVideo` when the frame size is missing, zero, negative or not a whole
     ///   number; `.imageTooLarge` when a frame would have more than `maximumPixels` pixels.
-    init(_ raw: cvb_video_info, path: String, maximumPixels: Int = ImageFolderSource.maximumPixels) throws(CaptureError) {
+    init(_ raw: VideoStreamInfo, path: String, maximumPixels: Int = ImageFolderSource.maximumPixels) throws(CaptureError) {
         guard let width = Self.wholeNumber(raw.width, in: 1...Double(Int32.max)),
               let height = Self.wholeNumber(raw.height, in: 1...Double(Int32.max))
         else {
@@ -53,11 +51,11 @@ struct VideoContainerInfo: Sendable, Equatable {
         self.height = height
         let fpsRange = MediaTime.frameRateLimits.lowerBound...Self.maximumFrameRate
         framesPerSecond = fpsRange.contains(raw.fps) ? raw.fps : nil
-        frameCount = Self.wholeNumber(raw.frame_count, in: 1...Self.maximumFrameCount)
-        declaredFrames = Self.wholeNumber(raw.declared_frames, in: 1...Self.maximumFrameCount)
-        startSeconds = abs(raw.start_seconds) <= Self.maximumSeconds ? raw.start_seconds : nil
+        frameCount = Self.wholeNumber(raw.frameCount, in: 1...Self.maximumFrameCount)
+        declaredFrames = Self.wholeNumber(raw.declaredFrames, in: 1...Self.maximumFrameCount)
+        startSeconds = abs(raw.startSeconds) <= Self.maximumSeconds ? raw.startSeconds : nil
         // A duration holding more frames than a believable count comes from the same broken header.
-        let duration = raw.duration_seconds
+        let duration = raw.durationSeconds
         let framesInDuration = duration * (framesPerSecond ?? 30)
         durationSeconds = duration > 0 && duration <= Self.maximumSeconds && framesInDuration <= Self.maximumFrameCount ? duration : nil
         fourCC = raw.fourcc

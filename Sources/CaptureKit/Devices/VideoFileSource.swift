@@ -1,9 +1,8 @@
-import CVBridge
 import Foundation
 import Synchronization
 
 /// Frames from a video file (MP4, MKV, AVI, …) through OpenCV's FFmpeg backend
-/// (`cv::VideoCapture` via `cvb_video_reader_*`), decoded to BGR.
+/// (`cv::VideoCapture` via CaptureVision's `VideoReader`), decoded to BGR.
 ///
 /// Timestamps come from the container (`CAP_PROP_POS_MSEC`); where the container reports 0
 /// after the first frame, `index × frame duration` is used instead. Times count from the
@@ -28,7 +27,7 @@ public final class VideoFileSource: FrameSource, @unchecked Sendable {
     public let pacing: FramePacing
 
     private let info: VideoContainerInfo
-    private var reader: OpaquePointer?
+    private var reader: VideoReader?
     private var pool: PixelBufferPool?
     private var framesRead: Int64 = 0
     private var firstPTS = MediaTime.zero
@@ -52,16 +51,11 @@ public final class VideoFileSource: FrameSource, @unchecked Sendable {
         }
         // FFmpeg opens the file twice (probe, then read): a FIFO would block the second open.
         try InputFile.withRegularFile(path, kind: "a video", code: .cannotOpenVideo) { _ in }
-        var info = cvb_video_info()
-        var err = cvb_error()
-        guard let probe = FilePathBytes.withCString(path, { cvb_video_reader_open($0, &info, &err) }) else {
-            throw CaptureError(
-                .cannotOpenVideo,
-                "\(path) is not a video OpenCV can decode (\(err.text)); use MP4, MKV or AVI, and check the file is complete",
-                path: path)
-        }
-        cvb_video_reader_close(probe)
-        let checked = try VideoContainerInfo(info, path: path)
+        let probe = try VideoReader(
+            path: path, .cannotOpenVideo,
+            "\(path) is not a video OpenCV can decode (use MP4, MKV or AVI, and check the file is complete)")
+        probe.close()
+        let checked = try VideoContainerInfo(probe.info, path: path)
         self.info = checked
         let fps = checked.framesPerSecond ?? 30
         frameRate = fps
@@ -79,17 +73,9 @@ public final class VideoFileSource: FrameSource, @unchecked Sendable {
 
     public func open(format: CaptureDevice.Format, frameDuration: MediaTime) throws(CaptureError) {
         close()
-        var raw = cvb_video_info()
-        var err = cvb_error()
-        guard let reader = FilePathBytes.withCString(path, { cvb_video_reader_open($0, &raw, &err) }) else {
-            throw CaptureError(.cannotOpenVideo, "cannot reopen \(path): \(err.text)", path: path)
-        }
+        let reader = try VideoReader(path: path, .cannotOpenVideo, "cannot reopen \(path)")
         // The file may have been replaced since init: its size is checked again.
-        let reopened: VideoContainerInfo
-        do { reopened = try VideoContainerInfo(raw, path: path) } catch {
-            cvb_video_reader_close(reader)
-            throw error
-        }
+        let reopened = try VideoContainerInfo(reader.info, path: path)
         self.reader = reader
         self.frameDuration = MediaTime.frameDuration(framesPerSecond: frameRate)
         pool = PixelBufferPool(width: reopened.width, height: reopened.height, pixelFormat: .bgr)
@@ -100,17 +86,14 @@ public final class VideoFileSource: FrameSource, @unchecked Sendable {
     public func nextFrame(isCancelled: @Sendable () -> Bool) throws(CaptureError) -> SourceFrame? {
         guard let reader, let pool else { return nil }
         let buffer = try pool.makeBuffer()
-        var positionMs = 0.0
-        var index: Int64 = 0
-        var err = cvb_error()
-        switch buffer.withBridgeImage({ cvb_video_reader_read(reader, &$0, &positionMs, &index, &err) }) {
-        case Int32(CVB_READ_FRAME):
+        switch try reader.read(into: buffer, "decoding frame \(framesRead) of \(path) failed") {
+        case .frame(let positionMs):
             let n = framesRead
             framesRead += 1
             let pts = timestamp(containerSeconds: positionMs / 1000, frame: n)
             lastPTS = pts
             return SourceFrame(pixelBuffer: buffer, presentationTimeStamp: pts, sequenceNumber: UInt64(n))
-        case Int32(CVB_READ_END):
+        case .end:
             let last = framesRead > 0 ? lastPTS.seconds : 0
             if let declared = info.unreachedEnd(
                 lastFrame: last, framesRead: Int(framesRead), frameDuration: frameDuration.seconds)
@@ -121,8 +104,6 @@ public final class VideoFileSource: FrameSource, @unchecked Sendable {
                     path: path)
             }
             return nil
-        default:
-            throw CaptureError(.decodeFailed, "decoding frame \(framesRead) of \(path) failed: \(err.text)", path: path)
         }
     }
 
@@ -145,14 +126,9 @@ public final class VideoFileSource: FrameSource, @unchecked Sendable {
     }
 
     public func close() {
-        if let reader { cvb_video_reader_close(reader) }
+        reader?.close()
         reader = nil
     }
 
-    static func fourCC(_ code: UInt32) -> String {
-        guard code != 0 else { return "????" }
-        let bytes = (0..<4).map { UInt8((code >> (8 * $0)) & 0xff) }
-        let text = String(decoding: bytes, as: UTF8.self)
-        return text.allSatisfy({ $0.isASCII && !$0.isWhitespace && $0 != "\0" }) ? text : String(code, radix: 16)
-    }
+    static func fourCC(_ code: UInt32) -> String { fourCCText(code) }
 }

@@ -1,9 +1,8 @@
-import CVBridge
 import Synchronization
 
 /// One frame as the metadata stages see it: the sample, and BGR and gray views of it made on
 /// first request and shared, so each conversion happens at most once per frame however many
-/// stages and searches ask (`cvb_image_convert` into buffers from the metadata output's pools).
+/// stages and searches ask (`cv::cvtColor` into buffers from the metadata output's pools).
 ///
 /// The standalone detectors (`FaceDetector.detect(in:)`, `CodeDetector.detect(in:)`) still take
 /// a `PixelBuffer`; a stage hands them the view it needs.

@@ -11,7 +11,7 @@ import Synchronization
 /// video, `.tiled` detection, a scan interval of 0) each search is done whole in one frame.
 /// The first frame, a frame after `finish()`, a changed region of interest and time going
 /// backwards get a whole search at once. In every frame the tracked faces are also followed
-/// near their predicted boxes (`FaceDetector.detect(in:near:regionOfInterest:)`; a face too
+/// near their predicted boxes, kept in pixels by the tracker (`FaceDetector.detect(in:nearPixels:)`; a face too
 /// large for that gets a whole search instead), so they are reported in every frame, and a
 /// face that enters is found within `scanInterval` plus three frames.
 ///
@@ -72,6 +72,8 @@ public final class DefaultFaceStage: FaceMetadataStage {
         let time = frame.time, inputID = frame.inputID
         let now = time.seconds
         let canSpread = detector.configuration.tileSize == nil
+        // Tracked faces are followed in pixels of this frame, as the tracker keeps them.
+        let space = DeviceSpace(frame.pixelBuffer)
         let (planned, tracked) = state.withLock { s -> (Search, [CGRect]) in
             defer { s.lastFrame = now }
             let restart = s.lastScanStart.map { now < $0 } ?? true || s.lastRegion != regionOfInterest
@@ -88,7 +90,9 @@ public final class DefaultFaceStage: FaceMetadataStage {
                     return (.whole, [])
                 }
             }
-            let tracked = s.tracker.predictedBounds(at: time)
+            let tracked =
+                s.tracker.predictedPixelBounds(at: time, in: space)
+                ?? s.tracker.predictedBounds(at: time).map(space.pixelRect(fromDevice:))
             return s.pendingParts.isEmpty ? (.none, tracked) : (.part(s.pendingParts.removeFirst()), tracked)
         }
         var search = planned
@@ -98,7 +102,7 @@ public final class DefaultFaceStage: FaceMetadataStage {
         var fellBack = false
         // (A whole search comes with no tracked boxes: it finds every face itself.)
         if !tracked.isEmpty {
-            followed = try detector.detect(in: image, near: tracked, regionOfInterest: regionOfInterest)
+            followed = try detector.detect(in: image, nearPixels: tracked, regionOfInterest: regionOfInterest)
             // nil: a face too large to follow; a whole search replaces the spread one.
             if followed == nil {
                 search = .whole

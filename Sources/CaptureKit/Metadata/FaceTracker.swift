@@ -16,6 +16,10 @@ import Synchronization
 /// cost). Unmatched detections start tracks; a track unmatched for more than
 /// `maximumMissedFrames` frames or `maximumMissedDuration` seconds leaves.
 ///
+/// Each track also follows its face in pixels of the frames it was found in (the detector's own
+/// box, moved by a velocity in pixels), so the search near tracked faces gets boxes that never
+/// went through device space; device space is only what the tracker reports and matches on.
+///
 /// Pure logic over detections and timestamps: no session, no images.
 /// Threading: a value type; mutate it from one thread at a time (e.g. a metadata output's
 /// face thread). The ID counter is shared and thread-safe.
@@ -66,6 +70,9 @@ public struct FaceTracker: Sendable {
     private struct Track: Sendable {
         var face: MetadataFaceObject
         var velocity: CGSize  // device units per second (width: x, height: y)
+        /// The last box in pixels and its frame's space, when the detection carried one.
+        var pixelBox: FaceDetection.PixelBox?
+        var pixelVelocity = CGSize.zero  // pixels per second
         var lastSeen: Double
         var missedFrames: Int
         var lastReported: Double
@@ -89,6 +96,19 @@ public struct FaceTracker: Sendable {
     /// prediction matching uses), in device space.
     public func predictedBounds(at time: MediaTime) -> [CGRect] {
         tracks.map { predictedBox($0, at: time.seconds) }
+    }
+
+    /// `predictedBounds(at:)` in pixels of frames of `space`, moved in pixels from the detector's
+    /// own boxes; nil when a track has no pixel box from a frame of that size (then convert the
+    /// device-space prediction).
+    package func predictedPixelBounds(at time: MediaTime, in space: DeviceSpace) -> [CGRect]? {
+        var boxes: [CGRect] = []
+        for t in tracks {
+            guard let p = t.pixelBox, p.space == space else { return nil }
+            let dt = max(0, time.seconds - t.lastSeen)
+            boxes.append(p.bounds.offsetBy(dx: t.pixelVelocity.width * dt, dy: t.pixelVelocity.height * dt))
+        }
+        return boxes
     }
 
     private func predictedBox(_ t: Track, at now: Double) -> CGRect {
@@ -123,7 +143,14 @@ public struct FaceTracker: Sendable {
             if dt > 0 {
                 t.velocity = CGSize(
                     width: (d.bounds.midX - t.face.bounds.midX) / dt, height: (d.bounds.midY - t.face.bounds.midY) / dt)
+                if let old = t.pixelBox, let new = d.pixelBox, old.space == new.space {
+                    t.pixelVelocity = CGSize(
+                        width: (new.bounds.midX - old.bounds.midX) / dt, height: (new.bounds.midY - old.bounds.midY) / dt)
+                } else {
+                    t.pixelVelocity = .zero
+                }
             }
+            t.pixelBox = d.pixelBox
             t.face = Self.object(d, faceID: t.face.faceID, time: time, inputID: inputID)
             t.lastSeen = now
             t.missedFrames = 0
@@ -152,7 +179,10 @@ public struct FaceTracker: Sendable {
         for (di, d) in detections.enumerated() where !detectionTaken.contains(di) {
             let id = Self.nextID.add(1, ordering: .relaxed).oldValue
             let face = Self.object(d, faceID: id, time: time, inputID: inputID)
-            tracks.append(Track(face: face, velocity: CGSize.zero, lastSeen: now, missedFrames: 0, lastReported: now))
+            tracks.append(
+                Track(
+                    face: face, velocity: CGSize.zero, pixelBox: d.pixelBox, lastSeen: now, missedFrames: 0,
+                    lastReported: now))
             entered.append(.entered(face))
         }
         return left + entered + updated

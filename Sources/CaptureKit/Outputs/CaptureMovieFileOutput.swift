@@ -1,4 +1,3 @@
-import CVBridge
 import Dispatch
 import Foundation
 import Logging
@@ -191,10 +190,7 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
                         "frame \(sample.sequenceNumber) is \(frame.width)x\(frame.height): scaling frames to the movie's \(writer.width)x\(writer.height) (its first frame's size)")
                 }
                 let scaled = try PixelBuffer(width: writer.width, height: writer.height, pixelFormat: .bgr)
-                var err = cvb_error()
-                guard PixelBuffer.withBridgeImages(frame, scaled, { cvb_image_resize(&$0, &$1, PixelBuffer.resizeInterpolation($0, to: $1), &err) }) == 0 else {
-                    throw CaptureError(.conversionFailed, "scaling a frame to the movie's size failed: \(err.text)")
-                }
+                try Imaging.resize(frame, into: scaled, "scaling a frame to the movie's size failed")
                 frame = scaled
             }
             let jpeg = try PhotoEncoder.encode(

@@ -1,4 +1,3 @@
-import CVBridge
 import Foundation
 import Synchronization
 
@@ -221,7 +220,7 @@ enum PhotoEncoder {
     /// Encodes `frame` (BGR, sensor orientation).
     ///
     /// JPEG keeps the sensor pixels and records `rotation`/`mirrored` as EXIF Orientation; PNG
-    /// applies them to the pixels. Pixels are encoded by `ImageFile.encode` (`cvb_image_encode`, `cv::imencode`).
+    /// applies them to the pixels. Pixels are encoded by `ImageFile.encode` (`cv::imencode`).
     static func encode(
         _ frame: PixelBuffer, codec: PhotoCodec, rotation: Int32, mirrored: Bool, device: CaptureDevice?,
         captureDate: Date, annotation: PhotoAnnotation?, converter: FrameConverter
@@ -268,14 +267,11 @@ enum PhotoEncoder {
         }
     }
 
-    /// A BGR copy of `frame` scaled to fit in `size`, aspect kept (`cvb_image_resize`).
+    /// A BGR copy of `frame` scaled to fit in `size`, aspect kept (`Imaging.resize`).
     static func thumbnail(of frame: PixelBuffer, fitting size: CaptureDevice.Dimensions) throws(CaptureError) -> PixelBuffer {
         let target = fitted(CaptureDevice.Dimensions(width: frame.width, height: frame.height), in: size)
         let out = try PixelBuffer(width: target.width, height: target.height, pixelFormat: .bgr)
-        var err = cvb_error()
-        guard PixelBuffer.withBridgeImages(frame, out, { cvb_image_resize(&$0, &$1, PixelBuffer.resizeInterpolation($0, to: $1), &err) }) == 0 else {
-            throw CaptureError(.conversionFailed, "scaling the preview thumbnail failed: \(err.text)")
-        }
+        try Imaging.resize(frame, into: out, "scaling the preview thumbnail failed")
         return out
     }
 

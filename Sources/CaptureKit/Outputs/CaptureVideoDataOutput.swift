@@ -1,4 +1,3 @@
-import CVBridge
 import Dispatch
 import Synchronization
 

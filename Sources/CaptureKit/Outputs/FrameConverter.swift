@@ -1,8 +1,7 @@
-import CVBridge
 import Synchronization
 
-/// Converts frames to a pixel format, rotation and mirroring (`cvb_image_convert`,
-/// `cvb_image_rotate_mirror`), reusing buffers from pools sized to the last frames seen.
+/// Converts frames to a pixel format, rotation and mirroring (`Imaging.convert` and
+/// `Imaging.rotateMirror`: `cv::cvtColor`, `cv::rotate`, `cv::flip`), reusing buffers from pools sized to the last frames seen.
 /// Passes a frame through untouched when nothing needs to change.
 ///
 /// Threading: thread-safe (the pools are behind a Mutex; conversions run unlocked).
@@ -26,14 +25,10 @@ final class FrameConverter: Sendable {
         if transforms && (target == .yuyv || target == .nv12) { target = .bgr }
         if target == source.pixelFormat && !transforms { return sample }
 
-        var err = cvb_error()
         var current = source
         if target != source.pixelFormat {
             let converted = try buffer(width: source.width, height: source.height, format: target)
-            guard PixelBuffer.withBridgeImages(source, converted, { cvb_image_convert(&$0, &$1, &err) }) == 0 else {
-                throw CaptureError(
-                    .conversionFailed, "cannot convert \(source.pixelFormat) to \(target): \(err.text)")
-            }
+            try Imaging.convert(source, into: converted, "cannot convert \(source.pixelFormat) to \(target)")
             current = converted
         }
         if transforms {
@@ -41,12 +36,8 @@ final class FrameConverter: Sendable {
             let rotated = try buffer(
                 width: quarter ? current.height : current.width, height: quarter ? current.width : current.height,
                 format: target)
-            let status = PixelBuffer.withBridgeImages(current, rotated) {
-                cvb_image_rotate_mirror(&$0, &$1, rotation, mirrored ? 1 : 0, &err)
-            }
-            guard status == 0 else {
-                throw CaptureError(.conversionFailed, "cannot rotate the frame by \(rotation)°: \(err.text)")
-            }
+            try Imaging.rotateMirror(
+                current, into: rotated, degrees: rotation, mirrored: mirrored, "cannot rotate the frame by \(rotation)°")
             current = rotated
         }
         return SampleBuffer(

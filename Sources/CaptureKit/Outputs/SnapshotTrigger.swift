@@ -1,4 +1,3 @@
-import CVBridge
 import Foundation
 
 /// Why a snapshot was taken.
@@ -280,7 +279,7 @@ public final class SnapshotTrigger {
     }
 
     /// Variance of the Laplacian over `rect` (device space) of `buffer`
-    /// (`cvb_image_laplacian_variance`). YUYV and NV12 are measured on their luma.
+    /// (`Imaging.laplacianVariance`). YUYV and NV12 are measured on their luma.
     public static func sharpness(of buffer: PixelBuffer, in rect: CGRect) throws(CaptureError) -> Double {
         try sharpness(of: buffer, in: rect, converter: FrameConverter())
     }
@@ -296,15 +295,6 @@ public final class SnapshotTrigger {
         guard let box = DeviceSpace(measured).wholePixels(rect) else {
             throw CaptureError(.conversionFailed, "measuring sharpness failed: the rectangle lies outside the image")
         }
-        var err = cvb_error()
-        var variance = 0.0
-        let status = measured.withBridgeImage {
-            cvb_image_laplacian_variance(
-                &$0, Int32(box.x), Int32(box.y), Int32(box.width), Int32(box.height), &variance, &err)
-        }
-        guard status == 0 else {
-            throw CaptureError(.conversionFailed, "measuring sharpness failed: \(err.text)")
-        }
-        return variance
+        return try Imaging.laplacianVariance(measured, in: box, "measuring sharpness failed")
     }
 }

@@ -1,10 +1,9 @@
-import CVBridge
-
-/// Writes frames to a video file through OpenCV (`cv::VideoWriter` via `cvb_video_writer_*`).
+/// Writes frames to a video file through OpenCV (`cv::VideoWriter` via CaptureVision's
+/// `VideoWriter`).
 ///
 /// Used by the demo-clip generator, tests and the movie output. Threading: one thread at a time.
 public final class VideoFileWriter {
-    /// Where OpenCV's writer runs.
+    /// Where OpenCV's writer runs (CVBridge's `CVB_BACKEND_*` values).
     public enum Backend: Int32, Sendable {
         case any = 0, ffmpeg = 1, gstreamer = 2
     }
@@ -16,7 +15,7 @@ public final class VideoFileWriter {
     /// Frames written so far.
     public private(set) var frameCount = 0
 
-    private var writer: OpaquePointer?
+    private var writer: VideoWriter?
 
     /// Opens a writer. `fourCC` names the codec ("MJPG" for MJPEG-in-AVI, "mp4v", "XVID").
     ///
@@ -27,19 +26,10 @@ public final class VideoFileWriter {
     ) throws(CaptureError) {
         self.path = path
         self.dimensions = dimensions
-        var err = cvb_error()
-        guard
-            let w = FilePathBytes.withCString(path, {
-                cvb_video_writer_open(
-                    $0, backend.rawValue, fourCC, frameRate, Int32(dimensions.width), Int32(dimensions.height),
-                    isColor ? 1 : 0, &err)
-            })
-        else {
-            throw CaptureError(
-                .writeFailed, "cannot write \(fourCC) video to \(path): \(err.text); check the folder exists and is writable",
-                path: path)
-        }
-        writer = w
+        writer = try VideoWriter(
+            path: path, backend: backend.rawValue, fourCC: fourCC, frameRate: frameRate, width: dimensions.width,
+            height: dimensions.height, isColor: isColor,
+            "cannot write \(fourCC) video to \(path) (check the folder exists and is writable)")
     }
 
     deinit { close() }
@@ -51,16 +41,13 @@ public final class VideoFileWriter {
             throw CaptureError(
                 .writeFailed, "frame is \(buffer.width)x\(buffer.height) but \(path) is \(dimensions)", path: path)
         }
-        var err = cvb_error()
-        guard buffer.withBridgeImage({ cvb_video_writer_write(writer, &$0, &err) }) == 0 else {
-            throw CaptureError(.writeFailed, "writing a frame to \(path) failed: \(err.text)", path: path)
-        }
+        try writer.write(buffer, "writing a frame to \(path) failed")
         frameCount += 1
     }
 
     /// Finishes the file. Safe to call more than once.
     public func close() {
-        if let writer { cvb_video_writer_close(writer) }
+        writer?.close()
         writer = nil
     }
 }

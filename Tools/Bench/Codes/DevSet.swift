@@ -1,4 +1,5 @@
 @_spi(Benchmark) import CaptureKit
+@_spi(Benchmark) import CaptureVision
 import CaptureKitTesting
 import Foundation
 

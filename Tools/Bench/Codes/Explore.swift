@@ -1,5 +1,6 @@
 import CVBridge
 @_spi(Benchmark) import CaptureKit
+@_spi(Benchmark) import CaptureVision
 import CaptureKitTesting
 import Foundation
 

@@ -29,6 +29,7 @@
 // conversion included for both.
 import CVBridge
 @_spi(Benchmark) import CaptureKit
+@_spi(Benchmark) import CaptureVision
 import CaptureKitTesting
 import Foundation
 

@@ -1,4 +1,3 @@
-import CVBridge
 import CV4L2
 import Foundation
 import Synchronization
@@ -46,7 +45,7 @@ public struct V4L2Negotiation: Sendable, Hashable, Codable, CustomStringConverti
 /// happens in outputs), wrapping the mmap buffer without a copy; the buffer goes back to the
 /// driver (`VIDIOC_QBUF`) when the last reference to the frame goes away. When too few buffers
 /// would be left with the driver, the frame is copied into a pooled buffer instead. MJPEG is
-/// decoded into pooled BGR buffers (`cvb_image_decode_into`). Nothing is allocated per frame
+/// decoded into pooled BGR buffers (`Imaging.decode`, `cv::imdecode`). Nothing is allocated per frame
 /// once the pools are warm. Timestamps are the driver's (monotonic clock), sequence numbers the
 /// driver's, counted from the first frame of each stream. Streaming stops (`VIDIOC_STREAMOFF`)
 /// on `close`, after a failure, and, at process exit, when the kernel closes the descriptor.
@@ -291,13 +290,15 @@ public final class V4L2FrameSource: FrameSource, @unchecked Sendable {
             let pixels: PixelBuffer
             if s.isCompressed {
                 let frame = try pool.makeBuffer()
-                var err = cvb_error()
-                let status = frame.withBridgeImage { dst in
-                    cvb_image_decode_into(
-                        s.address(of: index).assumingMemoryBound(to: UInt8.self), Int(buffer.bytesused), &dst, &err)
-                }
+                let decoded: Bool
+                do {
+                    try Imaging.decode(
+                        UnsafeRawBufferPointer(start: s.address(of: index), count: Int(buffer.bytesused)), into: frame,
+                        "decoding an MJPEG frame")
+                    decoded = true
+                } catch { decoded = false }
                 s.requeue(index)
-                guard status == 0 else { continue }  // a damaged JPEG (common on USB): drop the frame
+                guard decoded else { continue }  // a damaged JPEG (common on USB): drop the frame
                 pixels = frame
             } else if s.lentCount < Int(s.count) - Self.minimumQueuedBuffers {
                 s.lend(index)

@@ -22,7 +22,7 @@ public enum ImageFile {
         let mat = buffer.withBridgeImage { image in
             params.withUnsafeBufferPointer { p in cvb_image_encode(&image, ext, p.baseAddress, Int32(p.count), &err) }
         }
-        guard let mat else { throw CaptureError(.conversionFailed, "cannot encode the frame as \(ext): \(err.text)") }
+        guard let mat else { throw CaptureError(.conversionFailed, "cannot encode the frame as \(ext)", bridge: err) }
         defer { cvb_mat_release(mat) }
         let bytes = cvb_mat_image(mat).data!
         return Array(UnsafeBufferPointer(start: bytes, count: cvb_mat_byte_length(mat)))

@@ -76,7 +76,7 @@ final class ZBarScanner {
     init() throws(CaptureError) {
         var err = cvb_error()
         guard let h = cvb_code_scanner_create(&err) else {
-            throw CaptureError(.outOfMemory, "cannot create a ZBar image scanner: \(err.text)")
+            throw CaptureError(.outOfMemory, "cannot create a ZBar image scanner", bridge: err)
         }
         handle = h
     }
@@ -124,7 +124,7 @@ final class ZBarScanner {
     func scan(_ gray: PixelBuffer) throws(CaptureError) -> [ScannedSymbol] {
         var err = cvb_error()
         let n = gray.withBridgeImage { image in cvb_code_scanner_scan(handle, &image, &err) }
-        guard n >= 0 else { throw CaptureError(.decodeFailed, "ZBar could not scan the image: \(err.text)") }
+        guard n >= 0 else { throw CaptureError(.decodeFailed, "ZBar could not scan the image", bridge: err) }
         // The symbols are copied out below; the old scanner may go only after that.
         defer {
             symbolsSinceRenewal += Int(n)

@@ -88,6 +88,14 @@ package struct PixelRect: Hashable, Sendable {
     package var width: Int
     package var height: Int
 
+    /// A rectangle with its top-left corner at (`x`, `y`).
+    package init(x: Int, y: Int, width: Int, height: Int) {
+        self.x = x
+        self.y = y
+        self.width = width
+        self.height = height
+    }
+
     /// The same rectangle as a `CGRect` in pixels.
     package var cgRect: CGRect { CGRect(x: x, y: y, width: width, height: height) }
 }

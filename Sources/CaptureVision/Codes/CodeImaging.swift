@@ -150,7 +150,7 @@ package enum CodeImaging {
     }
 
     package static func check(_ status: Int32, _ err: cvb_error, _ what: String) throws(CaptureError) {
-        if status != 0 { throw CaptureError(.conversionFailed, "\(what) failed: \(err.text)") }
+        if status != 0 { throw CaptureError(.conversionFailed, "\(what) failed", bridge: err) }
     }
 }
 

@@ -43,7 +43,7 @@ final class ZXingReader {
     init() throws(CaptureError) {
         var err = cvb_error()
         guard let h = cvb_zxing_reader_create(&err) else {
-            throw CaptureError(.outOfMemory, "cannot create a zxing-cpp reader: \(err.text)")
+            throw CaptureError(.outOfMemory, "cannot create a zxing-cpp reader", bridge: err)
         }
         handle = h
     }
@@ -63,7 +63,7 @@ final class ZXingReader {
         h.is_pure = hints.isPure ? 1 : 0
         var err = cvb_error()
         let n = gray.withBridgeImage { image in cvb_zxing_read(handle, &image, &h, &err) }
-        guard n >= 0 else { throw CaptureError(.decodeFailed, "zxing-cpp could not read the image: \(err.text)") }
+        guard n >= 0 else { throw CaptureError(.decodeFailed, "zxing-cpp could not read the image", bridge: err) }
         var out: [ScannedSymbol] = []
         for i in 0..<n {
             var info = cvb_zxing_result()

@@ -35,19 +35,20 @@ public final class PixelBuffer: @unchecked Sendable {
     public convenience init(width: Int, height: Int, pixelFormat: PixelFormat) throws(CaptureError) {
         var err = cvb_error()
         guard let mat = cvb_mat_create(Int32(width), Int32(height), pixelFormat.rawValue, &err) else {
-            throw CaptureError(.outOfMemory, "cannot allocate a \(width)x\(height) \(pixelFormat) buffer: \(err.text)")
+            throw CaptureError(.outOfMemory, "cannot allocate a \(width)x\(height) \(pixelFormat) buffer", bridge: err)
         }
-        self.init(ownedMat: mat, pixelFormat: pixelFormat, pool: nil)
+        self.init(ownedMat: mat)
     }
 
     /// Takes ownership of a CVBridge matrix (released when the buffer goes away, or handed back
-    /// to `pool`).
-    init(ownedMat mat: OpaquePointer, pixelFormat: PixelFormat, pool: PixelBufferPool?) {
+    /// to `pool`); size and layout are the matrix's own (`cvb_mat_image`).
+    init(ownedMat mat: OpaquePointer, pool: PixelBufferPool? = nil) {
         let image = cvb_mat_image(mat)
         width = Int(image.width)
-        height = Int(pixelFormat == .nv12 ? image.height * 2 / 3 : image.height)
+        height = Int(image.height)
         bytesPerRow = Int(image.stride)
-        self.pixelFormat = pixelFormat
+        // cvb_mat_image reports only cvb_pixel_format values, which PixelFormat mirrors.
+        pixelFormat = PixelFormat(rawValue: image.format) ?? .gray
         baseAddress = UnsafeMutableRawPointer(image.data!)
         storage = pool.map { .pooled(mat, $0) } ?? .mat(mat)
     }
@@ -182,13 +183,13 @@ public final class PixelBufferPool: Sendable {
     /// A buffer from the pool, or a new one when none is idle.
     public func makeBuffer() throws(CaptureError) -> PixelBuffer {
         if let reused = idle.withLock({ $0.popLast() }) {
-            return PixelBuffer(ownedMat: reused.pointer, pixelFormat: pixelFormat, pool: self)
+            return PixelBuffer(ownedMat: reused.pointer, pool: self)
         }
         var err = cvb_error()
         guard let mat = cvb_mat_create(Int32(width), Int32(height), pixelFormat.rawValue, &err) else {
-            throw CaptureError(.outOfMemory, "cannot allocate a \(width)x\(height) \(pixelFormat) buffer: \(err.text)")
+            throw CaptureError(.outOfMemory, "cannot allocate a \(width)x\(height) \(pixelFormat) buffer", bridge: err)
         }
-        return PixelBuffer(ownedMat: mat, pixelFormat: pixelFormat, pool: self)
+        return PixelBuffer(ownedMat: mat, pool: self)
     }
 
     /// Number of idle buffers (for tests and diagnostics).
@@ -201,14 +202,5 @@ public final class PixelBufferPool: Sendable {
             return true
         }
         if !kept { cvb_mat_release(mat) }
-    }
-}
-
-extension cvb_error {
-    /// The bridge's message as a Swift string.
-    var text: String {
-        withUnsafeBytes(of: message) { raw in
-            String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-        }
     }
 }

@@ -76,7 +76,7 @@ public final class NetworkStreamReader: NetworkStreamConnection {
         self.handle = handle
         info = NetworkStreamInfo(
             dimensions: .init(width: width, height: height),
-            reportedFramesPerSecond: raw.fps.isFinite ? raw.fps : 0, codec: VideoFileSource.fourCC(raw.fourcc))
+            reportedFramesPerSecond: raw.fps.isFinite ? raw.fps : 0, codec: fourCCText(raw.fourcc))
         pool = PixelBufferPool(width: width, height: height, pixelFormat: .bgr)
     }
 

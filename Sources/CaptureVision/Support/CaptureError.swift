@@ -122,15 +122,19 @@ public struct CaptureError: Error, Sendable, Equatable, CustomStringConvertible 
     public var message: String
     /// The file or device involved, when there is one.
     public var path: String?
-    /// The `errno` (or library status) behind the failure, when there is one.
+    /// The `errno` behind the failure, when there is one.
     public var errno: Int32?
+    /// The status code of the library behind the failure (OpenCV's `cv::Error::Code`, ZBar's
+    /// or zxing-cpp's status, as the shim reports it in `cvb_error.code`), when there is one.
+    public var libraryCode: Int32?
 
     /// Creates an error.
-    public init(_ code: Code, _ message: String, path: String? = nil, errno: Int32? = nil) {
+    public init(_ code: Code, _ message: String, path: String? = nil, errno: Int32? = nil, libraryCode: Int32? = nil) {
         self.code = code
         self.message = message
         self.path = path
         self.errno = errno
+        self.libraryCode = libraryCode
     }
 
     public var description: String {

@@ -191,14 +191,13 @@ public final class CodeDetector: Sendable {
                 passes: passes))
     }
 
-    /// Finds the codes in one frame (BGR, BGRA, gray, YUYV or NV12).
+    /// Finds the codes in one frame (BGR, BGRA, gray, YUYV or NV12), in device space.
     ///
-    /// `time` and `inputID` are copied into the results. Throws `CaptureError` only when a
-    /// buffer cannot be allocated or converted; an image without codes gives an empty array.
-    public func detect(
-        in pixelBuffer: PixelBuffer, time: MediaTime = .zero, inputID: CaptureInput.ID = CaptureInput.ID(rawValue: 0)
-    ) throws(CaptureError) -> [MetadataMachineReadableCodeObject] {
-        try state.withLock { (s: inout State) throws(CaptureError) -> [MetadataMachineReadableCodeObject] in
+    /// Throws `CaptureError` only when a buffer cannot be allocated or converted; an image
+    /// without codes gives an empty array. `detect(in:time:inputID:)` (CaptureKit) makes
+    /// metadata objects of them.
+    public func detections(in pixelBuffer: PixelBuffer) throws(CaptureError) -> [CodeDetection] {
+        try state.withLock { (s: inout State) throws(CaptureError) -> [CodeDetection] in
             if s.configured != s.types {
                 s.scanner.enable(s.types)
                 s.configured = s.types
@@ -215,17 +214,48 @@ public final class CodeDetector: Sendable {
             defer { s.counts = run.counts }
             run.counts = s.counts
             try run.scan(gray)
-            return run.found.compactMap { symbol -> MetadataMachineReadableCodeObject? in
+            return run.found.compactMap { symbol -> CodeDetection? in
                 let corners = symbol.points.map {
                     space.devicePoint(fromPixel: CGPoint(x: Double($0.x) + Double(roi.x), y: Double($0.y) + Double(roi.y)))
                 }
                 let bounds = DeviceSpace.boundingBox(of: corners)
                 guard s.rectOfInterest.contains(CGPoint(x: bounds.midX, y: bounds.midY)) else { return nil }
-                return MetadataMachineReadableCodeObject(
+                return CodeDetection(
                     type: symbol.type, bounds: bounds, stringValue: symbol.text, payload: symbol.bytes,
-                    corners: corners, quality: symbol.quality, time: time, inputID: inputID)
+                    corners: corners, quality: symbol.quality)
             }
         }
+    }
+}
+
+/// One code a `CodeDetector` read in one image, in device space; the metadata stage adds the
+/// frame's time and input to make a `MetadataMachineReadableCodeObject`.
+///
+/// Value type; thread-safe.
+public struct CodeDetection: Sendable, Hashable {
+    /// The symbology.
+    public var type: MetadataObjectType
+    /// Bounding box of `corners` in device space.
+    public var bounds: CGRect
+    /// The payload as text when it is valid text; nil for binary payloads (`CodeText`).
+    public var stringValue: String?
+    /// The payload's raw bytes, exactly as encoded.
+    public var payload: [UInt8]
+    /// The symbol's corners in device space, clockwise from the code's own top-left.
+    public var corners: [CGPoint]
+    /// ZBar's quality figure (higher is better; for QR, 1).
+    public var quality: Int
+
+    /// Creates a detection.
+    public init(
+        type: MetadataObjectType, bounds: CGRect, stringValue: String?, payload: [UInt8], corners: [CGPoint], quality: Int
+    ) {
+        self.type = type
+        self.bounds = bounds
+        self.stringValue = stringValue
+        self.payload = payload
+        self.corners = corners
+        self.quality = quality
     }
 }
 

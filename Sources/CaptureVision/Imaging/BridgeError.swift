@@ -1,0 +1,32 @@
+import CVBridge
+
+extension cvb_error {
+    /// The shim's message (OpenCV's exception text, ZBar's or zxing-cpp's error, or errno text)
+    /// as a Swift string.
+    package var text: String {
+        withUnsafeBytes(of: message) { raw in
+            String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+        }
+    }
+}
+
+extension CaptureError {
+    /// The one mapping from a failed CVBridge call to a typed error: `what` (the operation, in
+    /// the caller's words) followed by the library's message, and the library's status code.
+    package init(_ code: Code, _ what: String, bridge err: cvb_error, path: String? = nil) {
+        let detail = err.text
+        self.init(
+            code, detail.isEmpty ? what : "\(what): \(detail)", path: path,
+            libraryCode: err.code != 0 ? err.code : nil)
+    }
+}
+
+/// Runs one CVBridge call that returns a status (0 = success) and fills a `cvb_error`, and
+/// turns a failure into `CaptureError(code, what, bridge:)`.
+package func bridgeCall(
+    _ code: CaptureError.Code, _ what: @autoclosure () -> String, path: String? = nil,
+    _ call: (inout cvb_error) -> Int32
+) throws(CaptureError) {
+    var err = cvb_error()
+    guard call(&err) == 0 else { throw CaptureError(code, what(), bridge: err, path: path) }
+}
