@@ -233,20 +233,22 @@ public final class FaceDetector: @unchecked Sendable {
     private static let logger = Logger(label: "cvcam.faces")
     private static let fallbackAnnounced = Atomic<Bool>(false)
 
-    /// Loads the models from the package's Models folder, found in this order: `modelsDirectory`,
-    /// the `CVCAM_MODELS` environment variable, `Models/` beside the executable or up to three
-    /// folders above it, then the source tree this file was built from. YuNet is used unless it
-    /// cannot be loaded (or `backend` is `.haar`); then the Haar cascade is used and a warning
-    /// is logged once per process on `cvcam.faces`.
-    /// Throws `faceModelUnavailable` when neither loads.
+    /// Loads the models found by `FaceModelSearch` (`modelsDirectory`, else `CVCAM_MODELS`, else
+    /// the installed and system locations). YuNet is used unless it cannot be loaded (or
+    /// `backend` is `.haar`); then the Haar cascade is used and a warning is logged once per
+    /// process on `cvcam.faces`. Throws `faceModelUnavailable` when neither loads.
     public convenience init(
         configuration: Configuration = .standard, modelsDirectory: URL? = nil, backend: Backend = .yuNet
     ) throws(CaptureError) {
-        let folder = Self.locateModels(explicit: modelsDirectory)
+        let search = FaceModelSearch(explicit: modelsDirectory)
+        // A place that holds neither file still names where the models were expected.
+        let expected = search.candidates.first?.folder
         try self.init(
             configuration: configuration,
-            yuNetModel: backend == .yuNet ? folder?.appendingPathComponent(Self.yuNetModelName) : nil,
-            haarCascade: folder?.appendingPathComponent(Self.haarCascadeName))
+            yuNetModel: backend == .yuNet
+                ? (search.locate(Self.yuNetModelName)?.file ?? expected?.appendingPathComponent(Self.yuNetModelName)) : nil,
+            haarCascade: search.locate(Self.haarCascadeName)?.file
+                ?? expected?.appendingPathComponent(Self.haarCascadeName))
     }
 
     /// Loads the given model files: YuNet when `yuNetModel` loads, else the Haar cascade
@@ -289,7 +291,7 @@ public final class FaceDetector: @unchecked Sendable {
                 backend = .haar
                 if yuNetModel != nil, !Self.fallbackAnnounced.exchange(true, ordering: .relaxed) {
                     Self.logger.warning(
-                        "YuNet unavailable (\(yuNetProblem)); using the Haar cascade \(haarCascade.path): no landmarks, roll or yaw, lower recall. Set CVCAM_MODELS to the folder holding \(Self.yuNetModelName)."
+                        "YuNet unavailable (\(yuNetProblem)); using the Haar cascade \(haarCascade.path): no landmarks, roll or yaw, lower recall. Install it in /usr/share/cvcam/models, or point --models or CVCAM_MODELS at the folder holding \(Self.yuNetModelName) (`cvcam doctor` shows where cvcam looks)."
                     )
                 }
                 return
@@ -300,7 +302,7 @@ public final class FaceDetector: @unchecked Sendable {
         }
         throw CaptureError(
             .faceModelUnavailable,
-            "no face model could be loaded (\(yuNetProblem); \(haarProblem)); set CVCAM_MODELS to cvcam's Models folder",
+            "no face model could be loaded (\(yuNetProblem); \(haarProblem)); point --models or CVCAM_MODELS at the folder holding \(Self.yuNetModelName); `cvcam doctor` shows where cvcam looks",
             path: yuNetModel?.path ?? haarCascade?.path)
     }
 
@@ -312,28 +314,10 @@ public final class FaceDetector: @unchecked Sendable {
         if let cascade { cvb_cascade_release(cascade) }
     }
 
-    /// The Models folder: the first candidate holding either model file (see `init`).
+    /// The first folder on `FaceModelSearch`'s list holding either model file.
     public static func locateModels(explicit: URL? = nil) -> URL? {
-        var candidates: [URL] = []
-        if let explicit { candidates.append(explicit) }
-        if let env = ProcessInfo.processInfo.environment["CVCAM_MODELS"], !env.isEmpty {
-            candidates.append(URL(fileURLWithPath: env))
-        }
-        var dir = URL(fileURLWithPath: CommandLine.arguments.first ?? ".").resolvingSymlinksInPath()
-            .deletingLastPathComponent()
-        for _ in 0..<4 {
-            candidates.append(dir.appendingPathComponent("Models"))
-            dir = dir.deletingLastPathComponent()
-        }
-        // Sources/CaptureKit/Metadata/FaceDetector.swift → package root.
-        var source = URL(fileURLWithPath: #filePath)
-        for _ in 0..<4 { source = source.deletingLastPathComponent() }
-        candidates.append(source.appendingPathComponent("Models"))
-        let fm = FileManager.default
-        return candidates.first { folder in
-            fm.fileExists(atPath: folder.appendingPathComponent(yuNetModelName).path)
-                || fm.fileExists(atPath: folder.appendingPathComponent(haarCascadeName).path)
-        }
+        let search = FaceModelSearch(explicit: explicit)
+        return (search.locate(yuNetModelName) ?? search.locate(haarCascadeName))?.file.deletingLastPathComponent()
     }
 
     /// Finds faces in `image` (BGR, gray, BGRA, YUYV or NV12), looking only inside
