@@ -16,7 +16,7 @@ struct CVCam: ParsableCommand {
             (scan on a file input that ended without a code; snap --wait-for-face without a face); 64 usage error.
             """,
         version: "0.1.0",
-        subcommands: [Devices.self, Faces.self, Scan.self, Snap.self, Watch.self, Record.self]
+        subcommands: [Devices.self, Faces.self, Scan.self, Snap.self, Watch.self, Record.self, Doctor.self]
     )
 
     /// ArgumentParser's main, except that error messages (which quote file names and library

@@ -20,4 +20,6 @@
 #include "cvb_codes.h"
 #include "cvb_zxing.h"
 
+#include "cvb_version.h"
+
 #endif
