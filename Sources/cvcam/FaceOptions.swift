@@ -29,8 +29,27 @@ struct FaceOptions: ParsableArguments {
             valueName: "seconds"))
     var faceScanInterval: Double = 0.1
 
+    @Option(
+        help: ArgumentHelp(
+            "Folder holding the face models (as CVCAM_MODELS); when given, the only place looked in. Default: see `cvcam doctor`.",
+            valueName: "folder"),
+        completion: .directory)
+    var models: String?
+
     func validate() throws {
         try OptionRange.check(faceScanInterval, OptionRange.seconds, "--face-scan-interval", unit: " seconds")
+        if let models {
+            var isFolder: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: models, isDirectory: &isFolder), isFolder.boolValue else {
+                throw ValidationError("--models: \(TerminalText.escaped(models)) is not a folder")
+            }
+        }
+    }
+
+    /// `--models` reaches every face detector the run makes, including the metadata output's
+    /// own, through the variable FaceModelSearch reads.
+    func applyModelsFolder() {
+        if let models { setenv(FaceModelSearch.environmentVariable, models, 1) }
     }
 
     /// The detection mode asked for, or the default for the input: photos are searched at their
@@ -47,6 +66,7 @@ struct FaceOptions: ParsableArguments {
         for input: InputOptions, latency job: CaptureJob? = nil,
         observing observer: (@Sendable (SampleBuffer, [MetadataFaceObject]) -> Void)? = nil
     ) throws -> CaptureMetadataOutput {
+        applyModelsFolder()
         let regionOfInterest = input.regionOfInterest
         let metadata: CaptureMetadataOutput
         if let job, job.statsInterval != nil {
@@ -72,6 +92,7 @@ struct FaceOptions: ParsableArguments {
 
     /// This face detector alone. Throws `CLIError.noFaceModel` when no face model loads.
     func detector(for input: InputOptions) throws -> FaceDetector {
+        applyModelsFolder()
         do {
             return try FaceDetector(configuration: detection(for: input).configuration)
         } catch {

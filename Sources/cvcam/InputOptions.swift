@@ -308,7 +308,7 @@ enum CLIError: Error, CustomStringConvertible {
         case .noCamera:
             "No camera found. Try the bundled demo: `Tools/demo`, or pass --input with a video file, an image folder or synthetic:SPEC."
         case .noFaceModel:
-            "No face model could be loaded: check Models/face_detection_yunet_n_2023.onnx (or set CVCAM_MODELS to its folder)."
+            "No face model could be loaded: `cvcam doctor` shows where cvcam looked; install the models there or pass --models FOLDER (or set CVCAM_MODELS)."
         case .message(let text): text
         }
     }

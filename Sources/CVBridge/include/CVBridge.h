@@ -18,5 +18,7 @@
 #include "cvb_zbar.h"       // ZBar
 #include "cvb_zxing.h"      // zxing-cpp
 #include "cvb_logging.h"    // OpenCV's and FFmpeg's own log output
+#include "cvb_version.h"    // the libraries' run-time versions (cvcam doctor)
+
 
 #endif

@@ -301,7 +301,7 @@ public final class FaceDetector: @unchecked Sendable {
                 backend = .haar
                 if yuNetModel != nil, !Self.fallbackAnnounced.exchange(true, ordering: .relaxed) {
                     Self.logger.warning(
-                        "YuNet unavailable (\(yuNetProblem)); using the Haar cascade \(haarCascade.path): no landmarks, roll or yaw, lower recall. Set CVCAM_MODELS to the folder holding \(Self.yuNetModelName)."
+                        "YuNet unavailable (\(yuNetProblem)); using the Haar cascade \(haarCascade.path): no landmarks, roll or yaw, lower recall. Install it in /usr/share/cvcam/models, or point --models or CVCAM_MODELS at the folder holding \(Self.yuNetModelName) (`cvcam doctor` shows where cvcam looks)."
                     )
                 }
                 return
@@ -312,7 +312,7 @@ public final class FaceDetector: @unchecked Sendable {
         }
         throw CaptureError(
             .faceModelUnavailable,
-            "no face model could be loaded (\(yuNetProblem); \(haarProblem)); set CVCAM_MODELS to cvcam's Models folder",
+            "no face model could be loaded (\(yuNetProblem); \(haarProblem)); point --models or CVCAM_MODELS at the folder holding \(Self.yuNetModelName); `cvcam doctor` shows where cvcam looks",
             path: yuNetModel?.path ?? haarCascade?.path)
     }
 

@@ -9,43 +9,27 @@ extension FaceDetector {
     /// File name of the Haar fallback.
     public static let haarCascadeName = "haarcascade_frontalface_alt2.xml"
 
-    /// Loads the models from the package's Models folder, found in this order: `modelsDirectory`,
-    /// the `CVCAM_MODELS` environment variable, `Models/` beside the executable or up to three
-    /// folders above it, then the source tree this file was built from. YuNet is used unless it
-    /// cannot be loaded (or `backend` is `.haar`); then the Haar cascade is used and a warning
-    /// is logged once per process on `cvcam.faces`.
-    /// Throws `faceModelUnavailable` when neither loads.
+    /// Loads the models found by `FaceModelSearch` (`modelsDirectory`, else `CVCAM_MODELS`, else
+    /// the installed and system locations). YuNet is used unless it cannot be loaded (or
+    /// `backend` is `.haar`); then the Haar cascade is used and a warning is logged once per
+    /// process on `cvcam.faces`. Throws `faceModelUnavailable` when neither loads.
     public convenience init(
         configuration: Configuration = .standard, modelsDirectory: URL? = nil, backend: Backend = .yuNet
     ) throws(CaptureError) {
-        let folder = Self.locateModels(explicit: modelsDirectory)
+        let search = FaceModelSearch(explicit: modelsDirectory)
+        // A place that holds neither file still names where the models were expected.
+        let expected = search.candidates.first?.folder
         try self.init(
             configuration: configuration,
-            yuNetModel: backend == .yuNet ? folder?.appendingPathComponent(Self.yuNetModelName) : nil,
-            haarCascade: folder?.appendingPathComponent(Self.haarCascadeName))
+            yuNetModel: backend == .yuNet
+                ? (search.locate(Self.yuNetModelName)?.file ?? expected?.appendingPathComponent(Self.yuNetModelName)) : nil,
+            haarCascade: search.locate(Self.haarCascadeName)?.file
+                ?? expected?.appendingPathComponent(Self.haarCascadeName))
     }
 
-    /// The Models folder: the first candidate holding either model file (see `init`).
+    /// The first folder on `FaceModelSearch`'s list holding either model file.
     public static func locateModels(explicit: URL? = nil) -> URL? {
-        var candidates: [URL] = []
-        if let explicit { candidates.append(explicit) }
-        if let env = ProcessInfo.processInfo.environment["CVCAM_MODELS"], !env.isEmpty {
-            candidates.append(URL(fileURLWithPath: env))
-        }
-        var dir = URL(fileURLWithPath: CommandLine.arguments.first ?? ".").resolvingSymlinksInPath()
-            .deletingLastPathComponent()
-        for _ in 0..<4 {
-            candidates.append(dir.appendingPathComponent("Models"))
-            dir = dir.deletingLastPathComponent()
-        }
-        // Sources/CaptureVision/Faces/FaceModels.swift → package root.
-        var source = URL(fileURLWithPath: #filePath)
-        for _ in 0..<4 { source = source.deletingLastPathComponent() }
-        candidates.append(source.appendingPathComponent("Models"))
-        let fm = FileManager.default
-        return candidates.first { folder in
-            fm.fileExists(atPath: folder.appendingPathComponent(yuNetModelName).path)
-                || fm.fileExists(atPath: folder.appendingPathComponent(haarCascadeName).path)
-        }
+        let search = FaceModelSearch(explicit: explicit)
+        return (search.locate(yuNetModelName) ?? search.locate(haarCascadeName))?.file.deletingLastPathComponent()
     }
 }
