@@ -165,5 +165,5 @@ final class TimedCodeStage: CodeMetadataStage {
         }
     }
 
-    func finish() { inner.finish() }
+    func finish() -> [MetadataEvent] { inner.finish() }
 }

@@ -1,49 +1,19 @@
 import CVBridge
 
-/// What a network stream said about itself when it opened.
-public struct NetworkStreamInfo: Sendable, Equatable {
-    /// Frame size in pixels.
-    public var dimensions: CaptureDevice.Dimensions
-    /// The rate FFmpeg reports (from the stream's timestamps for RTSP; a guess for MJPEG over
-    /// HTTP, which carries no times: `NetworkStreamSource` measures that one instead).
-    public var reportedFramesPerSecond: Double
-    /// The codec as a four-character code ("MJPG", "H264"), or "????" when unknown.
-    public var codec: String
-
-    /// Creates stream information (tests and test doubles).
-    public init(dimensions: CaptureDevice.Dimensions, reportedFramesPerSecond: Double, codec: String) {
-        self.dimensions = dimensions
-        self.reportedFramesPerSecond = reportedFramesPerSecond
-        self.codec = codec
-    }
-}
-
-/// One open connection to a network camera: the seam between `NetworkStreamSource`'s state
-/// machine and the network, so the machine can be tested with a scripted connection.
-///
-/// Threading: used by one thread at a time (the source's connection thread).
-public protocol NetworkStreamConnection: AnyObject {
-    /// What the stream reported when it opened.
-    var info: NetworkStreamInfo { get }
-    /// The next decoded frame (BGR, `info.dimensions`), blocking until it arrives; nil when the
-    /// stream ended (server closed it, nothing arrived within the read timeout).
-    func readFrame() throws(CaptureError) -> PixelBuffer?
-    /// Closes the connection. Safe to call more than once.
-    func close()
-}
-
-/// Opens a connection to `url` within `timeouts`, or throws what went wrong (redacted).
-public typealias NetworkStreamOpener = @Sendable (NetworkStreamURL, NetworkStreamTimeouts) throws(CaptureError) ->
-    any NetworkStreamConnection
-
 /// A network stream read through OpenCV's FFmpeg backend: the only Swift caller of the shim's
 /// stream functions (`cvb_stream_open`, `cvb_stream_read`, `cvb_video_reader_close`, which wrap
 /// `cv::VideoCapture::open(url, CAP_FFMPEG, {CAP_PROP_OPEN_TIMEOUT_MSEC, CAP_PROP_READ_TIMEOUT_MSEC})`
 /// and `cv::VideoCapture::read`).
 ///
 /// Threading: not thread-safe; one thread opens, reads and closes it.
-public final class NetworkStreamReader: NetworkStreamConnection {
-    public let info: NetworkStreamInfo
+public final class NetworkStreamReader {
+    /// Frame size in pixels, as the stream reported it when it opened.
+    public let width: Int
+    public let height: Int
+    /// The rate FFmpeg reports (0 when it reports none).
+    public let reportedFramesPerSecond: Double
+    /// The codec as a four-character code ("MJPG", "H264"), or "????" when unknown.
+    public let codec: String
     private var handle: OpaquePointer?
     private let pool: PixelBufferPool
     private let url: NetworkStreamURL
@@ -74,9 +44,10 @@ public final class NetworkStreamReader: NetworkStreamConnection {
                 path: url.redacted)
         }
         self.handle = handle
-        info = NetworkStreamInfo(
-            dimensions: .init(width: width, height: height),
-            reportedFramesPerSecond: raw.fps.isFinite ? raw.fps : 0, codec: fourCCText(raw.fourcc))
+        self.width = width
+        self.height = height
+        reportedFramesPerSecond = raw.fps.isFinite ? raw.fps : 0
+        codec = fourCCText(raw.fourcc)
         pool = PixelBufferPool(width: width, height: height, pixelFormat: .bgr)
     }
 
@@ -100,10 +71,5 @@ public final class NetworkStreamReader: NetworkStreamConnection {
     public func close() {
         if let handle { cvb_video_reader_close(handle) }
         handle = nil
-    }
-
-    /// The opener that connects through this reader.
-    public static let opener: NetworkStreamOpener = { url, timeouts throws(CaptureError) in
-        try NetworkStreamReader(url: url, timeouts: timeouts)
     }
 }
