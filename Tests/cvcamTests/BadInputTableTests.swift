@@ -82,7 +82,7 @@ extension BadInputCase {
     /// Options every capturing command has (InputOptions), and the face options (FaceOptions).
     static let inputOptions: [(String, Shape, ClosedRange<Double>?)] = [
         ("--fps", .number, nil), ("--rotate", .integer, 0...0), ("--size", .size, nil), ("--view", .size, nil),
-        ("--rect-of-interest", .rect, nil),
+        ("--rect-of-interest", .rect, nil), ("--connect-timeout", .number, 0.1...3600),
     ]
     static let faceCommands: Set = ["faces", "snap", "watch"]
 
