@@ -43,13 +43,19 @@ struct Faces: ParsableCommand {
     func run() throws {
         let list = try InputList(arguments: files, options: input)
         defer { list.removeTemporaryFiles() }
+        // Each input has its own tracker, numbering from 1; the log renumbers so that a faceID
+        // names one face in the whole run, as the README promises.
+        var idOffset = 0
+        var previousLog: FaceLog?
         _ = try CaptureJob.analyseEach(list, options: input, output: output, noun: "faces", phrase: "faces seen", summaryField: \.faces) {
             job, sources in
+            idOffset += previousLog?.highestFaceID ?? 0
             var one = input
             one.input = job.options.input
             let metadata = try faceOptions.faceOutput(for: one, latency: job)
             metadata.faceUpdateInterval = everyFrame ? .infinity : updateInterval
-            let log = FaceLog(printer: job.printer, everyFrame: everyFrame, sources: sources)
+            let log = FaceLog(printer: job.printer, everyFrame: everyFrame, sources: sources, idOffset: idOffset)
+            previousLog = log
             metadata.setMetadataObjectsDelegate(log, queue: DispatchQueue(label: "cvcam.faces.log"))
             try job.add(metadata)
             return (metadata, { log.facesSeen })
@@ -63,15 +69,20 @@ final class FaceLog: CaptureMetadataOutputObjectsDelegate, @unchecked Sendable {
     let printer: EventPrinter
     let everyFrame: Bool
     let sources: SourceNames
+    /// Added to the tracker's faceIDs: the IDs earlier inputs of the run used.
+    let idOffset: Int
     private var seen = Set<Int>()
 
-    init(printer: EventPrinter, everyFrame: Bool, sources: SourceNames = .none) {
+    init(printer: EventPrinter, everyFrame: Bool, sources: SourceNames = .none, idOffset: Int = 0) {
         self.printer = printer
         self.everyFrame = everyFrame
         self.sources = sources
+        self.idOffset = idOffset
     }
 
     var facesSeen: Int { seen.count }
+    /// The highest tracker faceID this input printed (read after the input ended).
+    var highestFaceID: Int { seen.max() ?? 0 }
 
     func metadataOutput(
         _ output: CaptureMetadataOutput, didOutput metadataObjects: [any MetadataObject], from connection: CaptureConnection
@@ -97,12 +108,14 @@ final class FaceLog: CaptureMetadataOutputObjectsDelegate, @unchecked Sendable {
         let angles =
             (face.hasRollAngle ? String(format: "  roll %+.0f", face.rollAngle) : "")
             + (face.hasYawAngle ? String(format: " yaw %+.0f", face.yawAngle) : "")
+        var record = MetadataRecord.Face(face)
+        record.faceID += idOffset
         printer.emit(
             FaceEvent(
-                event: event, time: eventTime(face.time), face: MetadataRecord.Face(face), viewBox: view.box,
+                event: event, time: eventTime(face.time), face: record, viewBox: view.box,
                 source: sources.name(face.time)),
             at: face.time,
-            text: "\(sources.prefix(face.time))\(printer.timeText(face.time))  \(event.padding(toLength: 6, withPad: " ", startingAt: 0)) face \(face.faceID)  box \(EventPrinter.boxText(face.bounds))  score \(String(format: "%.2f", face.confidence))\(angles)\(view.text)"
+            text: "\(sources.prefix(face.time))\(printer.timeText(face.time))  \(event.padding(toLength: 6, withPad: " ", startingAt: 0)) face \(record.faceID)  box \(EventPrinter.boxText(face.bounds))  score \(String(format: "%.2f", face.confidence))\(angles)\(view.text)"
         )
     }
 }

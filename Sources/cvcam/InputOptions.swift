@@ -15,8 +15,8 @@ struct InputOptions: ParsableArguments {
             discussion: """
                 A network camera's credentials come from the URL (rtsp://user:pass@host/path) or, \
                 for what the URL lacks, from CVCAM_STREAM_USER and CVCAM_STREAM_PASSWORD; they are \
-                never printed. A dropped stream is retried (0.5 s, doubling to 30 s) with \
-                interrupted / interruptionEnded events.
+                never printed. A dropped stream is an interruption, as for an unplugged camera, \
+                and is retried after 0.5 s, doubling to 30 s.
                 synthetic:SPEC draws a scene with known content, e.g. \
                 synthetic:size=640x480,fps=30,frames=90,image=face.jpg,qr=HELLO. Keys: size=WxH, \
                 fps=N, frames=N (default: endless), background=bars|noise|black|gray|PATH, \

@@ -154,6 +154,8 @@ final class CodeLog: CaptureMetadataOutputObjectsDelegate, @unchecked Sendable {
         let view = printer.view(code.bounds)
         let source = sources.name(code.time)
         guard !raw else {
+            // Payloads only: a code going out of view prints nothing (zbarimg --raw's lines are decodes).
+            guard event != "leave" else { return }
             printer.emit(CodeEvent(event: event, code: code, viewBox: view.box, source: source), text: Self.rawLine(code))
             return
         }

@@ -21,6 +21,7 @@ final class NetworkStreamTestServer: @unchecked Sendable {
     let kind: Kind
     let port: Int
     private let process: Process
+    private let output: FileHandle
 
     static let packageRoot: URL = {
         var url = URL(fileURLWithPath: #filePath)
@@ -69,6 +70,7 @@ final class NetworkStreamTestServer: @unchecked Sendable {
         var text = ""
         let deadline = Date(timeIntervalSinceNow: 15)
         let handle = out.fileHandleForReading
+        output = handle
         while !text.contains("\n") && Date() < deadline && process.isRunning {
             let chunk = handle.availableData
             if chunk.isEmpty { break }
@@ -88,6 +90,15 @@ final class NetworkStreamTestServer: @unchecked Sendable {
     func url(user: String? = nil, password: String? = nil) -> String {
         let auth = user.map { u in password.map { "\(u):\($0)@" } ?? "\(u)@" } ?? ""
         return "\(kind == .rtsp ? "rtsp" : "http")://\(auth)127.0.0.1:\(port)/stream"
+    }
+
+    /// Stops the server and returns how many frames it sent in all, as the MJPEG server says
+    /// when it exits ("served N"); nil when it said nothing (the RTSP server, or it was killed).
+    func stopCountingFrames() -> Int? {
+        stop()
+        let text = String(decoding: output.readDataToEndOfFile(), as: UTF8.self)
+        guard let line = text.split(separator: "\n").last(where: { $0.hasPrefix("served ") }) else { return nil }
+        return Int(line.dropFirst(7))
     }
 
     /// Stops the server (SIGTERM, then SIGKILL after 2 s) and waits for it to exit.

@@ -4,7 +4,7 @@
 Serves GET /stream as multipart/x-mixed-replace, one JPEG part per frame (a bar that moves
 across a gradient, with the frame number drawn in), at --fps frames per second, as IP cameras
 do; optionally behind Basic authentication. Prints "ready PORT" once it listens (port 0 = any
-free port) and runs until SIGTERM/SIGINT.
+free port) and runs until SIGTERM/SIGINT, then prints "served N": the frames it sent in all.
 
 Packages (Tools/setup): python3-opencv (frames encoded with cv2.imencode).
 """
@@ -79,6 +79,8 @@ def main():
                     self.wfile.write(jpeg)
                     self.wfile.write(b"\r\n")
                     self.wfile.flush()
+                    with served_lock:
+                        served[0] += 1
                     n += 1
                     delay = start + n / args.fps - time.monotonic()
                     if delay > 0:
@@ -89,6 +91,8 @@ def main():
     # A parent may have started us with these blocked or ignored (test runners do): restore them.
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
     stopping = threading.Event()
+    served = [0]
+    served_lock = threading.Lock()
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     server.daemon_threads = True
 
@@ -101,6 +105,7 @@ def main():
     print(f"ready {server.server_address[1]}", flush=True)
     server.serve_forever()
     server.server_close()
+    print(f"served {served[0]}", flush=True)
     sys.exit(0)
 
 

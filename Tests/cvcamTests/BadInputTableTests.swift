@@ -83,6 +83,7 @@ extension BadInputCase {
     static let inputOptions: [(String, Shape, ClosedRange<Double>?)] = [
         ("--fps", .number, nil), ("--rotate", .integer, 0...0), ("--size", .size, nil), ("--view", .size, nil),
         ("--rect-of-interest", .rect, nil), ("--stats-interval", .number, nil),  // the last from OutputOptions
+        ("--connect-timeout", .number, 0.1...3600),
     ]
     static let faceCommands: Set = ["faces", "snap", "watch"]
 

@@ -26,6 +26,17 @@ import Testing
         #expect(summary["frames"] as? Int == 6)  // two images, and four in the folder
     }
 
+    @Test func faceIDsNameOneFaceInTheWholeRun() throws {
+        // Each input has its own tracker numbering from 1; the run's IDs must still not repeat.
+        let photos = ["grace_hopper.jpg", "astronaut.png"].map { CLI.fixture("images/\($0)") }
+        let r = try CLI.run(["faces", "--json"] + photos)
+        #expect(r.status == 0, "\(r.stderr)")
+        let entered = objects(r).filter { $0["type"] as? String == "face" && $0["event"] as? String == "enter" }
+        let ids = entered.compactMap { $0["faceID"] as? Int }
+        #expect(Set(entered.compactMap { $0["source"] as? String }) == Set(photos))
+        #expect(ids.count >= 2 && Set(ids).count == ids.count, "\(ids)")
+    }
+
     @Test func textLinesStartWithTheSourceWhenItVaries() throws {
         let r = try CLI.run(["scan", "--types", "all", Self.code("aztec.png"), Self.code("microqr.png")])
         #expect(r.lines == [

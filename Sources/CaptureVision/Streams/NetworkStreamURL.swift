@@ -111,7 +111,10 @@ public struct NetworkStreamURL: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// How long a network camera may take: to connect (open and learn the stream's format), and
-/// to deliver the next frame before the stream counts as dropped.
+/// to deliver the next frame before the stream counts as dropped. They become OpenCV's
+/// `CAP_PROP_OPEN_TIMEOUT_MSEC` and `CAP_PROP_READ_TIMEOUT_MSEC` (see `NetworkStreamReader`).
+///
+/// Threading: a value type; use it anywhere.
 public struct NetworkStreamTimeouts: Sendable, Equatable {
     /// Seconds to connect (`CAP_PROP_OPEN_TIMEOUT_MSEC`).
     public var connect: Double

@@ -1,8 +1,8 @@
 // Arbitrary bytes as an image file: the header check and decode (`ImageFolderSource.decode`,
-// `cvb_image_read`), the in-place decode of V4L2 MJPEG frames (`cvb_image_decode_into`), then
-// the code and face detectors on whatever decoded.
-import CVBridge
+// `cvb_image_read`), the in-place decode of V4L2 MJPEG frames (`Imaging.decode`, over
+// `cvb_image_decode_into`), then the code and face detectors on whatever decoded.
 @testable import CaptureKit
+@testable import CaptureVision
 import FuzzSupport
 import Foundation
 
@@ -21,8 +21,7 @@ runFuzzer { data, count in
     else { return 0 }
     // The same bytes decoded into a buffer of the size the full decode found, as the V4L2 path does.
     if let into = try? PixelBufferPool(width: image.width, height: image.height, pixelFormat: .bgr).makeBuffer() {
-        var err = cvb_error()
-        _ = into.withBridgeImage { cvb_image_decode_into(start.assumingMemoryBound(to: UInt8.self), count, &$0, &err) }
+        try? Imaging.decode(bytes, into: into, "fuzz input")
     }
     _ = try? codes.detect(in: image)
     _ = try? faces.detect(in: image)
