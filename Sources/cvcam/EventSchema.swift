@@ -11,9 +11,10 @@ enum EventType: String, Codable, CaseIterable, Sendable {
     case start, face, code, snapshot, recording, drop, error, summary, devices, stats
     case format, interrupted, interruptionEnded, controls
 
-    /// Text mode prints these on stderr, like zbarimg, so stdout holds only what was found;
-    /// NDJSON keeps every event on stdout, one stream for a program to read.
-    var isDiagnostic: Bool { [.drop, .error, .summary, .stats].contains(self) }
+    /// Text mode prints these on stderr, like zbarimg, so stdout holds only what was found (and
+    /// when a camera went and came back); NDJSON keeps every event on stdout, one stream for a
+    /// program to read.
+    var isDiagnostic: Bool { [.drop, .error, .summary, .stats, .format].contains(self) }
 }
 
 /// This run's ID: 8 random hex digits, printed at the start and in the summary, so face IDs

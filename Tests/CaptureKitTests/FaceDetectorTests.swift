@@ -132,8 +132,14 @@ struct FaceDetectorTests {
     @Test func findsModelsWithoutHelpAndUsesYuNet() throws {
         #expect(FaceDetector.locateModels() != nil)
         #expect(try FaceDetector().backend == .yuNet)
-        // A wrong explicit folder falls through to the other places.
-        #expect(try FaceDetector(modelsDirectory: URL(fileURLWithPath: "/nonexistent")).backend == .yuNet)
+        // An explicit folder is the only place looked in (FaceModelSearch): a wrong one is an
+        // error that names it, not a silent fallback to models elsewhere.
+        do {
+            _ = try FaceDetector(modelsDirectory: URL(fileURLWithPath: "/nonexistent"))
+            Issue.record("a folder without models must not load any")
+        } catch {
+            #expect(error.code == .faceModelUnavailable && error.message.contains("/nonexistent/"), "\(error)")
+        }
     }
 
     /// Every fixture face but one: the heavily masked face at the left of maksssksksss593.jpg

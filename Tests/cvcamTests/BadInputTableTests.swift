@@ -117,6 +117,7 @@ extension BadInputCase {
     static let textOptions: Set = [
         "--device", "--input", "--preset", "--gravity", "--face-detection", "--types", "--output-file", "--dir",
         "--pixel-format", "--set-ctrl",  // bad values and out-of-range controls: CameraCLITests
+        "--models",  // a folder: ModelSearchTests
     ]
 
     /// Each command on the 2-frame scene, writing into the row's folder; and its exit code when it ends normally.

@@ -56,19 +56,22 @@ import Testing
         #expect(format["device"] as? String == "/dev/video-emulated0")
         #expect(format["fourCC"] as? String == "MJPG" && format["width"] as? Int == 1280 && format["height"] as? Int == 720)
         #expect(format["fps"] as? Double == 30 && format["adjusted"] as? Bool == false && format["requested"] == nil)
-        #expect(sized.lines.first.map { (try? json($0))?["type"] as? String } == "format")
+        // The start line, then the negotiated format.
+        #expect(sized.lines.prefix(2).map { (try? json($0))?["type"] as? String } == ["start", "format"])
         let input = try #require(try event(sized, "summary")["input"] as? [String: Any])
         #expect(input["format"] as? String == "MJPG 1280x720@30" && input["adjusted"] as? Bool == false)
         #expect(try event(sized, "snapshot")["width"] as? Int == 1280)
 
         let text = try emu.run(["snap", "-o", out, "--overwrite", "--size", "1280x720", "--fps", "30"] + Self.camera)
         #expect(text.status == 0, "\(text.stderr)")
-        #expect(text.lines.first == "format: /dev/video-emulated0 Emulated Camera: MJPG 1280x720@30")
-        #expect(text.lines.last?.hasSuffix("photos written, camera MJPG 1280x720@30") == true, "\(text.stdout)")
+        // In text the format and the summary are diagnostics, on stderr with the start line.
+        let diagnostics = text.stderr.split(separator: "\n").map(String.init)
+        #expect(diagnostics.contains("format: /dev/video-emulated0 Emulated Camera: MJPG 1280x720@30"), "\(text.stderr)")
+        #expect(diagnostics.last?.hasSuffix("photos written, camera MJPG 1280x720@30") == true, "\(text.stderr)")
 
         let raw = try emu.run(["snap", "-o", out, "--overwrite", "--size", "1280x720", "--pixel-format", "yuyv"] + Self.camera)
         #expect(raw.status == 0, "\(raw.stderr)")
-        #expect(raw.lines.first == "format: /dev/video-emulated0 Emulated Camera: YUYV 1280x720@10")
+        #expect(raw.stderr.contains("format: /dev/video-emulated0 Emulated Camera: YUYV 1280x720@10\n"), "\(raw.stderr)")
 
         let quiet = try emu.run(["snap", "-o", out, "--overwrite", "-q", "--size", "640x480"] + Self.camera)
         #expect(quiet.status == 0 && !quiet.stdout.contains("format:"), "\(quiet.stdout)")
@@ -104,12 +107,14 @@ import Testing
         let out = emu.dir.appendingPathComponent("x.jpg").path
         let text = try emu.run(["snap", "-o", out, "--size", "1280x720", "--fps", "30"] + Self.camera)
         #expect(text.status == 0, "\(text.stderr)")
+        let diagnostics = text.stderr.split(separator: "\n").map(String.init)
         #expect(
-            text.lines.first
-                == "format: /dev/video-emulated0 Emulated Camera: MJPG 1280x720@15 (requested MJPG 1280x720@30; adjusted by the driver)")
+            diagnostics.contains(
+                "format: /dev/video-emulated0 Emulated Camera: MJPG 1280x720@15 (requested MJPG 1280x720@30; adjusted by the driver)"),
+            "\(text.stderr)")
         #expect(
-            text.lines.last?.hasSuffix("camera requested MJPG 1280x720@30, got MJPG 1280x720@15 (adjusted by the driver)") == true,
-            "\(text.stdout)")
+            diagnostics.last?.hasSuffix("camera requested MJPG 1280x720@30, got MJPG 1280x720@15 (adjusted by the driver)") == true,
+            "\(text.stderr)")
         let json = try emu.run(["snap", "-o", out, "--overwrite", "--size", "1280x720", "--fps", "30", "--json"] + Self.camera)
         let format = try event(json, "format")
         #expect(format["fps"] as? Double == 15 && format["adjusted"] as? Bool == true)
@@ -235,7 +240,8 @@ import Testing
         run.interrupt()
         let status = run.wait()
         #expect(status == 0, "\(run.output) \(run.errorOutput)")
-        let summary = try #require(run.output.last)
+        // JSON: every event on stdout; text: the summary is a diagnostic, on stderr.
+        let summary = try #require(json ? run.output.last : run.errorOutput.split(separator: "\n").last.map(String.init))
         #expect(json ? summary.contains("\"type\":\"summary\"") : summary.hasPrefix("summary: "), "\(summary)")
         #expect(!run.output.contains { $0.contains("error") }, "\(run.output)")
     }
@@ -249,7 +255,7 @@ import Testing
         #expect(run.waitForLine(containing: "interrupted: ", timeout: 5) != nil, "\(run.output)")
         run.interrupt()
         #expect(run.wait() == 0, "\(run.output) \(run.errorOutput)")
-        #expect(run.output.last?.hasPrefix("summary: ") == true, "\(run.output)")
+        #expect(run.errorOutput.split(separator: "\n").last?.hasPrefix("summary: ") == true, "\(run.errorOutput)")
     }
 }
 

@@ -50,13 +50,14 @@ import Testing
     }
 
     /// Both streams of a text-mode run: the checkout's path as `<root>`, the summary's rate as
-    /// `<wall>`, and libpng's own warnings (printed by libpng, not cvcam) left out.
+    /// `<wall>`, the start line's run ID as `<run>`, and libpng's own warnings (printed by libpng, not cvcam) left out.
     func checkText(_ name: String, _ arguments: [String], status: Int32) throws {
         let result = try CLI.run(arguments)
         #expect(result.status == status, "\(name): \(result.stderr)")
         func clean(_ text: String) -> String {
             text.replacingOccurrences(of: CLI.packageRoot.path, with: "<root>")
                 .replacingOccurrences(of: #"analysed at [0-9.]+ fps"#, with: "analysed at <wall> fps", options: .regularExpression)
+                .replacingOccurrences(of: #"cvcam: run [0-9a-f]{8}:"#, with: "cvcam: run <run>:", options: .regularExpression)
                 .split(separator: "\n", omittingEmptySubsequences: false).filter { !$0.hasPrefix("libpng warning:") }
                 .joined(separator: "\n")
         }

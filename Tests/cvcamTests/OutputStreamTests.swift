@@ -14,8 +14,11 @@ import Testing
     @Test func textModeKeepsOnlyCodesOnStdout() throws {
         let r = try CLI.run(["scan", "--input", "synthetic:size=320x240,fps=10,frames=20,qr=HELLO"])
         #expect(r.status == 0, "\(r.stderr)")
-        #expect(r.lines == ["00:00:00.000  appear QR  HELLO"])
-        #expect(r.stderr.hasPrefix("summary: 20 frames, 20 analysed at "), "\(r.stderr)")
+        #expect(r.lines == ["00:00:00.000  appear QR  HELLO", "00:00:01.900  leave  QR  HELLO"])
+        let diagnostics = r.stderr.split(separator: "\n").map(String.init)
+        #expect(diagnostics.count == 2, "\(r.stderr)")
+        #expect(diagnostics.first?.hasPrefix("cvcam: run ") == true, "\(r.stderr)")
+        #expect(diagnostics.last?.hasPrefix("summary: 20 frames, 20 analysed at ") == true, "\(r.stderr)")
         #expect(r.stderr.hasSuffix(" fps, 0 skipped, 1 codes read\n"), "\(r.stderr)")
     }
 
@@ -23,13 +26,15 @@ import Testing
         let r = try CLI.run(["scan", "--json", "--input", "synthetic:size=320x240,fps=10,frames=20,qr=HELLO"])
         #expect(r.status == 0)
         #expect(r.stderr.isEmpty, "\(r.stderr)")
-        #expect(r.lines.count == 2 && r.lines.last?.contains("\"type\":\"summary\"") == true, "\(r.lines)")
+        // start, appear, leave, summary
+        #expect(r.lines.count == 4 && r.lines.first?.contains("\"type\":\"start\"") == true, "\(r.lines)")
+        #expect(r.lines.last?.contains("\"type\":\"summary\"") == true, "\(r.lines)")
     }
 
     @Test func quietLeavesOnlyTheData() throws {
         let scan = try CLI.run(["scan", "-q", "--input", "synthetic:size=320x240,fps=10,frames=20,qr=HELLO"])
         #expect(scan.status == 0)
-        #expect(scan.lines == ["00:00:00.000  appear QR  HELLO"])
+        #expect(scan.lines == ["00:00:00.000  appear QR  HELLO", "00:00:01.900  leave  QR  HELLO"])
         #expect(scan.stderr.isEmpty, "\(scan.stderr)")
         // The start line of a recording goes too.
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("cvcam-quiet-\(UUID())")
@@ -40,7 +45,8 @@ import Testing
         #expect(record.stdout.isEmpty && record.stderr.isEmpty, "\(record.stdout)\(record.stderr)")
         let loud = try CLI.run(["record", "--overwrite", "-o", dir.appendingPathComponent("a.avi").path, "--input", "synthetic:size=64x48,fps=10,frames=5"])
         #expect(loud.lines.first?.hasPrefix("recording ") == true, "\(loud.stdout)")
-        #expect(loud.stderr.hasPrefix("summary: "), "\(loud.stderr)")
+        #expect(loud.stderr.hasPrefix("cvcam: run "), "\(loud.stderr)")
+        #expect(loud.stderr.split(separator: "\n").last?.hasPrefix("summary: ") == true, "\(loud.stderr)")
     }
 
     @Test func rawPrintsPayloadsOnly() throws {
@@ -63,7 +69,7 @@ import Testing
         let raw = try CLI.run(["scan", "--raw", dir.path])
         #expect(raw.status == 0, "\(raw.stderr)")
         let codes = json.lines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
-            .filter { $0["type"] as? String == "code" }
+            .filter { $0["type"] as? String == "code" && $0["event"] as? String != "leave" }
         let expected = codes.map { code -> String in
             if let text = code["text"] as? String, !text.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }),
                 !text.hasPrefix("base64:")
@@ -106,7 +112,8 @@ import Testing
         let r = try CLI.run(["scan", cut])
         #expect(r.status == 1)
         #expect(r.stdout.isEmpty, "\(r.stdout)")
-        let lines = r.stderr.split(separator: "\n")
+        // The start line, then the error once, then the summary.
+        let lines = r.stderr.split(separator: "\n").filter { !$0.hasPrefix("cvcam: run ") }
         #expect(lines.filter { $0.contains("truncated") }.count == 1, "\(r.stderr)")
         #expect(lines.first?.hasPrefix("error: \(cut) ended after ") == true, "\(r.stderr)")
         #expect(lines.count == 2 && lines.last?.hasPrefix("summary: ") == true, "\(r.stderr)")

@@ -18,7 +18,7 @@ import Testing
         let r = try CLI.run(["scan", "--json", "--types", "all", Self.code("aztec.png"), "--input", Self.code("pdf417.png"), "--input", Self.negatives])
         #expect(r.status == 0, "\(r.stderr)")
         let events = objects(r)
-        let codes = events.filter { $0["type"] as? String == "code" }
+        let codes = events.filter { $0["type"] as? String == "code" && $0["event"] as? String == "appear" }
         #expect(codes.map { $0["source"] as? String } == [Self.code("aztec.png"), Self.code("pdf417.png")])
         let summary = try #require(events.last)
         #expect(summary["type"] as? String == "summary")
@@ -41,12 +41,14 @@ import Testing
         let r = try CLI.run(["scan", "--types", "all", Self.code("aztec.png"), Self.code("microqr.png")])
         #expect(r.lines == [
             "\(Self.code("aztec.png")): 00:00:00.000  appear AZTEC  cvcam Aztec 1",
+            "\(Self.code("aztec.png")): 00:00:00.000  leave  AZTEC  cvcam Aztec 1",
             "\(Self.code("microqr.png")): 00:00:00.000  appear MICROQR  cvcam-mqr-1",
+            "\(Self.code("microqr.png")): 00:00:00.000  leave  MICROQR  cvcam-mqr-1",
         ])
         #expect(r.stderr.contains("summary: 2 inputs, 2 frames, 2 analysed at "), "\(r.stderr)")
         // One input, one file: no prefix (nothing to tell apart).
         let one = try CLI.run(["scan", "--types", "all", Self.code("aztec.png")])
-        #expect(one.lines == ["00:00:00.000  appear AZTEC  cvcam Aztec 1"])
+        #expect(one.lines == ["00:00:00.000  appear AZTEC  cvcam Aztec 1", "00:00:00.000  leave  AZTEC  cvcam Aztec 1"])
     }
 
     /// The image within a folder is each face's source, in text and JSON.
@@ -75,7 +77,8 @@ import Testing
         defer { try? FileManager.default.removeItem(at: dir) }
         try FileManager.default.copyItem(atPath: Self.code("aztec.png"), toPath: dir.appendingPathComponent("only.png").path)
         let r = try CLI.run(["scan", "--json", "--types", "all", dir.path])
-        #expect(objects(r).first?["source"] as? String == dir.appendingPathComponent("only.png").path, "\(r.stdout)")
+        let code = objects(r).first { $0["type"] as? String == "code" }
+        #expect(code?["source"] as? String == dir.appendingPathComponent("only.png").path, "\(r.stdout)")
     }
 
     /// Exit status over several inputs: 0 when any held a code, 4 when none did, 1 when any
@@ -87,7 +90,10 @@ import Testing
         #expect(noneFound.status == 4, "\(noneFound.stderr)")
         let oneFailed = try CLI.run(["scan", "--types", "all", "/nonexistent/a.png", Self.code("aztec.png")])
         #expect(oneFailed.status == 1)
-        #expect(oneFailed.lines == ["\(Self.code("aztec.png")): 00:00:00.000  appear AZTEC  cvcam Aztec 1"])
+        #expect(oneFailed.lines == [
+            "\(Self.code("aztec.png")): 00:00:00.000  appear AZTEC  cvcam Aztec 1",
+            "\(Self.code("aztec.png")): 00:00:00.000  leave  AZTEC  cvcam Aztec 1",
+        ])
         #expect(oneFailed.stderr.contains("error: no file at /nonexistent/a.png"), "\(oneFailed.stderr)")
         #expect(oneFailed.stderr.contains("summary: 2 inputs (1 failed), "), "\(oneFailed.stderr)")
     }
@@ -102,7 +108,7 @@ import Testing
         let bytes = try Data(contentsOf: URL(fileURLWithPath: Self.code("datamatrix.png")))
         let r = try CLI.run(["scan", "--json", "--types", "all", "--input", "-"], stdin: bytes)
         #expect(r.status == 0, "\(r.stderr)")
-        let code = try #require(objects(r).first)
+        let code = try #require(objects(r).first { $0["type"] as? String == "code" })
         #expect(code["text"] as? String == "cvcam Data Matrix 1")
         #expect(code["source"] as? String == "-")
     }

@@ -1,6 +1,9 @@
 import CaptureVision
 
-/// What a network stream said about itself when it opened.
+/// What a network stream said about itself when it opened (`cv::VideoCapture::get` of
+/// `CAP_PROP_FRAME_WIDTH`/`HEIGHT`, `CAP_PROP_FPS`, `CAP_PROP_FOURCC`).
+///
+/// Threading: a value type; use it anywhere.
 public struct NetworkStreamInfo: Sendable, Equatable {
     /// Frame size in pixels.
     public var dimensions: CaptureDevice.Dimensions

@@ -1,47 +1,5 @@
 import CVBridge
 
-<<<<<<< HEAD:Sources/CaptureVision/Streams/NetworkStreamReader.swift
-=======
-/// What a network stream said about itself when it opened (`cv::VideoCapture::get` of
-/// `CAP_PROP_FRAME_WIDTH`/`HEIGHT`, `CAP_PROP_FPS`, `CAP_PROP_FOURCC`).
-///
-/// Threading: a value type; use it anywhere.
-public struct NetworkStreamInfo: Sendable, Equatable {
-    /// Frame size in pixels.
-    public var dimensions: CaptureDevice.Dimensions
-    /// The rate FFmpeg reports (from the stream's timestamps for RTSP; a guess for MJPEG over
-    /// HTTP, which carries no times: `NetworkStreamSource` measures that one instead).
-    public var reportedFramesPerSecond: Double
-    /// The codec as a four-character code ("MJPG", "H264"), or "????" when unknown.
-    public var codec: String
-
-    /// Creates stream information (tests and test doubles).
-    public init(dimensions: CaptureDevice.Dimensions, reportedFramesPerSecond: Double, codec: String) {
-        self.dimensions = dimensions
-        self.reportedFramesPerSecond = reportedFramesPerSecond
-        self.codec = codec
-    }
-}
-
-/// One open connection to a network camera: the seam between `NetworkStreamSource`'s state
-/// machine and the network, so the machine can be tested with a scripted connection.
-///
-/// Threading: used by one thread at a time (the source's connection thread).
-public protocol NetworkStreamConnection: AnyObject {
-    /// What the stream reported when it opened.
-    var info: NetworkStreamInfo { get }
-    /// The next decoded frame (BGR, `info.dimensions`), blocking until it arrives; nil when the
-    /// stream ended (server closed it, nothing arrived within the read timeout).
-    func readFrame() throws(CaptureError) -> PixelBuffer?
-    /// Closes the connection. Safe to call more than once.
-    func close()
-}
-
-/// Opens a connection to `url` within `timeouts`, or throws what went wrong (redacted).
-public typealias NetworkStreamOpener = @Sendable (NetworkStreamURL, NetworkStreamTimeouts) throws(CaptureError) ->
-    any NetworkStreamConnection
-
->>>>>>> network:Sources/CaptureKit/Devices/NetworkStreamReader.swift
 /// A network stream read through OpenCV's FFmpeg backend: the only Swift caller of the shim's
 /// stream functions (`cvb_stream_open`, `cvb_stream_read`, `cvb_video_reader_close`, which wrap
 /// `cv::VideoCapture::open(url, CAP_FFMPEG, {CAP_PROP_OPEN_TIMEOUT_MSEC, CAP_PROP_READ_TIMEOUT_MSEC})`
