@@ -610,15 +610,8 @@ extension BadInputCase {
         var command = [CLI.binary.path] + arguments
         if asNobody, let setpriv { command = [setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups"] + command }
         if let gnuTime { command = [gnuTime, "-f", "%M", "-o", report.path] + command }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: command[0])
-        process.arguments = Array(command.dropFirst())
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
+        let (process, out, err) = CLI.process(
+            Array(command.dropFirst()), environment: environment, executable: URL(fileURLWithPath: command[0]))
         let started = Date()
         try process.run()
         nonisolated(unsafe) var outData = Data()

@@ -28,11 +28,11 @@ enum CLI {
         var lines: [String] { stdout.split(separator: "\n").map(String.init) }
     }
 
-    /// Runs `cvcam arguments…` (or `executable arguments…`) to completion, with `stdin` on its
-    /// standard input (closed when nil).
-    static func run(
-        _ arguments: [String], environment: [String: String] = [:], executable: URL? = nil, stdin: Data? = nil
-    ) throws -> Result {
+    /// A `cvcam arguments…` (or `executable arguments…`) process, not yet started, with this
+    /// process's environment plus `environment`, stdout and stderr on pipes and stdin closed.
+    static func process(
+        _ arguments: [String], environment: [String: String] = [:], executable: URL? = nil
+    ) -> (process: Process, out: Pipe, err: Pipe) {
         let process = Process()
         process.executableURL = executable ?? binary
         process.arguments = arguments
@@ -41,8 +41,18 @@ enum CLI {
         let err = Pipe()
         process.standardOutput = out
         process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        return (process, out, err)
+    }
+
+    /// Runs `cvcam arguments…` (or `executable arguments…`) to completion, with `stdin` on its
+    /// standard input (closed when nil).
+    static func run(
+        _ arguments: [String], environment: [String: String] = [:], executable: URL? = nil, stdin: Data? = nil
+    ) throws -> Result {
+        let (process, out, err) = Self.process(arguments, environment: environment, executable: executable)
         let input = Pipe()
-        process.standardInput = stdin == nil ? FileHandle.nullDevice : input
+        if stdin != nil { process.standardInput = input }
         try process.run()
         if let stdin {
             // Written from a thread of its own: a large image would fill the pipe before cvcam reads it.

@@ -269,15 +269,7 @@ final class RunningCLI: Sendable {
     private let captured = Captured()
 
     init(_ arguments: [String], environment: [String: String]) throws {
-        let process = Process()
-        process.executableURL = CLI.binary
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
+        let (process, out, err) = CLI.process(arguments, environment: environment)
         self.process = process
         try process.run()
         let captured = self.captured

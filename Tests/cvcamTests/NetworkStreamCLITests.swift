@@ -17,15 +17,7 @@ import Testing
         _ arguments: [String], environment: [String: String] = [:], interruptAfter: Double,
         during: ((Double) -> Void)? = nil
     ) throws -> Run {
-        let process = Process()
-        process.executableURL = CLI.binary
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
+        let (process, out, err) = CLI.process(arguments, environment: environment)
         let launched = Date()
         try process.run()
         nonisolated(unsafe) var outData = Data()

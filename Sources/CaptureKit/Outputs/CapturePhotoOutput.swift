@@ -2,54 +2,6 @@ import Dispatch
 import Foundation
 import Synchronization
 
-/// Receives the stages of one photo capture (`AVCapturePhotoCaptureDelegate`).
-///
-/// For every `capturePhoto(with:delegate:)` that did not throw, the output calls, in this order
-/// and exactly once each unless noted: `willBeginCaptureFor`, `willCapturePhotoFor`,
-/// `didCapturePhotoFor`, `didFinishProcessingPhoto` (once per expected photo), and
-/// `didFinishCaptureFor` last. A capture that fails (unsupported settings, the session stopping,
-/// an encoding or write failure) still gets the whole sequence; the error comes with the photos
-/// it concerns and with `didFinishCaptureFor`.
-///
-/// All calls run on the output's serial delegate queue. Several captures may be in flight;
-/// every call names its capture by `resolvedSettings.uniqueID`.
-public protocol CapturePhotoCaptureDelegate: AnyObject, Sendable {
-    /// The capture was accepted with these resolved settings.
-    func photoOutput(_ output: CapturePhotoOutput, willBeginCaptureFor resolvedSettings: CaptureResolvedPhotoSettings)
-    /// The first frame for the capture is about to be taken (the shutter moment).
-    func photoOutput(_ output: CapturePhotoOutput, willCapturePhotoFor resolvedSettings: CaptureResolvedPhotoSettings)
-    /// Every frame for the capture has been taken.
-    func photoOutput(_ output: CapturePhotoOutput, didCapturePhotoFor resolvedSettings: CaptureResolvedPhotoSettings)
-    /// One photo is encoded (and written, when the settings name a file), or failed.
-    func photoOutput(_ output: CapturePhotoOutput, didFinishProcessingPhoto photo: CapturePhoto, error: CaptureError?)
-    /// The capture is over; `error` is the first error of the capture, if any.
-    func photoOutput(
-        _ output: CapturePhotoOutput, didFinishCaptureFor resolvedSettings: CaptureResolvedPhotoSettings,
-        error: CaptureError?)
-}
-
-extension CapturePhotoCaptureDelegate {
-    public func photoOutput(_ output: CapturePhotoOutput, willBeginCaptureFor resolvedSettings: CaptureResolvedPhotoSettings) {}
-    public func photoOutput(_ output: CapturePhotoOutput, willCapturePhotoFor resolvedSettings: CaptureResolvedPhotoSettings) {}
-    public func photoOutput(_ output: CapturePhotoOutput, didCapturePhotoFor resolvedSettings: CaptureResolvedPhotoSettings) {}
-    public func photoOutput(
-        _ output: CapturePhotoOutput, didFinishCaptureFor resolvedSettings: CaptureResolvedPhotoSettings,
-        error: CaptureError?
-    ) {}
-}
-
-/// A frame source that can change its exposure bias between frames, which bracketed captures
-/// need (V4L2 cameras with exposure controls; test doubles).
-///
-/// Threading: called on the input's capture thread, like `nextFrame`.
-public protocol ExposureBracketingSource: FrameSource {
-    /// Biases the source accepts, in EV.
-    var exposureTargetBiasRange: ClosedRange<Float> { get }
-    /// Sets the exposure bias in EV and returns how many frames still come at the old
-    /// exposure (frames already in flight in the driver).
-    func setExposureTargetBias(_ bias: Float) throws(CaptureError) -> Int
-}
-
 /// Takes still photos from a running session (`AVCapturePhotoOutput`).
 ///
 /// A photo is the next frame the session delivers after `capturePhoto`, converted to BGR and
@@ -546,78 +498,6 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
         let base = url.deletingPathExtension()
         return base.deletingLastPathComponent().appendingPathComponent("\(base.lastPathComponent)-\(index)")
             .appendingPathExtension(ext)
-    }
-}
-
-/// How a photo output biases exposure for brackets: through a source that does it itself
-/// (`ExposureBracketingSource`), or through a V4L2 camera's `auto_exposure_bias` control
-/// (`CaptureDevice.setExposureTargetBias`, taking the configuration lock for the call).
-struct ExposureBiasControl: Sendable {
-    /// Biases accepted, in EV.
-    let range: ClosedRange<Float>
-    /// Sets a bias; returns how many frames still come at the old exposure.
-    let setBias: @Sendable (Float) throws(CaptureError) -> Int
-
-    /// The device's way of biasing exposure, or nil when it has none.
-    init?(device: CaptureDevice) {
-        if let source = device.source as? any ExposureBracketingSource {
-            range = source.exposureTargetBiasRange
-            setBias = { bias throws(CaptureError) in try source.setExposureTargetBias(bias) }
-            return
-        }
-        guard device.deviceType == .external, device.isControlSupported(.autoExposureBias),
-            let low = try? device.minExposureTargetBias, let high = try? device.maxExposureTargetBias, low < high
-        else { return nil }
-        range = low...high
-        setBias = { bias throws(CaptureError) in
-            try device.lockForConfiguration()
-            defer { device.unlockForConfiguration() }
-            try device.setExposureTargetBias(bias)
-            // Frames already captured were exposed before the change.
-            return device.source.capabilities?.framesInFlight ?? 1
-        }
-    }
-}
-
-/// How a photo output fires a V4L2 camera's flash: LED mode flash (`flash_led_mode` = 1), then
-/// `flash_strobe` when the camera has it; afterwards the previous LED mode goes back. Each call
-/// takes the configuration lock for its control writes.
-///
-/// Threading: thread-safe (the device serialises its control calls).
-struct FlashControl: Sendable {
-    let device: CaptureDevice
-    let hasStrobe: Bool
-
-    /// The device's flash, or nil when it has none (files, synthetic sources, cameras without
-    /// a "Flash" LED mode).
-    init?(device: CaptureDevice) {
-        guard device.deviceType == .external, device.hasFlash else { return nil }
-        self.device = device
-        hasStrobe = device.isControlSupported(.flashStrobe)
-    }
-
-    /// Switches the LED to flash mode and strobes; returns the mode to put back. On failure the
-    /// previous mode is already back. The corresponding C calls are `ioctl(VIDIOC_G_CTRL)` and
-    /// `ioctl(VIDIOC_S_CTRL)` on `V4L2_CID_FLASH_LED_MODE` and `V4L2_CID_FLASH_STROBE`.
-    func fire() throws(CaptureError) -> Int64 {
-        try device.lockForConfiguration()
-        defer { device.unlockForConfiguration() }
-        let previous = try device.value(of: .flashLEDMode)
-        do throws(CaptureError) {
-            try device.setValue(1, for: .flashLEDMode)  // V4L2_FLASH_LED_MODE_FLASH
-            if hasStrobe { try device.setValue(1, for: .flashStrobe) }
-        } catch {
-            _ = try? device.setValue(previous, for: .flashLEDMode)
-            throw error
-        }
-        return previous
-    }
-
-    /// Puts the LED mode `mode` back (`ioctl(VIDIOC_S_CTRL)`).
-    func restore(_ mode: Int64) throws(CaptureError) {
-        try device.lockForConfiguration()
-        defer { device.unlockForConfiguration() }
-        try device.setValue(mode, for: .flashLEDMode)
     }
 }
 
