@@ -3,7 +3,8 @@
 
 Serves GET /stream as multipart/x-mixed-replace, one JPEG part per frame (a bar that moves
 across a gradient, with the frame number drawn in), at --fps frames per second, as IP cameras
-do; optionally behind Basic authentication. Prints "ready PORT" once it listens (port 0 = any
+do; optionally behind Basic authentication, and over TLS (https://) with --tls CERT KEY (PEM files
+the caller generates, e.g. with openssl). Prints "ready PORT" once it listens (port 0 = any
 free port) and runs until SIGTERM/SIGINT, then prints "served N": the frames it sent in all.
 
 Packages (Tools/setup): python3-opencv (frames encoded with cv2.imencode).
@@ -11,6 +12,7 @@ Packages (Tools/setup): python3-opencv (frames encoded with cv2.imencode).
 import argparse
 import base64
 import signal
+import ssl
 import sys
 import threading
 import time
@@ -43,6 +45,7 @@ def main():
     parser.add_argument("--fps", type=float, default=10)
     parser.add_argument("--user")
     parser.add_argument("--password")
+    parser.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"), help="serve https:// with this certificate")
     args = parser.parse_args()
     width, height = (int(v) for v in args.size.split("x"))
     frames = make_frames(width, height, 64)
@@ -85,7 +88,7 @@ def main():
                     delay = start + n / args.fps - time.monotonic()
                     if delay > 0:
                         time.sleep(delay)
-            except (BrokenPipeError, ConnectionResetError):
+            except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
                 pass
 
     # A parent may have started us with these blocked or ignored (test runners do): restore them.
@@ -95,6 +98,11 @@ def main():
     served_lock = threading.Lock()
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     server.daemon_threads = True
+    if args.tls:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(args.tls[0], args.tls[1])
+        # Handshake in the handler's thread (on first read), not in the accepting one.
+        server.socket = context.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
 
     def stop(*_):
         stopping.set()

@@ -2,8 +2,10 @@
 """A real RTSP server on loopback for cvcam's network-input tests (GStreamer's RTSP server).
 
 Serves a generated clip (videotestsrc's moving ball over SMPTE bars, MJPEG over RTP) at
-rtsp://127.0.0.1:PORT/stream, optionally behind Basic authentication. Prints "ready PORT" on
-stdout once it listens (port 0 = any free port) and runs until SIGTERM/SIGINT.
+rtsp://127.0.0.1:PORT/stream, optionally behind Basic authentication, and over TLS (rtsps://,
+RTP interleaved in the TLS connection) with --tls CERT KEY (PEM files the caller generates, e.g.
+with openssl). Prints "ready PORT" on stdout once it listens (port 0 = any free port) and runs
+until SIGTERM/SIGINT.
 
 Packages (Tools/setup): python3-gi, gir1.2-gst-rtsp-server-1.0, gstreamer1.0-plugins-good.
 """
@@ -15,7 +17,7 @@ import gi
 
 gi.require_version("Gst", "1.0")
 gi.require_version("GstRtspServer", "1.0")
-from gi.repository import GLib, Gst, GstRtspServer  # noqa: E402
+from gi.repository import Gio, GLib, Gst, GstRtspServer  # noqa: E402
 
 
 def main():
@@ -25,6 +27,7 @@ def main():
     parser.add_argument("--fps", type=int, default=15)
     parser.add_argument("--user")
     parser.add_argument("--password")
+    parser.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"), help="serve rtsps:// with this certificate")
     args = parser.parse_args()
     width, height = (int(v) for v in args.size.split("x"))
 
@@ -41,11 +44,18 @@ def main():
         f"! video/x-raw,format=I420,width={width},height={height},framerate={args.fps}/1 "
         f"! jpegenc quality=80 ! rtpjpegpay name=pay0 pt=26 )")
     factory.set_shared(True)
-    if args.user:
+    if args.user or args.tls:
         auth = GstRtspServer.RTSPAuth()
+        if args.tls:
+            auth.set_tls_certificate(Gio.TlsCertificate.new_from_files(args.tls[0], args.tls[1]))
+        # Once a server has an RTSPAuth, only a role the factory permits may watch: the user's
+        # when there is one, else every client's (the default token).
         token = GstRtspServer.RTSPToken()
         token.set_string(GstRtspServer.RTSP_TOKEN_MEDIA_FACTORY_ROLE, "viewer")
-        auth.add_basic(GstRtspServer.RTSPAuth.make_basic(args.user, args.password or ""), token)
+        if args.user:
+            auth.add_basic(GstRtspServer.RTSPAuth.make_basic(args.user, args.password or ""), token)
+        else:
+            auth.set_default_token(token)
         server.set_auth(auth)
         permissions = GstRtspServer.RTSPPermissions()
         permissions.add_permission_for_role("viewer", "media.factory.access", True)
