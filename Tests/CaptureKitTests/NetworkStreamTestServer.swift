@@ -3,7 +3,9 @@ import Foundation
 /// A real stream server on loopback for the network-input tests: GStreamer's RTSP server or an
 /// MJPEG-over-HTTP server (Tests/Servers/*.py, run by /usr/bin/python3 with Debian's packages,
 /// which Tools/setup installs). Started on a free port (or a given one, to restart "the same
-/// camera"), stopped by `stop()` or when released.
+/// camera"), stopped by `stop()` or when released. With `tls`, the server speaks rtsps:// or
+/// https:// with a self-signed certificate for 127.0.0.1 that /usr/bin/openssl makes at run time
+/// in a temporary folder (removed when the server is released; no key is ever committed).
 final class NetworkStreamTestServer: @unchecked Sendable {
     // @unchecked: `process` is only touched by the test that owns the server.
     enum Kind: String {
@@ -20,8 +22,12 @@ final class NetworkStreamTestServer: @unchecked Sendable {
 
     let kind: Kind
     let port: Int
+    /// Whether the server speaks TLS (rtsps://, https://).
+    let tls: Bool
     private let process: Process
     private let output: FileHandle
+    /// The temporary folder with the certificate and its key, when `tls`.
+    private let certificateFolder: URL?
 
     static let packageRoot: URL = {
         var url = URL(fileURLWithPath: #filePath)
@@ -34,13 +40,48 @@ final class NetworkStreamTestServer: @unchecked Sendable {
 
     /// Starts a server, or returns nil after printing why when its packages are missing and the
     /// tests are not running under CI (under CI a missing package throws: Tools/setup installs it).
-    static func start(_ kind: Kind, port: Int = 0, arguments: [String] = []) throws -> NetworkStreamTestServer? {
-        if let missing = missingPackages(kind) {
+    static func start(
+        _ kind: Kind, port: Int = 0, arguments: [String] = [], tls: Bool = false
+    ) throws -> NetworkStreamTestServer? {
+        if let missing = missingPackages(kind) ?? (tls && !FileManager.default.isExecutableFile(atPath: openssl) ? "\(openssl) is missing" : nil) {
             if ProcessInfo.processInfo.environment["CI"] != nil { throw Unavailable(description: missing) }
             print("skipping \(kind) server test: \(missing) (run Tools/setup)")
             return nil
         }
-        return try NetworkStreamTestServer(kind: kind, port: port, arguments: arguments)
+        let folder = tls ? try makeCertificate() : nil
+        do {
+            return try NetworkStreamTestServer(kind: kind, port: port, arguments: arguments, certificateFolder: folder)
+        } catch {
+            if let folder { try? FileManager.default.removeItem(at: folder) }
+            throw error
+        }
+    }
+
+    static let openssl = "/usr/bin/openssl"
+
+    /// A fresh self-signed certificate (cert.pem) and unencrypted key (key.pem) for 127.0.0.1,
+    /// valid for a day, in a new temporary folder.
+    private static func makeCertificate() throws -> URL {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("cvcam-tls-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: openssl)
+        process.arguments = [
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+            "-addext", "subjectAltName=IP:127.0.0.1",
+            "-keyout", folder.appendingPathComponent("key.pem").path, "-out", folder.appendingPathComponent("cert.pem").path,
+        ]
+        let err = Pipe()
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = err
+        try process.run()
+        let said = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            try? FileManager.default.removeItem(at: folder)
+            throw Unavailable(description: "openssl could not make a certificate: \(said)")
+        }
+        return folder
     }
 
     private static func missingPackages(_ kind: Kind) -> String? {
@@ -54,12 +95,17 @@ final class NetworkStreamTestServer: @unchecked Sendable {
         return python.terminationStatus == 0 ? nil : "/usr/bin/python3 cannot import what `\(kind.probe)` needs"
     }
 
-    private init(kind: Kind, port: Int, arguments: [String]) throws {
+    private init(kind: Kind, port: Int, arguments: [String], certificateFolder: URL?) throws {
         self.kind = kind
+        self.tls = certificateFolder != nil
+        self.certificateFolder = certificateFolder
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
         process.arguments =
             [Self.packageRoot.appendingPathComponent("Tests/Servers/\(kind.script)").path, "--port", String(port)]
+            + (certificateFolder.map {
+                ["--tls", $0.appendingPathComponent("cert.pem").path, $0.appendingPathComponent("key.pem").path]
+            } ?? [])
             + arguments
         let out = Pipe()
         process.standardOutput = out
@@ -84,12 +130,23 @@ final class NetworkStreamTestServer: @unchecked Sendable {
         self.port = bound
     }
 
-    deinit { stop() }
+    /// The PEM certificate the server presents, when `tls`.
+    var certificatePath: String? { certificateFolder?.appendingPathComponent("cert.pem").path }
+
+    deinit {
+        stop()
+        if let certificateFolder { try? FileManager.default.removeItem(at: certificateFolder) }
+    }
 
     /// The stream's URL, with credentials when given.
     func url(user: String? = nil, password: String? = nil) -> String {
         let auth = user.map { u in password.map { "\(u):\($0)@" } ?? "\(u)@" } ?? ""
-        return "\(kind == .rtsp ? "rtsp" : "http")://\(auth)127.0.0.1:\(port)/stream"
+        return "\(scheme)://\(auth)127.0.0.1:\(port)/stream"
+    }
+
+    /// rtsp, rtsps, http or https.
+    var scheme: String {
+        (kind == .rtsp ? "rtsp" : "http") + (tls ? "s" : "")
     }
 
     /// Stops the server and returns how many frames it sent in all, as the MJPEG server says

@@ -275,6 +275,53 @@ private final class ScriptedOpener: Sendable {
         #expect(frames.count >= 6 && frames.allSatisfy { $0.width == 352 && $0.height == 288 })
     }
 
+    /// https:// with a self-signed certificate made at run time: FFmpeg (tls_verify off by
+    /// default) accepts it, and the frames are the server's; plain http:// to it does not connect.
+    @Test func mjpegOverHTTPSDeliversFramesOfTheStreamsSize() throws {
+        guard
+            let server = try NetworkStreamTestServer.start(
+                .mjpeg, arguments: ["--size", "352x288", "--fps", "12", "--user", "bob", "--password", "Open4Me"], tls: true)
+        else { return }
+        defer { server.stop() }
+        let url = server.url(user: "bob", password: "Open4Me")
+        #expect(url.hasPrefix("https://"))
+        let device = try CaptureDevice(networkStream: try NetworkStreamURL(url))
+        #expect(device.activeFormat.dimensions == .init(width: 352, height: 288))
+        #expect(!device.localizedName.contains("Open4Me") && device.localizedName.contains("https://bob:***@"))
+        let recorder = FrameRecorder()
+        let (session, _) = try makeSession(device: device, recorder: recorder)
+        try session.startRunning()
+        let frames = recorder.wait(for: 6, timeout: 10)
+        try session.stopRunning()
+        #expect(frames.count >= 6 && frames.allSatisfy { $0.width == 352 && $0.height == 288 })
+        let plain = #expect(throws: CaptureError.self) {
+            try CaptureDevice(
+                networkStream: try NetworkStreamURL("http://bob:Open4Me@127.0.0.1:\(server.port)/stream"),
+                timeouts: .init(connect: 3))
+        }
+        #expect(plain?.code == .streamUnreachable, "the server speaks only TLS")
+    }
+
+    /// rtsps:// to GStreamer's RTSP server with TLS (RTP interleaved in the TLS connection).
+    @Test func rtspsDeliversFramesOfTheStreamsSize() throws {
+        guard
+            let server = try NetworkStreamTestServer.start(
+                .rtsp, arguments: ["--size", "320x240", "--fps", "15", "--user", "alice", "--password", "Sesame42"], tls: true)
+        else { return }
+        defer { server.stop() }
+        let url = server.url(user: "alice", password: "Sesame42")
+        #expect(url.hasPrefix("rtsps://"))
+        let device = try CaptureDevice(networkStream: try NetworkStreamURL(url))
+        #expect(device.activeFormat.dimensions == .init(width: 320, height: 240))
+        #expect(device.activeFormat.mediaSubType == "mjpe")
+        let recorder = FrameRecorder()
+        let (session, _) = try makeSession(device: device, recorder: recorder)
+        try session.startRunning()
+        let frames = recorder.wait(for: 15, timeout: 10)
+        try session.stopRunning()
+        #expect(frames.count >= 15 && frames.allSatisfy { $0.width == 320 && $0.height == 240 })
+    }
+
     @Test func aClosedPortFailsFastWithAClearError() throws {
         let port = closedLoopbackPort()
         let start = Self.monotonicNow()

@@ -91,6 +91,56 @@ import Testing
         #expect(wrong.stderr.contains("cannot open rtsp://alice:***@127.0.0.1:\(server.port)/stream"))
     }
 
+    /// https:// (self-signed certificate made at run time) with credentials in the URL: frames
+    /// arrive and the password is in neither stdout nor stderr.
+    @Test func httpsWithCredentialsDeliversFramesAndHidesThePassword() throws {
+        guard
+            let server = try NetworkStreamTestServer.start(
+                .mjpeg, arguments: ["--user", "user", "--password", "secret", "--fps", "10"], tls: true)
+        else { return }
+        defer { server.stop() }
+        let url = server.url(user: "user", password: "secret")
+        #expect(url == "https://user:secret@127.0.0.1:\(server.port)/stream")
+        let run = try Self.run(["scan", "--input", url, "--json", "-v"], interruptAfter: 3)
+        #expect(run.status == 0, "stderr: \(run.stderr)")
+        #expect(!(run.stdout + run.stderr).contains("secret"))
+        #expect(run.stderr.contains("stream: https://user:***@127.0.0.1:\(server.port)/stream mjpe 320x240"), "\(run.stderr)")
+        let summary = try Self.summary(run.stdout)
+        let input = try #require(summary["input"] as? [String: Any])
+        #expect(input["size"] as? String == "320x240")
+        #expect((summary["frames"] as? Int ?? 0) > 10, "summary: \(summary)")
+    }
+
+    /// What the README says about certificates: cvcam accepts any (FFmpeg's tls_verify is off),
+    /// and a user asks for verification of https:// through OpenCV's OPENCV_FFMPEG_CAPTURE_OPTIONS:
+    /// then the self-signed certificate is refused, unless it is given as the CA.
+    @Test func httpsVerificationIsOffUnlessAskedForThroughOpenCV() throws {
+        guard let server = try NetworkStreamTestServer.start(.mjpeg, arguments: ["--fps", "10"], tls: true) else { return }
+        defer { server.stop() }
+        let certificate = try #require(server.certificatePath)
+        let refused = try CLI.run(
+            ["scan", "--input", server.url(), "--connect-timeout", "3"],
+            environment: ["OPENCV_FFMPEG_CAPTURE_OPTIONS": "tls_verify;1"])
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("cannot open https://127.0.0.1:\(server.port)/stream"), "\(refused.stderr)")
+        let trusted = try Self.run(
+            ["scan", "--input", server.url(), "--json"],
+            environment: ["OPENCV_FFMPEG_CAPTURE_OPTIONS": "tls_verify;1|ca_file;\(certificate)"], interruptAfter: 2)
+        #expect(trusted.status == 0, "stderr: \(trusted.stderr)")
+        #expect((try Self.summary(trusted.stdout)["frames"] as? Int ?? 0) > 5)
+    }
+
+    /// rtsps:// to GStreamer's RTSP server with TLS.
+    @Test func rtspsDeliversFrames() throws {
+        guard let server = try NetworkStreamTestServer.start(.rtsp, arguments: ["--fps", "15"], tls: true) else { return }
+        defer { server.stop() }
+        let run = try Self.run(["scan", "--input", server.url(), "--json"], interruptAfter: 3)
+        #expect(run.status == 0, "stderr: \(run.stderr)")
+        #expect(run.stderr.contains("stream: rtsps://127.0.0.1:\(server.port)/stream mjpe 320x240 at 15.00 fps"), "\(run.stderr)")
+        let summary = try Self.summary(run.stdout)
+        #expect((summary["frames"] as? Int ?? 0) > 20, "summary: \(summary)")
+    }
+
     @Test func aClosedPortFailsFastWithExit1() throws {
         let port = closedLoopbackPort()
         let start = Date()
