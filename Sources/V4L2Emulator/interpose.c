@@ -30,6 +30,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -198,53 +199,70 @@ int fstat64(int fd, struct stat64 *st) {
 
 static int open_mode(int flags, va_list args) { return (flags & (O_CREAT | O_TMPFILE)) ? va_arg(args, int) : 0; }
 
+// Whether `path` is one of the emulator's: a camera node or its sysfs uevent file. Then `*fd`
+// holds the emulator's answer and every open variant returns it instead of calling libc.
+static bool open_emulated(const char *path, int flags, int *fd) {
+    if (emu_node_for_path(path) >= 0) {
+        *fd = emu_open(path, flags);
+        return true;
+    }
+    int uevent = emu_uevent_node(path);
+    if (uevent >= 0) {
+        *fd = emu_open_uevent(uevent);
+        return true;
+    }
+    return false;
+}
+
 int open(const char *path, int flags, ...) {
+    int fd;
+    if (open_emulated(path, flags, &fd)) return fd;
     va_list args;
     va_start(args, flags);
     int mode = open_mode(flags, args);
     va_end(args);
-    if (emu_node_for_path(path) >= 0) return emu_open(path, flags);
-    if (emu_uevent_node(path) >= 0) return emu_open_uevent(emu_uevent_node(path));
     return REAL(open)(path, flags, mode);
 }
 
 int open64(const char *path, int flags, ...) {
+    int fd;
+    if (open_emulated(path, flags, &fd)) return fd;
     va_list args;
     va_start(args, flags);
     int mode = open_mode(flags, args);
     va_end(args);
-    if (emu_node_for_path(path) >= 0) return emu_open(path, flags);
-    if (emu_uevent_node(path) >= 0) return emu_open_uevent(emu_uevent_node(path));
     return REAL(open64)(path, flags, mode);
 }
 
 int openat(int dirfd, const char *path, int flags, ...) {
+    int fd;
+    if (open_emulated(path, flags, &fd)) return fd;
     va_list args;
     va_start(args, flags);
     int mode = open_mode(flags, args);
     va_end(args);
-    if (emu_node_for_path(path) >= 0) return emu_open(path, flags);
-    if (emu_uevent_node(path) >= 0) return emu_open_uevent(emu_uevent_node(path));
     return REAL(openat)(dirfd, path, flags, mode);
 }
 
 int openat64(int dirfd, const char *path, int flags, ...) {
+    int fd;
+    if (open_emulated(path, flags, &fd)) return fd;
     va_list args;
     va_start(args, flags);
     int mode = open_mode(flags, args);
     va_end(args);
-    if (emu_node_for_path(path) >= 0) return emu_open(path, flags);
-    if (emu_uevent_node(path) >= 0) return emu_open_uevent(emu_uevent_node(path));
     return REAL(openat64)(dirfd, path, flags, mode);
 }
 
 int __open_2(const char *path, int flags) {
-    if (emu_node_for_path(path) >= 0) return emu_open(path, flags);
+    int fd;
+    if (open_emulated(path, flags, &fd)) return fd;
     return REAL(__open_2)(path, flags);
 }
 
 int __open64_2(const char *path, int flags) {
-    if (emu_node_for_path(path) >= 0) return emu_open(path, flags);
+    int fd;
+    if (open_emulated(path, flags, &fd)) return fd;
     return REAL(__open64_2)(path, flags);
 }
 
