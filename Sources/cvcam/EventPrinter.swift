@@ -35,7 +35,6 @@ final class EventPrinter: @unchecked Sendable {
     /// Writes one event: `body` as a JSON line, or `text` as a line. `time`: the frame time the
     /// event is about, for its `wallTime` (nil: now).
     func emit<Body: EventBody>(_ body: @autoclosure () -> Body, at time: MediaTime? = nil, text: @autoclosure () -> String) {
-        if !json && quiet && Self.quietLeavesOut.contains(Body.type) { return }
         emit(body(), wall: wallDate(time), text: text())
     }
 
