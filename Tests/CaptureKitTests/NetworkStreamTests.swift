@@ -256,6 +256,16 @@ private final class ScriptedOpener: Sendable {
         #expect(error?.message.contains("rtsp://alice:***@127.0.0.1") == true)
     }
 
+    /// Runs a session on `device` until `count` frames arrived (or 10 s passed) and returns them.
+    private func streamedFrames(from device: CaptureDevice, count: Int) throws -> [SampleBuffer] {
+        let recorder = FrameRecorder()
+        let (session, _) = try makeSession(device: device, recorder: recorder)
+        try session.startRunning()
+        let frames = recorder.wait(for: count, timeout: 10)
+        try session.stopRunning()
+        return frames
+    }
+
     @Test func mjpegOverHTTPReportsTheMeasuredRate() throws {
         guard
             let server = try NetworkStreamTestServer.start(
@@ -267,11 +277,7 @@ private final class ScriptedOpener: Sendable {
         #expect(device.activeFormat.dimensions == .init(width: 352, height: 288))
         #expect(source.frameRateIsMeasured)
         #expect(abs(source.framesPerSecond - 12) < 2, "measured \(source.framesPerSecond) fps")
-        let recorder = FrameRecorder()
-        let (session, _) = try makeSession(device: device, recorder: recorder)
-        try session.startRunning()
-        let frames = recorder.wait(for: 6, timeout: 10)
-        try session.stopRunning()
+        let frames = try streamedFrames(from: device, count: 6)
         #expect(frames.count >= 6 && frames.allSatisfy { $0.width == 352 && $0.height == 288 })
     }
 
@@ -288,11 +294,7 @@ private final class ScriptedOpener: Sendable {
         let device = try CaptureDevice(networkStream: try NetworkStreamURL(url))
         #expect(device.activeFormat.dimensions == .init(width: 352, height: 288))
         #expect(!device.localizedName.contains("Open4Me") && device.localizedName.contains("https://bob:***@"))
-        let recorder = FrameRecorder()
-        let (session, _) = try makeSession(device: device, recorder: recorder)
-        try session.startRunning()
-        let frames = recorder.wait(for: 6, timeout: 10)
-        try session.stopRunning()
+        let frames = try streamedFrames(from: device, count: 6)
         #expect(frames.count >= 6 && frames.allSatisfy { $0.width == 352 && $0.height == 288 })
         let plain = #expect(throws: CaptureError.self) {
             try CaptureDevice(
@@ -314,11 +316,7 @@ private final class ScriptedOpener: Sendable {
         let device = try CaptureDevice(networkStream: try NetworkStreamURL(url))
         #expect(device.activeFormat.dimensions == .init(width: 320, height: 240))
         #expect(device.activeFormat.mediaSubType == "mjpe")
-        let recorder = FrameRecorder()
-        let (session, _) = try makeSession(device: device, recorder: recorder)
-        try session.startRunning()
-        let frames = recorder.wait(for: 15, timeout: 10)
-        try session.stopRunning()
+        let frames = try streamedFrames(from: device, count: 15)
         #expect(frames.count >= 15 && frames.allSatisfy { $0.width == 320 && $0.height == 240 })
     }
 
