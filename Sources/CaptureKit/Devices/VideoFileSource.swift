@@ -60,7 +60,7 @@ public final class VideoFileSource: FrameSource, @unchecked Sendable {
         let fps = checked.framesPerSecond ?? 30
         frameRate = fps
         declaredFrameCount = checked.declaredFrames ?? checked.frameCount ?? 0
-        let codec = VideoFileSource.fourCC(checked.fourCC)
+        let codec = fourCCText(checked.fourCC)
         formats = [
             CaptureDevice.Format(
                 mediaSubType: codec, pixelFormat: .bgr,
@@ -129,6 +129,4 @@ public final class VideoFileSource: FrameSource, @unchecked Sendable {
         reader?.close()
         reader = nil
     }
-
-    static func fourCC(_ code: UInt32) -> String { fourCCText(code) }
 }
