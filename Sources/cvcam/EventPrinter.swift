@@ -23,13 +23,20 @@ final class EventPrinter: @unchecked Sendable {
     private let statusLine: StatusLine?
     /// Set when stdout's reader went away (EPIPE): printing stops, the work goes on.
     private var stdoutClosed = false
+    /// Where every event goes instead of stdout and stderr, as its JSON line (`cvcam serve`: a
+    /// camera's MQTT topics); called on the emitting thread.
+    let sink: (@Sendable (any EventBody, String) -> Void)?
 
-    init(json: Bool, quiet: Bool = false, preview: PreviewMapping?, statusLine: StatusLine?, clock: FrameClock = .media) {
-        self.json = json
+    init(
+        json: Bool, quiet: Bool = false, preview: PreviewMapping?, statusLine: StatusLine?, clock: FrameClock = .media,
+        sink: (@Sendable (any EventBody, String) -> Void)? = nil
+    ) {
+        self.json = json || sink != nil
         self.quiet = quiet
         self.preview = preview
         self.statusLine = statusLine
         self.clock = clock
+        self.sink = sink
     }
 
     /// Writes one event: `body` as a JSON line, or `text` as a line. `time`: the frame time the
@@ -40,6 +47,11 @@ final class EventPrinter: @unchecked Sendable {
 
     /// Writes one event stamped `wall` (when a file named by that moment was written, say).
     func emit<Body: EventBody>(_ body: @autoclosure () -> Body, wall: Date, text: @autoclosure () -> String) {
+        if let sink {
+            let event = body()
+            sink(event, Self.encode(event, wall: wall))
+            return
+        }
         if !json && quiet && Self.quietLeavesOut.contains(Body.type) { return }
         // Text lines carry file names and payloads: escaped here, once, for every event.
         let line = json ? Self.encode(body(), wall: wall) : TerminalText.escaped(text())

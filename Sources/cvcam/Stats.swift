@@ -90,8 +90,15 @@ final class LatencyRecorder: @unchecked Sendable {
     // @unchecked: `samples` is guarded by `lock`.
     private let lock = NSLock()
     private var samples: [Double] = []
+    /// Also gets every sample, as it is recorded (`cvcam serve`'s latency histogram).
+    private let tap: (@Sendable (Double) -> Void)?
 
-    func record(milliseconds: Double) { lock.withLock { samples.append(milliseconds) } }
+    init(tap: (@Sendable (Double) -> Void)? = nil) { self.tap = tap }
+
+    func record(milliseconds: Double) {
+        lock.withLock { samples.append(milliseconds) }
+        tap?(milliseconds)
+    }
 
     /// The median and 99th percentile (nearest rank) of the samples since the last call, which
     /// are then forgotten; nil when there were none.
