@@ -341,29 +341,43 @@ public final class MQTTOutbox {
         rename(path(name), path(name + ".corrupt"))
     }
 
-    /// At stop: writes what memory still holds (unacknowledged, waiting) to the spool, in order,
-    /// so the next client on this folder sends it. Returns how many messages were lost instead
-    /// (all of them when there is no spool folder).
+    /// At stop: writes every message not yet acknowledged that is not in an unread spool file
+    /// (in flight, the rest of a partly read file, waiting in memory) to the spool, in order, and
+    /// removes the files they were read from; the next client on this folder sends exactly those.
+    /// Returns how many messages were lost instead (all of them when there is no spool folder).
     func persist() -> Int {
-        let pending = inflight.filter { $0.file == nil } + memory
+        var pending = inflight
+        var readFiles = Set(outstanding.keys)
+        if let head, let file = spool.first {
+            pending += head.entries[head.next...]
+            readFiles.insert(file.name)
+            spool.removeFirst()
+            spoolBytes -= file.bytes
+            self.head = nil
+        }
+        pending += memory
         inflight.removeAll()
         memory.removeAll()
         memoryBytes = 0
-        guard !pending.isEmpty else { return 0 }
+        outstanding.removeAll()
         guard let folder = limits.spoolDirectory else { return pending.count }
-        // Messages older than the first spool file go in a file named before it; the rest after.
+        // Messages older than the first unread file go in a file named before it; the rest after.
         let boundary = spool.first?.firstSeq ?? UInt64.max
         var lost = 0
-        for part in [pending.filter { $0.seq < boundary }, pending.filter { $0.seq >= boundary }] {
-            guard !part.isEmpty else { continue }
+        var written: Set<String> = []
+        for part in [pending.filter { $0.seq < boundary }, pending.filter { $0.seq >= boundary }] where !part.isEmpty {
             let sorted = part.sorted { $0.seq < $1.seq }
+            let name = Self.spoolName(sorted[0].seq)
             do {
-                try Self.writeAtomically(Self.encode(sorted), to: path(Self.spoolName(sorted[0].seq)), folder: folder)
+                try Self.writeAtomically(Self.encode(sorted), to: path(name), folder: folder)
+                written.insert(name)
             } catch {
                 logger.error("MQTT spool: \(error)")
                 lost += part.count
             }
         }
+        // Only after the new files are complete: a crash in between sends some twice, never none.
+        for name in readFiles.subtracting(written) { unlink(path(name)) }
         return lost
     }
 
