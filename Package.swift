@@ -18,12 +18,17 @@
 //   CVBridge           C ABI over OpenCV, ZBar and zxing-cpp (C++ inside, plain C header, no policy)
 //   CV4L2        what Swift cannot import from <linux/videodev2.h> (macros, variadic calls)
 //   COpenCV, CFFmpeg, CZBar, CZXing, CLibV4L2: system libraries found through pkg-config
+//   CaptureMQTT        the MQTT client `cvcam serve` publishes through (owns its outbox: ordered QoS 1,
+//                      bounded memory, disk spool); on CMosquitto (libmosquitto) and swift-log only,
+//                      not on CaptureKit, and the only Swift that calls libmosquitto
 import PackageDescription
 
 let package = Package(
     name: "cvcam",
     products: [
         .library(name: "CaptureKit", targets: ["CaptureKit"]),
+        // The MQTT client `cvcam serve` publishes events and snapshots through.
+        .library(name: "CaptureMQTT", targets: ["CaptureMQTT"]),
         // Test doubles (recording delegates, scripted frame sources) and the generated QR corpus.
         .library(name: "CaptureKitTesting", targets: ["CaptureKitTesting"]),
         .executable(name: "cvcam", targets: ["cvcam"]),
@@ -61,6 +66,11 @@ let package = Package(
             name: "CFFmpeg",
             pkgConfig: "libavformat",
             providers: [.apt(["libavformat-dev"])]
+        ),
+        .systemLibrary(
+            name: "CMosquitto",
+            pkgConfig: "libmosquitto",
+            providers: [.apt(["libmosquitto-dev"])]
         ),
         .systemLibrary(
             name: "CLibV4L2",
@@ -103,6 +113,14 @@ let package = Package(
             dependencies: [
                 "CaptureVision",
                 "CV4L2",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // MQTT over libmosquitto with its own ordered, bounded, spooling outbox (issue #21).
+        .target(
+            name: "CaptureMQTT",
+            dependencies: [
+                "CMosquitto",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -171,6 +189,14 @@ let package = Package(
         .testTarget(
             name: "CaptureKitTests",
             dependencies: ["CaptureKit", "CaptureVision", "CaptureKitTesting", "CVBridge"]
+        ),
+        // Against a real Mosquitto broker on loopback (skipped when /usr/sbin/mosquitto is absent).
+        .testTarget(
+            name: "CaptureMQTTTests",
+            dependencies: [
+                "CaptureMQTT",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "CaptureKitTestingTests",
