@@ -43,6 +43,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         // `cvcam serve`: its YAML configuration, and graceful shutdown on SIGTERM.
         .package(url: "https://github.com/jpsim/Yams", from: "5.0.0"),
+        // `cvcam serve` (issue #21): /metrics in Prometheus text format, served over HTTP as a
+        // service-lifecycle Service beside the cameras.
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.0.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.0.0"),
     ],
     targets: [
@@ -138,6 +142,8 @@ let package = Package(
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Hummingbird", package: "hummingbird"),
             ]
         ),
 
