@@ -137,6 +137,7 @@ let package = Package(
             name: "cvcam",
             dependencies: [
                 "CaptureKit",
+                "CaptureMQTT",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),

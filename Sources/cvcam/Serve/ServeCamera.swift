@@ -133,6 +133,7 @@ final class ServeCamera: @unchecked Sendable {
             return .failed("cannot open \(input.input ?? input.device ?? "the camera"): \(Self.message(error))")
         }
         let session = CaptureSession()
+        metrics?.sessionRestarted()
         let printer = EventPrinter(
             json: true, preview: nil, statusLine: nil, clock: device.source.timestampClock,
             sink: { [weak self] body, line in self?.route(body, line) })
@@ -491,6 +492,13 @@ protocol CameraMetricsSink: Sendable {
     func update(frames: Int, analysed: Int, skipped: Int)
     /// One frame's detection time.
     func observeDetection(milliseconds: Double)
+    /// A new session: its running totals start from 0.
+    func sessionRestarted()
     func inputReconnected()
     func setOnline(_ online: Bool)
+}
+
+extension ServeMetrics.Camera: CameraMetricsSink {
+    func observeDetection(milliseconds: Double) { recordDetectionLatency(.nanoseconds(Int64(milliseconds * 1e6))) }
+    func inputReconnected() { recordReconnect() }
 }

@@ -216,10 +216,11 @@ struct ConfigReader {
                 guard let m = mapping(value, "metrics", known: ["listen"]) else { break }
                 for (_, v, _) in m {
                     guard let listen = string(v, "metrics.listen") else { continue }
-                    if HostPort(listen) == nil {
-                        problem("metrics.listen", v, "must be HOST:PORT, e.g. 127.0.0.1:9464 (got '\(listen)')")
-                    } else {
+                    do {
+                        _ = try MetricsServer.Address(parsing: listen)
                         metrics = listen
+                    } catch {
+                        problem("metrics.listen", v, "\(error); use HOST:PORT, e.g. 127.0.0.1:9464")
                     }
                 }
             case "cameras":
@@ -528,20 +529,5 @@ struct ConfigReader {
             text = "unknown key \(section)\(unknown.1)"
         }
         return text
-    }
-}
-
-/// `HOST:PORT` for a listening socket (`127.0.0.1:9464`, `[::1]:9464`, `0.0.0.0:9464`).
-struct HostPort: Equatable, Sendable {
-    var host: String
-    var port: Int
-
-    init?(_ text: String) {
-        guard let colon = text.lastIndex(of: ":") else { return nil }
-        var host = String(text[..<colon])
-        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        guard !host.isEmpty, let port = Int(text[text.index(after: colon)...]), (0...65_535).contains(port) else { return nil }
-        self.host = host
-        self.port = port
     }
 }

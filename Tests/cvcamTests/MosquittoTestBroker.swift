@@ -1,0 +1,1 @@
+../CaptureMQTTTests/MosquittoTestBroker.swift
