@@ -160,7 +160,7 @@ public final class MQTTClient: Sendable {
             return false
         }
         if wasRunning {
-            _ = core.wait(until: .distantFuture) { $0.threadFinished }
+            _ = core.wait(until: nil) { $0.threadFinished }
         }
         let lost = core.withLock { state -> Int in
             guard !state.persisted else { return 0 }
@@ -230,11 +230,16 @@ extension MQTTClient {
             return body(&state)
         }
 
-        /// Waits until `done` holds or `deadline` passes; returns `done`'s last answer.
-        func wait(until deadline: Date, _ done: (State) -> Bool) -> Bool {
+        /// Waits until `done` holds or `deadline` passes (nil: no deadline); returns `done`'s last answer.
+        func wait(until deadline: Date?, _ done: (State) -> Bool) -> Bool {
             condition.lock()
             defer { condition.unlock() }
             while !done(state) {
+                // Foundation's wait(until: .distantFuture) traps converting it to a timespec.
+                guard let deadline else {
+                    condition.wait()
+                    continue
+                }
                 if !condition.wait(until: deadline) { return done(state) }
             }
             return true

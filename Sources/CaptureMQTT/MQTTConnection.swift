@@ -23,7 +23,7 @@ extension MQTTClient {
                 core.withLock { $0.statistics.lastError = error }
                 // The same failure again and again is logged once, then at debug level.
                 let level: Logger.Level = error.message == lastFailure ? .debug : .warning
-                logger.log(level: level, "MQTT cannot connect to \(address): \(error) (retrying every \(delay) s, up to \(options.reconnectDelay.maximum) s)")
+                logger.log(level: level, "MQTT cannot connect to \(address): \(error) (retrying in \(delay) s)")
                 lastFailure = error.message
                 pause(delay, core: core, drops: drops)
                 delay = min(delay * 2, options.reconnectDelay.maximum)

@@ -54,6 +54,8 @@ public struct MQTTError: Error, CustomStringConvertible, Equatable, Sendable {
     /// The corresponding C functions are `mosquitto_strerror` and `strerror`.
     static func libraryReason(_ rc: Int32, errno savedErrno: Int32 = errno) -> String {
         if rc == Int32(MOSQ_ERR_ERRNO.rawValue) { return String(cString: strerror(savedErrno)) }
-        return String(cString: mosquitto_strerror(rc))
+        let sentence = String(cString: mosquitto_strerror(rc))
+        // "The connection was lost." reads better inside our own sentences without its full stop.
+        return sentence.hasSuffix(".") ? String(sentence.dropLast()) : sentence
     }
 }
