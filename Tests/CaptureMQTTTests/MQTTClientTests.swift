@@ -134,6 +134,26 @@ struct MQTTClientTests {
         client.stop()
     }
 
+    /// The outage above rarely catches a message in flight (the broker acknowledges all it got
+    /// before it exits); cutting the connection in the middle of a burst does, every time.
+    @Test func aConnectionCutMidBurstResendsWhatWasInFlight() throws {
+        let broker = try #require(try MosquittoTestBroker.start())
+        let subscriber = try broker.subscriber(["burst"])
+        let client = try MQTTClient(options: clientOptions(broker), logger: Logger(label: "t"))
+        client.start()
+        #expect(waitUntil(5) { client.statistics.connected })
+        let count = 3000
+        for n in 0..<count { client.publish(MQTTMessage(topic: "burst", text: String(n))) }
+        #expect(waitUntil(10) { client.statistics.delivered >= 300 })
+        client.abortConnectionForTesting()
+        #expect(client.flush(timeout: 30), "\(client.statistics)")
+        #expect(subscriber.wait(timeout: 10) { Set(numbers($0, topic: "burst")).count >= count })
+        let check = SequenceCheck(numbers(subscriber.lines, topic: "burst"))
+        #expect(check.gaps.isEmpty && check.distinct == Set(0..<count), "\(check)")
+        #expect(client.statistics.reconnects == 1)
+        client.stop()
+    }
+
     @Test func withoutSpoolAnOutageDropsExactlyTheOldest() throws {
         let broker = try #require(try MosquittoTestBroker.start())
         let subscriber = try broker.subscriber(["bounded"], sessionID: "bounded-sub-\(UUID().uuidString.prefix(8))")
