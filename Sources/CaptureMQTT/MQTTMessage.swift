@@ -26,7 +26,7 @@ public struct MQTTMessage: Sendable, Equatable {
     var size: Int { topic.utf8.count + payload.count }
 }
 
-/// How `MQTTClient.publish` queues a message.
+/// How `MQTTClient.publish` queues a message. A plain value.
 public enum MQTTDelivery: Sendable {
     /// An event: queued, sent once each (QoS 1 may duplicate after a reconnect), in publish order,
     /// spooled or dropped oldest-first by the outbox's limits.
@@ -38,7 +38,8 @@ public enum MQTTDelivery: Sendable {
 }
 
 /// A password or other secret: its `description`, `debugDescription` and mirror are `<redacted>`,
-/// so printing options, errors or `dump(_:)` never shows it.
+/// so printing options, errors or `dump(_:)` never shows it. A plain value; thread-safe. Only
+/// `mosquitto_username_pw_set` ever receives the secret itself.
 public struct MQTTSecret: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible,
     CustomReflectable
 {
