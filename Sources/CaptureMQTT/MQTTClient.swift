@@ -167,13 +167,16 @@ public final class MQTTClient: Sendable {
     /// the broker then does not publish the will),
     /// stops the thread and writes what is still queued to the spool folder (without one, the
     /// undelivered messages are lost and a warning counts them). Blocks until done; idempotent.
+    /// Called from a handler, it returns at once and the thread finishes after the handler.
     public func stop() {
-        let wasRunning = core.withLock { state -> Bool in
-            defer { state.phase = .stopped }
-            if state.phase == .running { state.phase = .stopping; return true }
-            return false
+        let (started, onClientThread) = core.withLock { state -> (Bool, Bool) in
+            state.phase = .stopped
+            return (state.threadStarted, state.threadStarted && pthread_equal(state.clientThread, pthread_self()) != 0)
         }
-        if wasRunning {
+        // From a handler (on the client's thread) the thread cannot wait for itself: it ends
+        // after the handler returns, and writes the outbox to the spool then.
+        if onClientThread { return }
+        if started {
             _ = core.wait(until: nil) { $0.threadFinished }
         }
         let lost = core.withLock { state -> Int in
@@ -208,7 +211,7 @@ public final class MQTTClient: Sendable {
 
 extension MQTTClient {
     struct State {
-        enum Phase { case idle, running, stopping, stopped }
+        enum Phase { case idle, running, stopped }
         var phase = Phase.idle
         var outbox: MQTTOutbox
         var statistics = MQTTStatistics()
@@ -223,6 +226,7 @@ extension MQTTClient {
         /// Their message IDs on the current connection, until acknowledged.
         var connectMids: Set<Int32> = []
         var abortRequested = false
+        var threadStarted = false
         var threadFinished = false
         var persisted = false
     }
@@ -264,6 +268,7 @@ extension MQTTClient {
             withLock { state in
                 guard state.phase == .idle else { return false }
                 state.phase = .running
+                state.threadStarted = true
                 return true
             }
         }

@@ -33,7 +33,8 @@ public enum MQTTDelivery: Sendable {
     case inOrder
     /// State (usually retained): a queued, not yet sent message on the same topic is replaced by
     /// the newer one, so the outbox holds at most one per topic. Kept in memory, never spooled or
-    /// dropped; it may therefore go out after events published later than it.
+    /// dropped; it may therefore go out after events published later than it. At `stop()` it is
+    /// written to the spool like the rest, and from there it is an ordinary queued message.
     case latestOnly
 }
 

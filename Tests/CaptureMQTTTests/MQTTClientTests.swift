@@ -293,6 +293,21 @@ struct MQTTClientTests {
         client.stop()
     }
 
+    @Test func stopFromAHandlerEndsTheClientWithoutDeadlock() throws {
+        let broker = try #require(try MosquittoTestBroker.start())
+        let client = try MQTTClient(options: clientOptions(broker), logger: Logger(label: "t"))
+        client.subscribe("control/stop") { _ in client.stop() }
+        client.start()
+        #expect(waitUntil(5) { client.statistics.connected })
+        #expect(waitUntil(10) {
+            broker.publish("control/stop", "now")
+            return !client.statistics.connected
+        })
+        client.stop()
+        client.publish(MQTTMessage(topic: "control/after", text: "x"))
+        #expect(client.statistics.rejected == 1)
+    }
+
     @Test func theWillIsPublishedOnAnAbruptDisconnectButNotOnStop() throws {
         let broker = try #require(try MosquittoTestBroker.start())
         let subscriber = try broker.subscriber(["cams/+/availability"])
