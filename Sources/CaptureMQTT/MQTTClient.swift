@@ -35,6 +35,7 @@ public final class MQTTClient: Sendable {
 
     /// Checks the options (TLS files readable, client ID, keep-alive, limits) and opens the spool
     /// folder, taking over messages an earlier run left in it. Does not connect: call `start()`.
+    /// The first client in a process calls `mosquitto_lib_init`.
     public init(options: MQTTClientOptions, logger: Logger) throws(MQTTError) {
         _ = libraryInitialised
         try Self.validate(options)
@@ -91,6 +92,8 @@ public final class MQTTClient: Sendable {
 
     /// Starts the client's thread, which connects in the background and reconnects with backoff
     /// (`reconnectDelay`) until `stop()`. Calling it again, or after `stop()`, does nothing.
+    /// The corresponding C functions, on that thread, are `mosquitto_new`, `mosquitto_tls_set`,
+    /// `mosquitto_will_set`, `mosquitto_connect` and `mosquitto_loop`.
     public func start() {
         guard core.begin() else { return }
         let options = options
@@ -101,7 +104,9 @@ public final class MQTTClient: Sendable {
         thread.start()
     }
 
-    /// Queues a message and returns at once; the client's thread sends it when connected.
+    /// Queues a message and returns at once; the client's thread sends it when connected
+    /// (`mosquitto_publish`), and it leaves the queue on the broker's acknowledgement.
+    /// After `stop()` a message is refused (logged, counted in `rejected`): nothing would send it.
     /// An invalid message (topic with wildcards, QoS outside 0…2, too large) is logged as an error,
     /// counted in `statistics.rejected` and not queued. Called from an `onConnect` handler, the
     /// message belongs to that connection: it goes out before the backlog, and if the connection
@@ -112,13 +117,19 @@ public final class MQTTClient: Sendable {
             core.withLock { $0.statistics.rejected += 1 }
             return
         }
-        core.withLock { state in
+        let accepted = core.withLock { state -> Bool in
+            guard state.phase != .stopped else {
+                state.statistics.rejected += 1
+                return false
+            }
             if state.runningConnectHandlers, pthread_equal(state.clientThread, pthread_self()) != 0 {
                 state.connectMessages.append(message)
             } else {
                 state.outbox.append(message, delivery: delivery)
             }
+            return true
         }
+        if !accepted { logger.warning("MQTT publish on \(message.topic) after stop() refused") }
     }
 
     /// Subscribes to `filter` at QoS 1 now if connected and again on every connect; `handler` runs
@@ -138,6 +149,8 @@ public final class MQTTClient: Sendable {
 
     /// Adds a handler that runs on every (re)connect, after the subscriptions and before the
     /// backlog is sent: the place to publish availability ("online") and retained state.
+    /// Handlers stay until the client is released: a handler that captures the client keeps it
+    /// alive, so call `stop()` (which `cvcam serve` does anyway) rather than rely on `deinit`.
     public func onConnect(_ handler: @escaping @Sendable () -> Void) {
         core.withLock { $0.connectHandlers.append(handler) }
     }
@@ -150,17 +163,21 @@ public final class MQTTClient: Sendable {
         }
     }
 
-    /// Ends the connection with a clean DISCONNECT (so the broker does not publish the will),
+    /// Ends the connection with a clean DISCONNECT (`mosquitto_disconnect`, then `mosquitto_destroy`;
+    /// the broker then does not publish the will),
     /// stops the thread and writes what is still queued to the spool folder (without one, the
     /// undelivered messages are lost and a warning counts them). Blocks until done; idempotent.
+    /// Called from a handler, it returns at once and the thread finishes after the handler.
     public func stop() {
-        let wasRunning = core.withLock { state -> Bool in
-            defer { state.phase = .stopped }
-            if state.phase == .running { state.phase = .stopping; return true }
-            return false
+        let (started, onClientThread) = core.withLock { state -> (Bool, Bool) in
+            state.phase = .stopped
+            return (state.threadStarted, state.threadStarted && pthread_equal(state.clientThread, pthread_self()) != 0)
         }
-        if wasRunning {
-            _ = core.wait(until: .distantFuture) { $0.threadFinished }
+        // From a handler (on the client's thread) the thread cannot wait for itself: it ends
+        // after the handler returns, and writes the outbox to the spool then.
+        if onClientThread { return }
+        if started {
+            _ = core.wait(until: nil) { $0.threadFinished }
         }
         let lost = core.withLock { state -> Int in
             guard !state.persisted else { return 0 }
@@ -194,7 +211,7 @@ public final class MQTTClient: Sendable {
 
 extension MQTTClient {
     struct State {
-        enum Phase { case idle, running, stopping, stopped }
+        enum Phase { case idle, running, stopped }
         var phase = Phase.idle
         var outbox: MQTTOutbox
         var statistics = MQTTStatistics()
@@ -209,6 +226,7 @@ extension MQTTClient {
         /// Their message IDs on the current connection, until acknowledged.
         var connectMids: Set<Int32> = []
         var abortRequested = false
+        var threadStarted = false
         var threadFinished = false
         var persisted = false
     }
@@ -230,11 +248,16 @@ extension MQTTClient {
             return body(&state)
         }
 
-        /// Waits until `done` holds or `deadline` passes; returns `done`'s last answer.
-        func wait(until deadline: Date, _ done: (State) -> Bool) -> Bool {
+        /// Waits until `done` holds or `deadline` passes (nil: no deadline); returns `done`'s last answer.
+        func wait(until deadline: Date?, _ done: (State) -> Bool) -> Bool {
             condition.lock()
             defer { condition.unlock() }
             while !done(state) {
+                // Foundation's wait(until: .distantFuture) traps converting it to a timespec.
+                guard let deadline else {
+                    condition.wait()
+                    continue
+                }
                 if !condition.wait(until: deadline) { return done(state) }
             }
             return true
@@ -245,6 +268,7 @@ extension MQTTClient {
             withLock { state in
                 guard state.phase == .idle else { return false }
                 state.phase = .running
+                state.threadStarted = true
                 return true
             }
         }

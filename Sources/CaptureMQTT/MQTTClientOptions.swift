@@ -27,7 +27,9 @@ public struct MQTTClientOptions: Sendable {
     public var will: MQTTMessage?
     public var cleanSession: Bool
     public var reconnectDelay: ReconnectDelay
-    /// Seconds to wait for the broker's CONNACK once the connection is made.
+    /// Seconds to wait for the broker's CONNACK once the TCP (and TLS) connection is made. Making
+    /// that connection (`mosquitto_connect`, blocking on the client's thread, never a caller's) is
+    /// bounded by the kernel's TCP timeouts, which can be minutes for a host that drops packets.
     public var connectTimeout: Double
     /// The outbox's memory and disk limits.
     public var outbox: MQTTOutbox.Limits

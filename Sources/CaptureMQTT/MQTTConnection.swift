@@ -23,7 +23,7 @@ extension MQTTClient {
                 core.withLock { $0.statistics.lastError = error }
                 // The same failure again and again is logged once, then at debug level.
                 let level: Logger.Level = error.message == lastFailure ? .debug : .warning
-                logger.log(level: level, "MQTT cannot connect to \(address): \(error) (retrying every \(delay) s, up to \(options.reconnectDelay.maximum) s)")
+                logger.log(level: level, "MQTT cannot connect to \(address): \(error) (retrying in \(delay) s)")
                 lastFailure = error.message
                 pause(delay, core: core, drops: drops)
                 delay = min(delay * 2, options.reconnectDelay.maximum)
@@ -55,10 +55,18 @@ extension MQTTClient {
             }
         }
         drops.report(core: core, force: true)
-        core.withLock {
-            $0.statistics.connected = false
-            $0.threadFinished = true
+        // The thread writes the outbox to the spool itself (stop() may have been called from a
+        // handler, and then nobody waits for it), and says what was lost before it reports done.
+        let lost = core.withLock { state -> Int in
+            state.statistics.connected = false
+            guard state.phase == .stopped, !state.persisted else { return 0 }
+            state.persisted = true
+            return state.outbox.persist()
         }
+        if lost > 0 {
+            logger.warning("MQTT client stopped with \(lost) undelivered messages that no spool folder keeps")
+        }
+        core.withLock { $0.threadFinished = true }
     }
 
     /// Sleeps `seconds` between attempts; `stop()` ends it early.

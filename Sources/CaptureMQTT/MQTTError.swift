@@ -6,7 +6,7 @@ import Glibc
 /// A small extensible struct (as swift-system's `Errno`): `kind` says what failed, `code` carries
 /// libmosquitto's `MOSQ_ERR_*` value or the broker's CONNACK code when there is one, and
 /// `description` is a sentence for the operator. It never contains a password: options hold it as
-/// an ``MQTTSecret``, and no message is built from it.
+/// an ``MQTTSecret``, and no message is built from it. A plain value; thread-safe.
 public struct MQTTError: Error, CustomStringConvertible, Equatable, Sendable {
     /// What failed.
     public struct Kind: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
@@ -54,6 +54,8 @@ public struct MQTTError: Error, CustomStringConvertible, Equatable, Sendable {
     /// The corresponding C functions are `mosquitto_strerror` and `strerror`.
     static func libraryReason(_ rc: Int32, errno savedErrno: Int32 = errno) -> String {
         if rc == Int32(MOSQ_ERR_ERRNO.rawValue) { return String(cString: strerror(savedErrno)) }
-        return String(cString: mosquitto_strerror(rc))
+        let sentence = String(cString: mosquitto_strerror(rc))
+        // "The connection was lost." reads better inside our own sentences without its full stop.
+        return sentence.hasSuffix(".") ? String(sentence.dropLast()) : sentence
     }
 }

@@ -26,19 +26,21 @@ public struct MQTTMessage: Sendable, Equatable {
     var size: Int { topic.utf8.count + payload.count }
 }
 
-/// How `MQTTClient.publish` queues a message.
+/// How `MQTTClient.publish` queues a message. A plain value.
 public enum MQTTDelivery: Sendable {
     /// An event: queued, sent once each (QoS 1 may duplicate after a reconnect), in publish order,
     /// spooled or dropped oldest-first by the outbox's limits.
     case inOrder
     /// State (usually retained): a queued, not yet sent message on the same topic is replaced by
     /// the newer one, so the outbox holds at most one per topic. Kept in memory, never spooled or
-    /// dropped; it may therefore go out after events published later than it.
+    /// dropped; it may therefore go out after events published later than it. At `stop()` it is
+    /// written to the spool like the rest, and from there it is an ordinary queued message.
     case latestOnly
 }
 
 /// A password or other secret: its `description`, `debugDescription` and mirror are `<redacted>`,
-/// so printing options, errors or `dump(_:)` never shows it.
+/// so printing options, errors or `dump(_:)` never shows it. A plain value; thread-safe. Only
+/// `mosquitto_username_pw_set` ever receives the secret itself.
 public struct MQTTSecret: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible,
     CustomReflectable
 {

@@ -98,5 +98,9 @@ import Testing
         #expect(client.statistics.rejected == 3)
         #expect(client.statistics.queued == 1)
         #expect(log.text.contains("cams/+/events"))
+        client.stop()
+        client.publish(MQTTMessage(topic: "cams/1/events", text: "too late"))
+        #expect(client.statistics.rejected == 4)
+        #expect(log.text.contains("after stop() refused"))
     }
 }

@@ -153,7 +153,7 @@ final class MosquittoTestBroker: @unchecked Sendable {
         log.seekToEndOfFile()
         process.standardOutput = log
         process.standardError = log
-        try process.run()
+        try Self.spawn(process)
         self.process = process
         let deadline = Date(timeIntervalSinceNow: 10)
         for port in [port] + (tlsPort.map { [$0] } ?? []) {
@@ -165,6 +165,31 @@ final class MosquittoTestBroker: @unchecked Sendable {
                 }
                 usleep(20_000)
             }
+        }
+    }
+
+    /// `process.run()` with SIGTERM, SIGINT and SIGHUP unblocked on this thread while it spawns:
+    /// the test runner blocks them, a child inherits the mask, and Mosquitto never unblocks them,
+    /// so `terminate()` would not reach it (and it could not save its sessions).
+    static func spawn(_ process: Process) throws {
+        var unblock = sigset_t()
+        var previous = sigset_t()
+        sigemptyset(&unblock)
+        for signal in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&unblock, signal) }
+        pthread_sigmask(SIG_UNBLOCK, &unblock, &previous)
+        defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
+        try process.run()
+    }
+
+    /// SIGTERM, then SIGKILL if it has not exited after `grace` seconds; waits for the exit.
+    static func end(_ process: Process, grace: Double = 10) {
+        guard process.isRunning else { return }
+        process.terminate()
+        let deadline = Date(timeIntervalSinceNow: grace)
+        while process.isRunning && Date() < deadline { usleep(10_000) }
+        if process.isRunning {
+            Glibc.kill(process.processIdentifier, SIGKILL)
+            while process.isRunning { usleep(10_000) }
         }
     }
 
@@ -185,9 +210,8 @@ final class MosquittoTestBroker: @unchecked Sendable {
 
     /// SIGTERM, and waits: the broker saves its persistent sessions and queued messages.
     func stop() {
-        guard let process, process.isRunning else { return }
-        process.terminate()
-        process.waitUntilExit()
+        guard let process else { return }
+        Self.end(process)
         self.process = nil
     }
 
@@ -199,9 +223,9 @@ final class MosquittoTestBroker: @unchecked Sendable {
 
     /// SIGKILL, and waits: nothing is saved.
     func kill() {
-        guard let process, process.isRunning else { return }
-        Glibc.kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        guard let process else { return }
+        if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) }
+        while process.isRunning { usleep(10_000) }
         self.process = nil
     }
 
@@ -283,7 +307,7 @@ final class MosquittoTestBroker: @unchecked Sendable {
                 self.condition.broadcast()
                 self.condition.unlock()
             }
-            try process.run()
+            try MosquittoTestBroker.spawn(process)
             let deadline = Date(timeIntervalSinceNow: 10)
             while !waitAll(timeout: 0.2, for: { $0.contains { $0.hasPrefix(self.probe) } }) {
                 guard Date() < deadline, process.isRunning else {
@@ -320,10 +344,6 @@ final class MosquittoTestBroker: @unchecked Sendable {
             return true
         }
 
-        func stop() {
-            guard process.isRunning else { return }
-            process.terminate()
-            process.waitUntilExit()
-        }
+        func stop() { MosquittoTestBroker.end(process, grace: 5) }
     }
 }
