@@ -56,7 +56,7 @@ import Testing
                     }
                 }
             }
-            try process.run()
+            try MosquittoTestBroker.spawn(process)
             Thread.sleep(forTimeInterval: 0.5)
         }
 
@@ -77,7 +77,7 @@ import Testing
 
         func stop() {
             guard process.isRunning else { return }
-            process.terminate()
+            kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
     }
@@ -96,7 +96,7 @@ import Testing
             err.fileHandleForReading.readabilityHandler = { [errText] handle in
                 errText.append(String(decoding: handle.availableData, as: UTF8.self))
             }
-            try process.run()
+            try MosquittoTestBroker.spawn(process)
         }
 
         var stderr: String { errText.text }

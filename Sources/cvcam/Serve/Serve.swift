@@ -61,6 +61,12 @@ struct Serve: ParsableCommand {
         if let listen = loaded.metricsListen, let metrics {
             services.append(.init(service: try MetricsServer(address: listen, metrics: metrics, logger: logger)))
         }
+        // A parent may start the daemon with these signals blocked (the mask is inherited); blocked,
+        // SIGTERM would never stop it nor SIGHUP reload it.
+        var handled = sigset_t()
+        sigemptyset(&handled)
+        for sig in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&handled, sig) }
+        pthread_sigmask(SIG_UNBLOCK, &handled, nil)
         let group = ServiceGroup(
             configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         // ArgumentParser's synchronous run: the services run on the concurrency pool meanwhile.
@@ -84,9 +90,11 @@ struct DaemonService: Service {
     let daemon: ServeDaemon
 
     func run() async throws {
+        // Trapped before the cameras start, so an early SIGHUP reloads rather than kills.
+        let hangups = await UnixSignalsSequence(trapping: .sighup)
         daemon.start()
         let reloads = Task {
-            for await _ in await UnixSignalsSequence(trapping: .sighup) { daemon.reload() }
+            for await _ in hangups { daemon.reload() }
         }
         try? await gracefulShutdown()
         reloads.cancel()
