@@ -66,9 +66,16 @@ struct MetricsServer: Service {
                 var address = in_addr()
                 return inet_pton(AF_INET, host, &address) == 1
             }
-            return host.split(separator: ".", omittingEmptySubsequences: false).allSatisfy { label in
-                (1...63).contains(label.count) && label.first != "-" && label.last != "-"
-                    && label.allSatisfy { $0.isASCIIDigit || ("a"..."z").contains($0.lowercased()) || $0 == "-" }
+            return host.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false).allSatisfy { label in
+                (1...63).contains(label.count) && label.first != UInt8(ascii: "-") && label.last != UInt8(ascii: "-")
+                    && label.allSatisfy { byte in
+                        switch byte {
+                        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"):
+                            true
+                        default: false
+                        }
+                    }
             }
         }
     }
