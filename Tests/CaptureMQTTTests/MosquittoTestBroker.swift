@@ -85,7 +85,7 @@ final class MosquittoTestBroker: @unchecked Sendable {
     private func path(_ name: String) -> String { folder.appendingPathComponent(name).path }
 
     /// A port the kernel just handed out on 127.0.0.1 (bind to 0, read it, close).
-    private static func freePort() throws -> Int {
+    static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Unavailable(description: "socket: errno \(errno)") }
         defer { close(fd) }

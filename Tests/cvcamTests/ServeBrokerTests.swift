@@ -253,19 +253,27 @@ import Testing
         #expect(broker.retained("cvcam/availability") == "offline")
     }
 
-    /// SIGTERM: recordings finished, every camera and the daemon offline, exit 0.
+    /// SIGTERM: recordings finished, every camera and the daemon offline, exit 0. On the way,
+    /// the Prometheus endpoint counts the camera's frames.
     @Test func sigtermFinishesFilesAndPublishesOffline() throws {
         guard let broker = try MosquittoTestBroker.start() else { return }
         let dir = try Self.folder()
         defer { try? FileManager.default.removeItem(at: dir) }
         let config = dir.appendingPathComponent("serve.yaml")
-        try (Self.mqttSection(broker, dir: dir) + "\ncameras:\n"
+        let metricsPort = try MosquittoTestBroker.freePort()
+        try (Self.mqttSection(broker, dir: dir) + "\nmetrics: {listen: \"127.0.0.1:\(metricsPort)\"}\ncameras:\n"
             + Self.synthetic("rec", dir: dir, extra: "    record: {dir: \(dir.path)/video, segment: 60}\n"))
             .write(to: config, atomically: true, encoding: .utf8)
         let subscriber = try Subscriber(broker, filters: ["cvcam/#"], session: "serve-test-term")
         let daemon = try Daemon(config: config.path)
         #expect(subscriber.wait(20) { $0.on("cvcam/rec/events").contains { $0.json?["type"] as? String == "recording" } })
-        Thread.sleep(forTimeInterval: 1)
+        Thread.sleep(forTimeInterval: 1.5)
+        let scrape = try RawHTTP.blockingGet("/metrics", port: metricsPort)
+        #expect(scrape.status == 200)
+        let frames = scrape.body.split(separator: "\n").first { $0.hasPrefix("cvcam_frames_captured_total{camera=\"rec\"}") }
+        #expect((frames?.split(separator: " ").last.flatMap { Double($0) } ?? 0) > 0, "\(scrape.body)")
+        #expect(scrape.body.contains("cvcam_mqtt_connected 1"))
+        #expect(scrape.body.contains("cvcam_camera_online{camera=\"rec\"} 1"))
         daemon.signal(SIGTERM)
         #expect(daemon.waitForExit(20) == 0, "\(daemon.stderr)")
         #expect(broker.retained("cvcam/rec/availability") == "offline")

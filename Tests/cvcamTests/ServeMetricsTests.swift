@@ -240,7 +240,7 @@ enum RawHTTP {
         }
     }
 
-    private static func blockingGet(_ path: String, port: Int) throws -> Reply {
+    static func blockingGet(_ path: String, port: Int) throws -> Reply {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket: errno \(errno)") }
         defer { close(fd) }
