@@ -438,7 +438,8 @@ struct ConfigReader {
             }
         }
         do { _ = try FaceOptions.parse(result.arguments) } catch {
-            problem(label, v, Self.reworded(FaceOptions.message(for: error), keys: keys, section: "faces."))
+            let text = Self.reworded(FaceOptions.message(for: error), keys: keys, section: "faces.")
+            problem(label, Self.node(named: text, in: m, section: "faces.") ?? v, text)
             return nil
         }
         return result
@@ -489,7 +490,8 @@ struct ConfigReader {
             return nil
         }
         do { _ = try Watch.parse(args) } catch {
-            problem(label, v, Self.reworded(Watch.message(for: error), keys: keys, section: "snapshots."))
+            let text = Self.reworded(Watch.message(for: error), keys: keys, section: "snapshots.")
+            problem(label, Self.node(named: text, in: m, section: "snapshots.") ?? v, text)
             return nil
         }
         return args
@@ -511,6 +513,11 @@ struct ConfigReader {
             return nil
         }
         return result
+    }
+
+    /// The key a message names (`snapshots.minScore …`), for its line.
+    static func node(named message: String, in pairs: [(key: String, value: Node, keyNode: Node)], section: String) -> Node? {
+        pairs.sorted { $0.key.count > $1.key.count }.first { message.contains(section + $0.key) }?.keyNode
     }
 
     /// `minFaceSize` → `min-face-size`.
