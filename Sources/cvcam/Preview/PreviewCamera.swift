@@ -252,10 +252,9 @@ final class PreviewMetadataObserver: CaptureMetadataOutputObjectsDelegate, Senda
         let faces = metadataObjects.compactMap { $0 as? MetadataFaceObject }
         let codes = metadataObjects.compactMap { $0 as? MetadataMachineReadableCodeObject }
         update { scene in
-            // An empty array means everything is gone; otherwise faces come with every frame
-            // and codes only when due, so a code keeps its last position until it leaves.
+            // Faces come with every frame that has any; codes only when due (appear, repeat),
+            // so a code keeps its last position until its `codeLeft` event removes it.
             scene.faces = faces
-            if metadataObjects.isEmpty { scene.codes = [] }
             for code in codes {
                 scene.codes.removeAll { $0.payload == code.payload && $0.type == code.type }
                 scene.codes.append(code)

@@ -21,7 +21,8 @@ struct Preview: ParsableCommand {
             or exposure points of interest yet: the page says so and shows the device point); a \
             drag becomes the rect of interest; a button takes a photo to download.
 
-            The URL is printed on stdout ("preview: URL"). The server runs until the input ends \
+            The URL is printed on stdout ("preview: URL"). Files and synthetic scenes play at \
+            their own frame rate (--batch does not apply). The server runs until the input ends \
             (a file, a folder or a finite synthetic scene) or SIGINT/SIGTERM.
 
             Security: loopback only by default. Any other --listen address needs --http-token or \
@@ -110,7 +111,11 @@ struct Preview: ParsableCommand {
     func run() throws {
         let token = try Self.token(httpToken, file: httpTokenFile)
         let address = ListenAddress(listen) ?? .defaultValue
-        let job = try CaptureJob(input: input, output: output)
+        // A preview is watched as it happens: files and synthetic scenes play at their own
+        // rate, as a camera would, whatever --batch says.
+        var live = input
+        live.pacing = .realtime
+        let job = try CaptureJob(input: live, output: output)
 
         let video = CaptureVideoDataOutput()
         faceOptions.applyModelsFolder()
