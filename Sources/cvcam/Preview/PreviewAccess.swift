@@ -16,7 +16,9 @@ import HummingbirdWebSocket
 ///   content-security policy allowing only the page's own scripts, styles, images and socket.
 ///
 /// Threading: a value type; thread-safe.
-struct PreviewAccess<Context: RequestContext>: RouterMiddleware {
+struct PreviewAccess: RouterMiddleware {
+    typealias Context = BasicWebSocketRequestContext
+
     /// Nil: no token is needed (loopback only; `PreviewCommand.validate` enforces that).
     let token: String?
 

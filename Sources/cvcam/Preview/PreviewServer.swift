@@ -40,7 +40,7 @@ struct PreviewServer: Sendable {
 
     func makeRouter() -> Router<BasicWebSocketRequestContext> {
         let router = Router(context: BasicWebSocketRequestContext.self)
-        router.add(middleware: PreviewAccess<BasicWebSocketRequestContext>(token: token))
+        router.add(middleware: PreviewAccess(token: token))
         let cameras = self.cameras
         router.get("/") { _, _ -> Response in
             if cameras.count == 1 {
