@@ -35,6 +35,11 @@ final class MJPEGFanOut: CaptureVideoDataOutputSampleBufferDelegate, Sendable {
         var height: Int
         /// Media time of the frame it was made from.
         var time: MediaTime
+        /// When the source released the frame, in seconds since 1970: its timestamp mapped to
+        /// the wall clock by the earliest delivery seen (a paced file or synthetic scene releases
+        /// frame i at its start plus i's timestamp; a camera's monotonic stamps map the same
+        /// way). Sent as `X-Frame-Time` so a client can measure frame-to-viewer latency.
+        var capturedAt: Double
     }
 
     /// The boundary between parts of `multipart/x-mixed-replace`.
@@ -48,6 +53,9 @@ final class MJPEGFanOut: CaptureVideoDataOutputSampleBufferDelegate, Sendable {
         var nextViewer = 0
         var encoded = 0
         var lastTime: Double?
+        /// Wall-clock seconds minus media seconds, the least seen: maps a frame's timestamp to
+        /// when the source released it (see `Frame.capturedAt`).
+        var epoch: Double?
         var latest: Frame?
         var finished = false
         var pool: PixelBufferPool?
@@ -96,27 +104,32 @@ final class MJPEGFanOut: CaptureVideoDataOutputSampleBufferDelegate, Sendable {
         _ output: CaptureVideoDataOutput, didOutput sampleBuffer: SampleBuffer, from connection: CaptureConnection
     ) {
         let t = sampleBuffer.presentationTimeStamp.seconds
-        let due = state.withLock { s -> Bool in
-            guard !s.viewers.isEmpty else { return false }
+        let now = Date().timeIntervalSince1970
+        let (due, epoch) = state.withLock { s -> (Bool, Double) in
+            let epoch = min(s.epoch ?? .infinity, now - t)
+            s.epoch = epoch
+            guard !s.viewers.isEmpty else { return (false, epoch) }
             // A small allowance so a 30 fps source asked for 30 fps is not halved by jitter.
-            if let last = s.lastTime, t - last < 0.9 / settings.framesPerSecond, t >= last { return false }
+            if let last = s.lastTime, t - last < 0.9 / settings.framesPerSecond, t >= last { return (false, epoch) }
             s.lastTime = t
-            return true
+            return (true, epoch)
         }
         guard due else { return }
         do {
             let frame = try scaled(sampleBuffer.pixelBuffer)
             let jpeg = try ImageFile.encode(frame, as: .jpeg(quality: settings.quality))
             var part = ByteBuffer()
+            let capturedAt = epoch + t
             part.writeString(
-                "--\(Self.boundary)\r\nContent-Type: image/jpeg\r\nContent-Length: \(jpeg.count)\r\n\r\n")
+                "--\(Self.boundary)\r\nContent-Type: image/jpeg\r\nContent-Length: \(jpeg.count)\r\n"
+                    + "X-Frame-Time: \(String(format: "%.6f", capturedAt))\r\n\r\n")
             part.writeBytes(jpeg)
             part.writeString("\r\n")
             let (latest, viewers) = state.withLock { s -> (Frame, [AsyncStream<Frame>.Continuation]) in
                 s.encoded += 1
                 let made = Frame(
                     number: s.encoded, part: part, width: frame.width, height: frame.height,
-                    time: sampleBuffer.presentationTimeStamp)
+                    time: sampleBuffer.presentationTimeStamp, capturedAt: capturedAt)
                 s.latest = made
                 return (made, Array(s.viewers.values))
             }

@@ -52,6 +52,14 @@ final class PreviewCamera: Sendable {
         }
     }
 
+    /// Frames captured (delivered to the video output), streamed, and skipped by detection;
+    /// viewers now.
+    var stats: PreviewMessage.Stats {
+        .init(
+            capturedFrames: video.deliveredFrameCount, encodedFrames: stream.encodedFrameCount, viewers: stream.viewerCount,
+            skippedFrames: metadata.skippedFrameCount)
+    }
+
     /// The connection whose rotation and mirroring the page shows and changes.
     var connection: CaptureConnection? { video.connection(with: .video) }
 

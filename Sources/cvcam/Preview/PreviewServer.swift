@@ -11,8 +11,9 @@ import Synchronization
 /// - `GET /`: the list of cameras (with exactly one, a redirect to it).
 /// - `GET /assets/preview.js`, `/assets/preview.css`: the page's code, embedded in the binary.
 /// - `GET /cameras/<name>`: the page. `GET /cameras/<name>/stream.mjpeg`: the video.
-///   `GET /cameras/<name>/photos/<n>.jpg`: a photo the page took. `/cameras/<name>/ws`: the
-///   WebSocket (`PreviewSocket`).
+///   `GET /cameras/<name>/photos/<n>.jpg`: a photo the page took. `GET /cameras/<name>/stats.json`:
+///   frames captured, streamed and skipped, and viewers. `/cameras/<name>/ws`: the WebSocket
+///   (`PreviewSocket`).
 ///
 /// Every request, the WebSocket upgrade included, passes `PreviewAccess` first. `cvcam preview`
 /// mounts one camera; `cvcam serve` can mount each of its own.
@@ -65,6 +66,10 @@ struct PreviewServer: Sendable {
                     for await frame in frames { try await writer.write(frame.part) }
                     try await writer.finish(nil)
                 })
+        }
+        router.get("/cameras/:name/stats.json") { _, context -> Response in
+            guard let camera = camera(named: context.parameters.get("name")) else { throw HTTPError(.notFound) }
+            return Self.text(PreviewMessage.json(camera.stats), type: "application/json")
         }
         router.get("/cameras/:name/photos/:photo") { _, context -> Response in
             guard let camera = camera(named: context.parameters.get("name")),

@@ -45,11 +45,7 @@ struct PreviewSocket: Sendable {
             }
             group.addTask {
                 while !Task.isCancelled {
-                    post.yield(
-                        PreviewMessage.json(
-                            PreviewMessage.Stats(
-                                capturedFrames: camera.video.deliveredFrameCount, encodedFrames: camera.stream.encodedFrameCount,
-                                viewers: camera.stream.viewerCount, skippedFrames: camera.metadata.skippedFrameCount)))
+                    post.yield(PreviewMessage.json(camera.stats))
                     try? await Task.sleep(for: .milliseconds(500))
                 }
             }
