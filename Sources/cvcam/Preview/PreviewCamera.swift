@@ -135,12 +135,15 @@ final class PreviewCamera: Sendable {
         observer.touch()
     }
 
-    /// Sets the connection's rotation and mirroring (the page's controls).
+    /// Sets the connection's rotation and mirroring (the page's controls), and the photo
+    /// output's, so a photo is turned as the preview shows it.
     func setConnection(rotation: Double, mirrored: Bool) throws {
         guard let connection else { throw PreviewError.notConnected(name) }
         guard connection.isVideoRotationAngleSupported(rotation) else { throw PreviewError.badRotation(rotation) }
-        connection.videoRotationAngle = rotation
-        connection.isVideoMirrored = mirrored
+        for c in [connection, photos?.connection(with: .video)].compactMap({ $0 }) {
+            c.videoRotationAngle = rotation
+            c.isVideoMirrored = mirrored
+        }
         observer.touch()
     }
 
