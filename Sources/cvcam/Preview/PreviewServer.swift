@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import HummingbirdWebSocket
 import Logging
+import ServiceLifecycle
 import Synchronization
 
 /// The preview's HTTP server (Hummingbird 2 with WebSockets) for a list of cameras.
@@ -98,19 +99,26 @@ struct PreviewServer: Sendable {
     final class Running: Sendable {
         /// The port it listens on (the one picked, when asked for port 0).
         let port: Int
+        private let group: ServiceGroup
         private let task: Task<Void, Never>
         private let ended: DispatchSemaphore
 
-        fileprivate init(port: Int, task: Task<Void, Never>, ended: DispatchSemaphore) {
+        fileprivate init(port: Int, group: ServiceGroup, task: Task<Void, Never>, ended: DispatchSemaphore) {
             self.port = port
+            self.group = group
             self.task = task
             self.ended = ended
         }
 
-        /// Stops serving (open streams and sockets are closed), waiting up to `timeout` seconds.
+        /// Stops serving, waiting up to `timeout` seconds: a graceful shutdown first (end the
+        /// MJPEG streams before, so no response is left open), then cancellation.
         func stop(timeout: Double = 2) {
-            task.cancel()
-            _ = ended.wait(timeout: .now() + timeout)
+            let group = self.group
+            Task { await group.triggerGracefulShutdown() }
+            if ended.wait(timeout: .now() + timeout) == .timedOut {
+                task.cancel()
+                _ = ended.wait(timeout: .now() + 1)
+            }
         }
     }
 
@@ -130,10 +138,11 @@ struct PreviewServer: Sendable {
                 ready.signal()
             },
             logger: logger)
+        // No signal handling here: the capture job owns SIGINT/SIGTERM and stops us.
+        let group = ServiceGroup(services: [app], gracefulShutdownSignals: [], cancellationSignals: [], logger: logger)
         let task = Task {
             do {
-                // No signal handling here: the capture job owns SIGINT/SIGTERM and stops us.
-                try await app.runService(gracefulShutdownSignals: [])
+                try await group.run()
             } catch {
                 bound.withLock { if $0 == nil { $0 = .failure(error) } }
                 ready.signal()
@@ -142,7 +151,7 @@ struct PreviewServer: Sendable {
         }
         _ = ready.wait(timeout: .now() + 10)
         let outcome = bound.withLock { $0 }
-        let running: (Int) -> Running = { Running(port: $0, task: task, ended: ended) }
+        let running: (Int) -> Running = { Running(port: $0, group: group, task: task, ended: ended) }
         switch outcome {
         case .success(let port): return running(port)
         case .failure(let error):
