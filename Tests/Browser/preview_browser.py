@@ -145,6 +145,10 @@ def moving_face(driver):
     natural = wait_for(lambda: driver.execute_script(
         "const v = document.getElementById('video'); return v.naturalWidth ? [v.naturalWidth, v.naturalHeight] : null"),
         10, "the first frame")
+    # Wait until the face is wholly in the frame (it enters from the left, where a partial face's
+    # box jitters), then sample 1 s apart: 20 px of movement each time.
+    wait_for(lambda: (lambda d: d["faces"] and d["faces"][0]["drawn"][0] > 30)(driver.execute_script(READ_DRAWING)),
+             40, "the face to be wholly in view")
     samples = []
     for _ in range(4):
         d = wait_for(lambda: (lambda d: d if d["faces"] else None)(driver.execute_script(READ_DRAWING)), 10, "a face")
@@ -161,7 +165,7 @@ def moving_face(driver):
         encoded = driver.execute_script("return Number(document.getElementById('counters').dataset.encoded || 0)")
         samples.append({"t": time.time(), "face": d["faces"][0]["drawn"], "device": d["faces"][0]["device"],
                         "pixels": pixels, "encoded": encoded})
-        time.sleep(0.8)
+        time.sleep(1.0)
     result["moving"] = {"natural": natural, "samples": samples}
     driver.save_screenshot(config["artifacts"] + "/preview-moving.png")
 
@@ -201,11 +205,13 @@ def codes(driver):
     after = wait_for(lambda: (lambda d: d if len(d["codes"]) == 1 else None)(driver.execute_script(READ_DRAWING)),
                      10, "the code outside the rect of interest to leave")
     gone_after = time.time() - began
-    time.sleep(2.0)  # still gone, and the one inside still reported
-    later = driver.execute_script(READ_DRAWING)
+    later = []  # 3 s of samples: the code outside stays gone, the one inside is still reported
+    for _ in range(30):
+        later.append(driver.execute_script(READ_DRAWING)["codes"])
+        time.sleep(0.1)
     result["drag"] = {"layer": [start[0], start[1], end[0] - start[0], end[1] - start[1]], "view": [width, height],
                       "roi": [float(v) for v in roi.split(",")], "codesAfter": after["codes"],
-                      "codesLater": later["codes"], "secondsUntilGone": gone_after}
+                      "codesLater": later, "secondsUntilGone": gone_after}
     driver.save_screenshot(config["artifacts"] + "/preview-codes.png")
 
 

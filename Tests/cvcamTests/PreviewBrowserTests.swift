@@ -9,6 +9,11 @@ import Testing
 /// `CaptureVideoPreviewLayer`. Screenshots are kept in `.build/artifacts/preview/`.
 ///
 /// Skipped, with the reason, when the browser or the driver is not installed.
+/// The browser and load suites start preview servers that detect faces in real time; they run
+/// one after the other, so neither takes the other's CPU.
+@Suite(.serialized) enum PreviewEndToEnd {}
+
+extension PreviewEndToEnd {
 @Suite(.serialized, .enabled(if: PreviewBrowserRun.available, "needs /usr/bin/chromium, /usr/bin/chromedriver and python3-selenium (Tools/setup installs them)"))
 struct PreviewBrowserTests {
     /// The still scene's frame, and the face photo's ground truth (Tests/Fixtures/faces/manifest.json:
@@ -112,7 +117,8 @@ struct PreviewBrowserTests {
         let expected = layer.metadataOutputRectConverted(fromLayerRect: Self.rect(drag.layer))
         #expect(Self.within(Self.rect(drag.roi), expected, 2.0 / 240), "rect of interest \(drag.roi), library \(expected)")
         #expect(drag.codesAfter == ["LEFT-CODE"])
-        #expect(drag.codesLater == ["LEFT-CODE"])
+        // Sampled for 3 s after: the code outside never came back; the one inside was still shown.
+        #expect(Set(drag.codesLater.flatMap { $0 }) == ["LEFT-CODE"], "\(drag.codesLater)")
     }
 
     /// A payload of HTML and script is shown as text: no element made from it, no alert.
@@ -143,6 +149,8 @@ struct PreviewBrowserTests {
             #expect(size > 10_000, "\(path)")
         }
     }
+}
+
 }
 
 /// One browser session over three preview servers, shared by the tests above.
@@ -180,7 +188,7 @@ struct PreviewBrowserRun: Decodable, Sendable {
         var payloads: [String], imgCount: Int, hostileAsText: Bool, alert: Bool
     }
     struct Drag: Decodable, Sendable {
-        var layer: [Double], view: [Double], roi: [Double], codesAfter: [String], codesLater: [String]
+        var layer: [Double], view: [Double], roi: [Double], codesAfter: [String], codesLater: [[String]]
     }
 
     var errors: [String]
@@ -229,8 +237,9 @@ struct PreviewBrowserRun: Decodable, Sendable {
         let faces = CLI.packageRoot.appendingPathComponent("Tests/Fixtures/faces/images").path
         let scenes = [
             "still": "synthetic:size=640x480,fps=10,background=\(faces)/astronaut.png",
-            // 40 px/s: the face stays in view for 20 s of the run.
-            "moving": "synthetic:size=640x480,fps=15,background=gray,image=\(faces)/grace_hopper.jpg,speed=40",
+            // 20 px/s: the face stays in view for 40 s of the run, however long a loaded machine
+            // takes to start the three servers.
+            "moving": "synthetic:size=640x480,fps=15,background=gray,image=\(faces)/grace_hopper.jpg,speed=20",
             "codes": "synthetic:size=640x240,fps=10,background=gray,qr=LEFT-CODE,qr=\(hostile)",
         ]
         var servers: [String: RunningCLI] = [:]

@@ -218,9 +218,9 @@ import Testing
                         let faces = try #require(message["faces"] as? [[String: Any]])
                         let box = try rect(faces.first?["bounds"])
                         let expected = layer.layerRectConverted(fromMetadataOutputRect: truth)
-                        #expect(PreviewBrowserTests.within(box, expected, 1e-9), "\(w)x\(h) \(gravity) \(rotation) \(mirrored)")
-                        #expect(PreviewBrowserTests.within(try rect(message["video"]), layer.layerRectConverted(fromMetadataOutputRect: CGRect(x: 0, y: 0, width: 1, height: 1)), 1e-9))
-                        #expect(PreviewBrowserTests.within(try rect(message["rectOfInterest"]), layer.layerRectConverted(fromMetadataOutputRect: metadata.rectOfInterest), 1e-9))
+                        #expect(PreviewEndToEnd.PreviewBrowserTests.within(box, expected, 1e-9), "\(w)x\(h) \(gravity) \(rotation) \(mirrored)")
+                        #expect(PreviewEndToEnd.PreviewBrowserTests.within(try rect(message["video"]), layer.layerRectConverted(fromMetadataOutputRect: CGRect(x: 0, y: 0, width: 1, height: 1)), 1e-9))
+                        #expect(PreviewEndToEnd.PreviewBrowserTests.within(try rect(message["rectOfInterest"]), layer.layerRectConverted(fromMetadataOutputRect: metadata.rectOfInterest), 1e-9))
                         let codes = try #require(message["codes"] as? [[String: Any]])
                         let corners = try #require(codes.first?["corners"] as? [[String: Double]])
                         let expectedCorners = code.corners.map(layer.layerPointConverted(fromCaptureDevicePoint:))
@@ -251,7 +251,7 @@ import Testing
         let layer = try CaptureVideoPreviewLayer(
             bounds: CGRect(x: 0, y: 0, width: 640, height: 480), videoGravity: .resizeAspect, videoRotationAngle: 90,
             isVideoMirrored: true, frameDimensions: frame)
-        #expect(PreviewBrowserTests.within(metadata.rectOfInterest, layer.metadataOutputRectConverted(fromLayerRect: dragged), 1e-9))
+        #expect(PreviewEndToEnd.PreviewBrowserTests.within(metadata.rectOfInterest, layer.metadataOutputRectConverted(fromLayerRect: dragged), 1e-9))
         #expect(throws: (any Error).self) { try camera.setRectOfInterest(fromLayerRect: CGRect(x: 0, y: 0, width: 20, height: 20), in: view) }
         camera.resetRectOfInterest()
         #expect(metadata.rectOfInterest == CGRect(x: 0, y: 0, width: 1, height: 1))
