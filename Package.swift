@@ -46,7 +46,9 @@ let package = Package(
         // `cvcam serve` (issue #21): /metrics in Prometheus text format, served over HTTP as a
         // service-lifecycle Service beside the cameras.
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.0.0"),
+        // The HTTP server of /metrics and of the browser preview (`cvcam preview`), with WebSockets.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.0.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.0.0"),
     ],
     targets: [
@@ -145,6 +147,7 @@ let package = Package(
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
             ]
         ),
 

@@ -19,7 +19,10 @@ struct CVCam: ParsableCommand {
             Text output: what was found on stdout; error, drop, stats and summary lines on stderr.
             """,
         version: "0.1.0",
-        subcommands: [Devices.self, Controls.self, Faces.self, Scan.self, Snap.self, Watch.self, Record.self, Serve.self, Doctor.self]
+        subcommands: [
+            Devices.self, Controls.self, Faces.self, Scan.self, Snap.self, Watch.self, Record.self, Serve.self, Preview.self,
+            Doctor.self,
+        ]
     )
 
     /// ArgumentParser's main, except that error messages (which quote file names and library

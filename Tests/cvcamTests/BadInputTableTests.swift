@@ -85,11 +85,11 @@ extension BadInputCase {
         ("--rect-of-interest", .rect, nil), ("--stats-interval", .number, nil),  // the last from OutputOptions
         ("--connect-timeout", .number, 0.1...3600),
     ]
-    static let faceCommands: Set = ["faces", "snap", "watch"]
+    static let faceCommands: Set = ["faces", "snap", "watch", "preview"]
 
     static let numericOptions: [NumericOption] = {
         var all: [NumericOption] = []
-        for command in ["faces", "scan", "snap", "watch", "record"] {
+        for command in ["faces", "scan", "snap", "watch", "record", "preview"] {
             all += inputOptions.map { NumericOption(command: command, option: $0.0, shape: $0.1, valid: $0.2) }
             if faceCommands.contains(command) {
                 all.append(.init(command: command, option: "--face-scan-interval", shape: .number, valid: 0...86_400))
@@ -108,6 +108,8 @@ extension BadInputCase {
             ("watch", "--window", .number, nil), ("watch", "--every", .number, nil), ("watch", "--quality", .integer, nil),
             ("record", "--duration", .number, nil), ("record", "--max-size", .integer, nil),
             ("record", "--fragment-interval", .number, nil), ("record", "--quality", .integer, nil),
+            ("preview", "--stream-quality", .integer, 1...100), ("preview", "--stream-fps", .number, 0.1...120),
+            ("preview", "--stream-size", .size, nil),
         ]
         all += own.map { NumericOption(command: $0.0, option: $0.1, shape: $0.2, valid: $0.3) }
         return all
@@ -118,6 +120,7 @@ extension BadInputCase {
         "--device", "--input", "--preset", "--gravity", "--face-detection", "--types", "--output-file", "--dir",
         "--pixel-format", "--set-ctrl",  // bad values and out-of-range controls: CameraCLITests
         "--models",  // a folder: ModelSearchTests
+        "--listen", "--http-token", "--http-token-file",  // PreviewServerTests
     ]
 
     /// Each command on the 2-frame scene, writing into the row's folder; and its exit code when it ends normally.
@@ -127,6 +130,8 @@ extension BadInputCase {
         case "snap": ["snap", "-o", s.path("x.jpg"), "--input", "synthetic:size=64x48,frames=4", "-q"]
         case "watch": ["watch", "--dir", s.path("w"), "--input", scene, "-q"]
         case "record": ["record", "-o", s.path("x.avi"), "--input", scene, "-q"]
+        // Serves on a free loopback port until the 2-frame scene ends.
+        case "preview": ["preview", "--input", scene, "--listen", "127.0.0.1:0", "-q"]
         default: [command, "--input", scene, "-q"]
         }
     }
@@ -652,7 +657,7 @@ extension BadInputCase {
     /// Every option `--help` shows with a value is either in the numeric table (so it gets every
     /// probe) or named as a text option: a new numeric option cannot be left out of the table.
     @Test func helpListsNoUnclassifiedOption() throws {
-        for command in ["devices", "faces", "scan", "snap", "watch", "record"] {
+        for command in ["devices", "faces", "scan", "snap", "watch", "record", "preview"] {
             let help = try CLI.run([command, "--help"])
             #expect(help.status == 0)
             let shown = try NSRegularExpression(pattern: "^\\s+(?:-\\w, )?(--[a-z-]+) <", options: .anchorsMatchLines)

@@ -1,0 +1,164 @@
+import CaptureKit
+import Foundation
+import Hummingbird
+import Synchronization
+
+/// The preview's video: each frame the video data output delivers is encoded as JPEG once
+/// (`ImageFile.encode`, `cv::imencode`), at most `framesPerSecond` a second, and handed to every
+/// viewer. Nothing is encoded while nobody watches.
+///
+/// A viewer is an `AsyncStream` that keeps only the newest frame: a slow browser skips frames
+/// instead of queueing them, so neither capture nor memory waits for it. The encoder itself
+/// runs on the video output's delegate queue, whose late frames the output drops (and counts)
+/// rather than holding up capture.
+///
+/// Threading: thread-safe. The delegate method runs on the video output's queue; `frames()`,
+/// `finish()` and the counters from anywhere.
+final class MJPEGFanOut: CaptureVideoDataOutputSampleBufferDelegate, Sendable {
+    /// How the stream is encoded.
+    struct Settings: Sendable, Equatable {
+        /// Scale frames to fit within this size (aspect kept); nil: the frame's own size.
+        var maximumSize: CaptureDevice.Dimensions?
+        /// JPEG quality, 1…100.
+        var quality: Int
+        /// At most this many frames a second (measured on the frames' own clock).
+        var framesPerSecond: Double
+    }
+
+    /// One encoded frame.
+    struct Frame: Sendable {
+        /// Counts encoded frames from 1.
+        var number: Int
+        /// The multipart part: boundary line, headers, the JPEG and the closing CRLF.
+        var part: ByteBuffer
+        var width: Int
+        var height: Int
+        /// Media time of the frame it was made from.
+        var time: MediaTime
+        /// When the source released the frame, in seconds since 1970: its timestamp mapped to
+        /// the wall clock by the earliest delivery seen (a paced file or synthetic scene releases
+        /// frame i at its start plus i's timestamp; a camera's monotonic stamps map the same
+        /// way). Sent as `X-Frame-Time` so a client can measure frame-to-viewer latency.
+        var capturedAt: Double
+    }
+
+    /// The boundary between parts of `multipart/x-mixed-replace`.
+    static let boundary = "cvcamframe"
+    static var contentType: String { "multipart/x-mixed-replace; boundary=\(boundary)" }
+
+    let settings: Settings
+
+    private struct State {
+        var viewers: [Int: AsyncStream<Frame>.Continuation] = [:]
+        var nextViewer = 0
+        var encoded = 0
+        var lastTime: Double?
+        /// Wall-clock seconds minus media seconds, the least seen: maps a frame's timestamp to
+        /// when the source released it (see `Frame.capturedAt`).
+        var epoch: Double?
+        var latest: Frame?
+        var finished = false
+        var pool: PixelBufferPool?
+    }
+    private let state = Mutex(State())
+
+    init(settings: Settings) {
+        self.settings = settings
+    }
+
+    /// Frames encoded so far.
+    var encodedFrameCount: Int { state.withLock { $0.encoded } }
+    /// Viewers watching now.
+    var viewerCount: Int { state.withLock { $0.viewers.count } }
+    /// The newest frame, if any (for a still snapshot).
+    var latestFrame: Frame? { state.withLock { $0.latest } }
+
+    /// A viewer's frames, newest first when it falls behind. Ends when the stream finishes or
+    /// the reader stops listening (which removes the viewer).
+    func frames() -> AsyncStream<Frame> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Frame.self, bufferingPolicy: .bufferingNewest(1))
+        let id: Int? = state.withLock {
+            guard !$0.finished else { return nil }
+            $0.nextViewer += 1
+            $0.viewers[$0.nextViewer] = continuation
+            return $0.nextViewer
+        }
+        guard let id else {
+            continuation.finish()
+            return stream
+        }
+        continuation.onTermination = { [weak self] _ in self?.state.withLock { _ = $0.viewers.removeValue(forKey: id) } }
+        return stream
+    }
+
+    /// Ends every viewer's stream; later viewers get an empty one.
+    func finish() {
+        let viewers = state.withLock {
+            $0.finished = true
+            return Array($0.viewers.values)
+        }
+        for v in viewers { v.finish() }
+    }
+
+    func captureOutput(
+        _ output: CaptureVideoDataOutput, didOutput sampleBuffer: SampleBuffer, from connection: CaptureConnection
+    ) {
+        let t = sampleBuffer.presentationTimeStamp.seconds
+        let now = Date().timeIntervalSince1970
+        let (due, epoch) = state.withLock { s -> (Bool, Double) in
+            let epoch = min(s.epoch ?? .infinity, now - t)
+            s.epoch = epoch
+            guard !s.viewers.isEmpty else { return (false, epoch) }
+            // A small allowance so a 30 fps source asked for 30 fps is not halved by jitter.
+            if let last = s.lastTime, t - last < 0.9 / settings.framesPerSecond, t >= last { return (false, epoch) }
+            s.lastTime = t
+            return (true, epoch)
+        }
+        guard due else { return }
+        do {
+            let frame = try scaled(sampleBuffer.pixelBuffer)
+            let jpeg = try ImageFile.encode(frame, as: .jpeg(quality: settings.quality))
+            var part = ByteBuffer()
+            let capturedAt = epoch + t
+            part.writeString(
+                "--\(Self.boundary)\r\nContent-Type: image/jpeg\r\nContent-Length: \(jpeg.count)\r\n"
+                    + "X-Frame-Time: \(String(format: "%.6f", capturedAt))\r\n\r\n")
+            part.writeBytes(jpeg)
+            part.writeString("\r\n")
+            let (latest, viewers) = state.withLock { s -> (Frame, [AsyncStream<Frame>.Continuation]) in
+                s.encoded += 1
+                let made = Frame(
+                    number: s.encoded, part: part, width: frame.width, height: frame.height,
+                    time: sampleBuffer.presentationTimeStamp, capturedAt: capturedAt)
+                s.latest = made
+                return (made, Array(s.viewers.values))
+            }
+            for v in viewers { v.yield(latest) }
+        } catch {
+            // A frame that cannot be encoded is skipped; the next one is tried afresh.
+        }
+    }
+
+    /// `buffer` scaled to fit `maximumSize` (area-averaged), or itself when it already fits.
+    private func scaled(_ buffer: PixelBuffer) throws(CaptureError) -> PixelBuffer {
+        guard let size = Self.fitted(CaptureDevice.Dimensions(width: buffer.width, height: buffer.height), in: settings.maximumSize)
+        else { return buffer }
+        let pool = state.withLock { s -> PixelBufferPool in
+            if let p = s.pool, p.width == size.width, p.height == size.height, p.pixelFormat == buffer.pixelFormat { return p }
+            let p = PixelBufferPool(width: size.width, height: size.height, pixelFormat: buffer.pixelFormat, maximumIdleBuffers: 2)
+            s.pool = p
+            return p
+        }
+        let destination = try pool.makeBuffer()
+        try Imaging.resize(buffer, into: destination, "scaling the preview frame to \(size)")
+        return destination
+    }
+
+    /// The size `frame` is scaled to so it fits in `box` with its aspect kept, or nil when it
+    /// already fits (frames are never enlarged).
+    static func fitted(_ frame: CaptureDevice.Dimensions, in box: CaptureDevice.Dimensions?) -> CaptureDevice.Dimensions? {
+        guard let box, frame.width > box.width || frame.height > box.height else { return nil }
+        let scale = min(Double(box.width) / Double(frame.width), Double(box.height) / Double(frame.height))
+        return .init(width: max(1, Int((Double(frame.width) * scale).rounded())), height: max(1, Int((Double(frame.height) * scale).rounded())))
+    }
+}

@@ -1,0 +1,318 @@
+import CaptureKit
+import Foundation
+import Synchronization
+
+/// One camera as the preview serves it: its name (the `/cameras/<name>/` path), its input and
+/// the session outputs the page reads and steers.
+///
+/// - `video`: frames for the MJPEG stream (`MJPEGFanOut` becomes its delegate); its connection's
+///   rotation and mirroring are what the page's controls change.
+/// - `metadata`: faces and codes; `observer` becomes its delegate. A host that needs the objects
+///   itself (`cvcam serve`) keeps its own delegate and forwards to `observer`.
+/// - `photos`: the photo button, when present.
+///
+/// All geometry goes through `CaptureVideoPreviewLayer` made from `video`'s connection, so the
+/// page shows exactly the library's contract.
+///
+/// Threading: thread-safe; every member may be used from any thread or task.
+final class PreviewCamera: Sendable {
+    let name: String
+    let input: CaptureDeviceInput
+    let video: CaptureVideoDataOutput
+    let metadata: CaptureMetadataOutput
+    let photos: CapturePhotoOutput?
+    let stream: MJPEGFanOut
+    let observer: PreviewMetadataObserver
+    let photoStore = PreviewPhotoStore()
+
+    /// Names are path segments: letters, digits, `-`, `_` and `.` (not starting with a dot).
+    static func isValidName(_ name: String) -> Bool {
+        !name.isEmpty && name.count <= 64 && !name.hasPrefix(".")
+            && name.unicodeScalars.allSatisfy { ($0.isASCII && CharacterSet.alphanumerics.contains($0)) || "-_.".unicodeScalars.contains($0) }
+    }
+
+    /// Installs the preview's delegates on `video` and (unless `forwardsMetadata`) `metadata`.
+    /// The outputs must already be in a session with `input`.
+    init(
+        name: String, input: CaptureDeviceInput, video: CaptureVideoDataOutput, metadata: CaptureMetadataOutput,
+        photos: CapturePhotoOutput?, streamSettings: MJPEGFanOut.Settings, forwardsMetadata: Bool = false
+    ) {
+        precondition(Self.isValidName(name), "camera name \(name) is not a path segment")
+        self.name = name
+        self.input = input
+        self.video = video
+        self.metadata = metadata
+        self.photos = photos
+        stream = MJPEGFanOut(settings: streamSettings)
+        observer = PreviewMetadataObserver()
+        video.videoPixelFormat = .bgr
+        video.setSampleBufferDelegate(stream, queue: DispatchQueue(label: "cvcam.preview.\(name).encode"))
+        if !forwardsMetadata {
+            metadata.setMetadataObjectsDelegate(observer, queue: DispatchQueue(label: "cvcam.preview.\(name).metadata"))
+        }
+    }
+
+    /// Frames captured (delivered to the video output), streamed, and skipped by detection;
+    /// viewers now.
+    var stats: PreviewMessage.Stats {
+        .init(
+            capturedFrames: video.deliveredFrameCount, encodedFrames: stream.encodedFrameCount, viewers: stream.viewerCount,
+            skippedFrames: metadata.skippedFrameCount)
+    }
+
+    /// The connection whose rotation and mirroring the page shows and changes.
+    var connection: CaptureConnection? { video.connection(with: .video) }
+
+    /// The view a page described, checked: finite, positive, at most 16384 a side.
+    struct View: Sendable, Equatable {
+        var width: Double
+        var height: Double
+        var gravity: CaptureVideoPreviewLayer.VideoGravity
+    }
+
+    /// A preview layer following the video connection, for `view`.
+    func layer(for view: View) throws -> CaptureVideoPreviewLayer {
+        guard let connection else { throw PreviewError.notConnected(name) }
+        return try CaptureVideoPreviewLayer(
+            connection: connection, input: input, bounds: CGRect(x: 0, y: 0, width: view.width, height: view.height),
+            videoGravity: view.gravity)
+    }
+
+    /// The overlay for `view`: the current faces and codes, the frame's rect and the rect of
+    /// interest, all converted by one `CaptureVideoPreviewLayer`.
+    func geometry(for view: View) throws -> PreviewMessage.Geometry {
+        let layer = try layer(for: view)
+        let scene = observer.current
+        let faces = scene.faces.compactMap { face -> PreviewMessage.Face? in
+            guard let converted = layer.transformedMetadataObject(for: face) else { return nil }
+            return .init(
+                faceID: face.faceID, score: face.confidence, bounds: .init(converted.bounds),
+                deviceBounds: .init(face.bounds))
+        }
+        let codes = scene.codes.compactMap { code -> PreviewMessage.Code? in
+            guard let converted = layer.transformedMetadataObject(for: code) else { return nil }
+            return .init(
+                kind: code.type.rawValue, text: Self.payloadText(code), corners: converted.corners.map(PreviewMessage.Point.init),
+                deviceBounds: .init(code.bounds))
+        }
+        let roi = metadata.rectOfInterest
+        return PreviewMessage.Geometry(
+            sequence: scene.sequence, viewWidth: view.width, viewHeight: view.height, gravity: view.gravity.rawValue,
+            rotation: layer.videoRotationAngle, mirrored: layer.isVideoMirrored,
+            video: .init(layer.layerRectConverted(fromMetadataOutputRect: CGRect(x: 0, y: 0, width: 1, height: 1))),
+            faces: faces, codes: codes, rectOfInterest: .init(layer.layerRectConverted(fromMetadataOutputRect: roi)),
+            deviceRectOfInterest: .init(roi))
+    }
+
+    /// A tap at `point` in `view`: converted with `captureDevicePointConverted(fromLayerPoint:)`.
+    /// No CaptureKit input offers focus or exposure points of interest yet, so the answer says
+    /// the point could not be set, and where it would have gone.
+    func tap(at point: CGPoint, in view: View) throws -> PreviewMessage.TapResult {
+        let device = try layer(for: view).captureDevicePointConverted(fromLayerPoint: point)
+        let inside = (0...1).contains(device.x) && (0...1).contains(device.y)
+        let at = String(format: "(%.3f, %.3f)", Double(device.x), Double(device.y))
+        let message =
+            inside
+            ? "device point \(at): focus and exposure points of interest are not supported by \(input.device.localizedName)"
+            : "device point \(at) is outside the frame (a letterbox bar)"
+        return .init(
+            layerPoint: .init(point), devicePoint: .init(device), pointOfInterestSet: false, message: message)
+    }
+
+    /// A drag over `rect` in `view` becomes the metadata output's `rectOfInterest`
+    /// (`metadataOutputRectConverted(fromLayerRect:)`, clipped to the frame).
+    func setRectOfInterest(fromLayerRect rect: CGRect, in view: View) throws {
+        let device = try layer(for: view).metadataOutputRectConverted(fromLayerRect: rect)
+        let clipped = device.standardized.intersection(CGRect(x: 0, y: 0, width: 1, height: 1))
+        guard !clipped.isNull, clipped.width > 0, clipped.height > 0 else { throw PreviewError.rectOutsideFrame }
+        metadata.rectOfInterest = clipped
+        observer.touch()
+    }
+
+    /// Looks at the whole frame again.
+    func resetRectOfInterest() {
+        metadata.rectOfInterest = CGRect(x: 0, y: 0, width: 1, height: 1)
+        observer.touch()
+    }
+
+    /// Sets the connection's rotation and mirroring (the page's controls), and the photo
+    /// output's, so a photo is turned as the preview shows it.
+    func setConnection(rotation: Double, mirrored: Bool) throws {
+        guard let connection else { throw PreviewError.notConnected(name) }
+        guard connection.isVideoRotationAngleSupported(rotation) else { throw PreviewError.badRotation(rotation) }
+        for c in [connection, photos?.connection(with: .video)].compactMap({ $0 }) {
+            c.videoRotationAngle = rotation
+            c.isVideoMirrored = mirrored
+        }
+        observer.touch()
+    }
+
+    /// A code's payload for the page: its text, or its bytes in base64 when it is not UTF-8.
+    static func payloadText(_ code: MetadataMachineReadableCodeObject) -> String {
+        code.stringValue ?? ("bytes:" + Data(code.payload).base64EncodedString())
+    }
+}
+
+/// What went wrong with a page's request; the text goes back to the page as an `error` message.
+enum PreviewError: Error, CustomStringConvertible {
+    case notConnected(String)
+    case badRotation(Double)
+    case rectOutsideFrame
+    case badMessage(String)
+    case noPhotoOutput
+
+    var description: String {
+        switch self {
+        case .notConnected(let name): "camera \(name) has no video connection (is its session configured?)"
+        case .badRotation(let angle): "rotation \(angle) is not one of 0, 90, 180, 270"
+        case .rectOutsideFrame: "the rectangle lies outside the frame; drag over the video"
+        case .badMessage(let why): "bad message: \(why)"
+        case .noPhotoOutput: "this camera has no photo output"
+        }
+    }
+}
+
+/// The current faces and codes of one camera, in device space, and the recent events; the
+/// preview's metadata delegate.
+///
+/// Faces are replaced by every frame's objects. A code stays from its `appear` to its `leave`
+/// (codes are delivered only when due, not every frame). Each change bumps `sequence` and wakes
+/// every subscriber, which then computes its own view's geometry.
+///
+/// Threading: thread-safe; the delegate calls come on the metadata output's queue.
+final class PreviewMetadataObserver: CaptureMetadataOutputObjectsDelegate, Sendable {
+    struct Scene: Sendable {
+        var sequence = 0
+        var faces: [MetadataFaceObject] = []
+        var codes: [MetadataMachineReadableCodeObject] = []
+    }
+    private struct State {
+        var scene = Scene()
+        var events: [PreviewMessage.Event] = []
+        var subscribers: [Int: AsyncStream<Int>.Continuation] = [:]
+        var eventSubscribers: [Int: AsyncStream<PreviewMessage.Event>.Continuation] = [:]
+        var nextID = 0
+    }
+    private let state = Mutex(State())
+    /// How many recent events a page that connects is shown.
+    static let recentEventCount = 20
+
+    var current: Scene { state.withLock { $0.scene } }
+    var recentEvents: [PreviewMessage.Event] { state.withLock { $0.events } }
+
+    /// Changes as they happen: each element is the new `sequence`; a slow reader sees only the
+    /// newest (geometry is recomputed from the current scene, so nothing is lost by skipping).
+    func changes() -> AsyncStream<Int> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Int.self, bufferingPolicy: .bufferingNewest(1))
+        let id = state.withLock {
+            $0.nextID += 1
+            $0.subscribers[$0.nextID] = continuation
+            return $0.nextID
+        }
+        continuation.onTermination = { [weak self] _ in self?.state.withLock { _ = $0.subscribers.removeValue(forKey: id) } }
+        return stream
+    }
+
+    /// Events as they happen (bounded: a reader that falls behind loses the oldest).
+    func events() -> AsyncStream<PreviewMessage.Event> {
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: PreviewMessage.Event.self, bufferingPolicy: .bufferingNewest(Self.recentEventCount))
+        let id = state.withLock {
+            $0.nextID += 1
+            $0.eventSubscribers[$0.nextID] = continuation
+            return $0.nextID
+        }
+        continuation.onTermination = { [weak self] _ in
+            self?.state.withLock { _ = $0.eventSubscribers.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    /// Wakes subscribers without a metadata change (the rect of interest or the connection changed).
+    func touch() { update { _ in } }
+
+    /// Ends every subscriber's streams (the camera stopped).
+    func finish() {
+        let (all, allEvents) = state.withLock { ($0.subscribers.values, $0.eventSubscribers.values) }
+        for c in all { c.finish() }
+        for c in allEvents { c.finish() }
+    }
+
+    /// Records an event a host (or the photo button) wants on the page's list.
+    func post(_ event: PreviewMessage.Event) {
+        let listeners = state.withLock {
+            $0.events.append(event)
+            if $0.events.count > Self.recentEventCount { $0.events.removeFirst($0.events.count - Self.recentEventCount) }
+            return Array($0.eventSubscribers.values)
+        }
+        for c in listeners { c.yield(event) }
+    }
+
+    private func update(_ change: (inout Scene) -> Void) {
+        let (sequence, listeners) = state.withLock {
+            change(&$0.scene)
+            $0.scene.sequence += 1
+            return ($0.scene.sequence, Array($0.subscribers.values))
+        }
+        for c in listeners { c.yield(sequence) }
+    }
+
+    func metadataOutput(
+        _ output: CaptureMetadataOutput, didOutput metadataObjects: [any MetadataObject], from connection: CaptureConnection
+    ) {
+        let faces = metadataObjects.compactMap { $0 as? MetadataFaceObject }
+        let codes = metadataObjects.compactMap { $0 as? MetadataMachineReadableCodeObject }
+        update { scene in
+            // Faces come with every frame that has any; codes only when due (appear, repeat),
+            // so a code keeps its last position until its `codeLeft` event removes it.
+            scene.faces = faces
+            for code in codes {
+                scene.codes.removeAll { $0.payload == code.payload && $0.type == code.type }
+                scene.codes.append(code)
+            }
+        }
+    }
+
+    func metadataOutput(_ output: CaptureMetadataOutput, didEmit events: [MetadataEvent], from connection: CaptureConnection) {
+        var left: [MetadataMachineReadableCodeObject] = []
+        for event in events {
+            switch event {
+            case .faceEntered(let f), .faceLeft(let f):
+                post(.init(time: f.time.seconds, text: "face \(f.faceID) \(event.name)"))
+            case .codeAppeared(let c):
+                post(.init(time: c.time.seconds, text: "\(c.type.rawValue) \(event.name): \(PreviewCamera.payloadText(c))"))
+            case .codeLeft(let c):
+                left.append(c)
+                post(.init(time: c.time.seconds, text: "\(c.type.rawValue) \(event.name): \(PreviewCamera.payloadText(c))"))
+            case .faceUpdated, .codeRepeated:
+                break
+            }
+        }
+        if !left.isEmpty {
+            update { scene in
+                scene.codes.removeAll { code in left.contains { $0.payload == code.payload && $0.type == code.type } }
+            }
+        }
+    }
+}
+
+/// The photos the page's button took, kept in memory for download (the newest few).
+///
+/// Threading: thread-safe.
+final class PreviewPhotoStore: Sendable {
+    struct Stored: Sendable {
+        var id: Int
+        var data: Data
+    }
+    private let photos = Mutex<[Stored]>([])
+    static let capacity = 8
+
+    func add(_ data: Data, id: Int) {
+        photos.withLock {
+            $0.append(.init(id: id, data: data))
+            if $0.count > Self.capacity { $0.removeFirst($0.count - Self.capacity) }
+        }
+    }
+
+    func photo(id: Int) -> Data? { photos.withLock { $0.first { $0.id == id }?.data } }
+}
