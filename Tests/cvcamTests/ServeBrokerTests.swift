@@ -323,6 +323,46 @@ import Testing
         #expect(daemon.waitForExit(20) == 0)
     }
 
+    /// A network camera whose stream goes down mid-run: `interrupted` and offline while the
+    /// synthetic camera beside it keeps publishing, and online again when the stream is back.
+    @Test func aStreamThatGoesDownIsOfflineWhileTheOtherCameraGoesOn() throws {
+        guard let broker = try MosquittoTestBroker.start() else { return }
+        guard let stream = try NetworkStreamTestServer.start(.mjpeg, arguments: ["--fps", "10"]) else { return }
+        let port = stream.port
+        var restarted: NetworkStreamTestServer?
+        defer { restarted?.stop() }
+        let dir = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let config = dir.appendingPathComponent("serve.yaml")
+        try (Self.mqttSection(broker, dir: dir) + """
+
+            cameras:
+              - name: net
+                input: \(stream.url())
+                codes: [qr]
+              - name: syn
+                input: "synthetic:size=160x120,fps=10,qr=SYN"
+                codes: {types: [qr], repeatInterval: 0.5}
+
+            """).write(to: config, atomically: true, encoding: .utf8)
+        let subscriber = try Subscriber(broker, filters: ["cvcam/#"], session: "serve-test-net")
+        let daemon = try Daemon(config: config.path)
+        #expect(subscriber.wait(20) { $0.on("cvcam/net/availability").last?.text == "online" && !Self.codeTimes($0, "syn").isEmpty },
+            "\(daemon.stderr)")
+        stream.stop()
+        #expect(subscriber.wait(20) { $0.on("cvcam/net/availability").last?.text == "offline" }, "\(daemon.stderr)")
+        #expect(subscriber.on("cvcam/net/events").contains { $0.json?["type"] as? String == "interrupted" })
+        let whileDown = Self.codeTimes(subscriber, "syn").count
+        Thread.sleep(forTimeInterval: 2)
+        #expect(Self.codeTimes(subscriber, "syn").count >= whileDown + 2, "the other camera stopped publishing")
+        restarted = try NetworkStreamTestServer.start(.mjpeg, port: port, arguments: ["--fps", "10"])
+        #expect(subscriber.wait(30) { $0.on("cvcam/net/availability").last?.text == "online" }, "\(daemon.stderr)")
+        #expect(subscriber.on("cvcam/net/events").contains { $0.json?["type"] as? String == "interruptionEnded" })
+        #expect(daemon.process.isRunning)
+        daemon.signal(SIGTERM)
+        #expect(daemon.waitForExit(20) == 0)
+    }
+
     /// A bad file: exit 64 before anything starts, naming the line, the camera and the key.
     @Test func aBadConfigExits64NamingTheCameraAndTheKey() throws {
         let dir = try Self.folder()
