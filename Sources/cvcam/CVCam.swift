@@ -19,10 +19,9 @@ struct CVCam: ParsableCommand {
             Text output: what was found on stdout; error, drop, stats and summary lines on stderr.
             """,
         version: "0.1.0",
-        subcommands: [
-            Devices.self, Controls.self, Faces.self, Scan.self, Snap.self, Watch.self, Record.self, Serve.self, Preview.self,
-            Doctor.self,
-        ]
+        // The daemons (serve, preview) come from Daemons.swift, beside the servers they need.
+        subcommands: [Devices.self, Controls.self, Faces.self, Scan.self, Snap.self, Watch.self, Record.self]
+            + daemonCommands + [Doctor.self]
     )
 
     /// ArgumentParser's main, except that error messages (which quote file names and library
