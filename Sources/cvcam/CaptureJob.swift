@@ -75,10 +75,7 @@ final class CaptureJob: @unchecked Sendable {
     /// Adds an output, applying --rotate and --mirror to its connection.
     func add(_ output: CaptureOutput) throws {
         try session.addOutput(output)
-        if let connection = output.connection(with: .video) {
-            connection.videoRotationAngle = Double(options.rotate.degrees)
-            connection.isVideoMirrored = options.mirror
-        }
+        options.orient(output)
     }
 
     /// Total frames the input will produce, when known (files, folders, finite scenes).

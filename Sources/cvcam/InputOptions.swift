@@ -177,6 +177,18 @@ struct InputOptions: ParsableArguments {
 
     var framePacing: FramePacing { pacing == .realtime ? .realTime : .asFastAsPossible }
 
+    /// `size` as frames come out of a connection turned by --rotate.
+    func oriented(_ size: CaptureDevice.Dimensions) -> CaptureDevice.Dimensions {
+        rotate.degrees % 180 == 0 ? size : .init(width: size.height, height: size.width)
+    }
+
+    /// Applies --rotate and --mirror to `output`'s video connection (once it is in a session).
+    func orient(_ output: CaptureOutput) {
+        guard let connection = output.connection(with: .video) else { return }
+        connection.videoRotationAngle = Double(rotate.degrees)
+        connection.isVideoMirrored = mirror
+    }
+
     /// A path option's `value` with the bytes it had in argv (the `transform` of `--input`, `-o` and `--dir`).
     /// Swift decodes argv as UTF-8 and replaces bytes that are not (a Latin-1 `caf\xE9.png`) with
     /// U+FFFD, naming a file that does not exist; the raw argument (or `--name=` value) that

@@ -86,6 +86,22 @@ enum CodeTypeSelection: ExpressibleByArgument, Equatable, Sendable {
 
     static var allValueStrings: [String] { MetadataObjectType.machineReadableCodeTypes.map(\.rawValue) + ["all"] }
 
+    /// The code types this selection means among `available` (a metadata output's types; faces
+    /// are left out). Throws `ValidationError` naming the types this build lacks.
+    func resolved(available: [MetadataObjectType]) throws -> [MetadataObjectType] {
+        let codes = available.filter { $0 != .face }
+        switch self {
+        case .all: return codes
+        case .only(let named):
+            let unknown = named.filter { !codes.contains($0) }
+            guard unknown.isEmpty else {
+                throw ValidationError(
+                    "Code type(s) \(unknown.map(\.rawValue).joined(separator: ", ")) not available in this build. Available: \(codes.map(\.rawValue).joined(separator: ", ")), all.")
+            }
+            return named
+        }
+    }
+
     /// Shell completion offers the names too (a type that is not CaseIterable gets none by default).
     static var defaultCompletionKind: CompletionKind { .list(allValueStrings) }
 

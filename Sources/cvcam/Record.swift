@@ -88,15 +88,22 @@ struct Record: ParsableCommand {
         return value * scale
     }
 
-    /// The first of `<base>.avi`, `<base>-2.avi`, … in `folder` that does not exist, guarded
-    /// (the guard refuses it, should another process take it meanwhile).
-    static func freshGuard(in folder: URL, base: String, input: String?) throws -> OutputFileGuard {
+    /// The first of `<base>.<ext>`, `<base>-2.<ext>`, … up to `SnapshotStore.maximumCollisionSuffix`
+    /// in `folder` that does not exist; nil when every one does.
+    static func freshURL(in folder: URL, base: String, pathExtension ext: String) -> URL? {
         for n in 1...SnapshotStore.maximumCollisionSuffix {
-            let url = folder.appendingPathComponent(n == 1 ? "\(base).avi" : "\(base)-\(n).avi")
-            if access(url.path, F_OK) == 0 { continue }
-            return try OutputFileGuard(target: url, input: input, overwrite: false)
+            let url = folder.appendingPathComponent(n == 1 ? "\(base).\(ext)" : "\(base)-\(n).\(ext)")
+            if access(url.path, F_OK) != 0 { return url }
         }
-        throw CLIError.message("\(folder.path) already holds \(base).avi to -\(SnapshotStore.maximumCollisionSuffix).avi; choose another --dir.")
+        return nil
+    }
+
+    /// `freshURL` for a movie, guarded (the guard refuses it, should another process take it meanwhile).
+    static func freshGuard(in folder: URL, base: String, input: String?) throws -> OutputFileGuard {
+        guard let url = freshURL(in: folder, base: base, pathExtension: "avi") else {
+            throw CLIError.message("\(folder.path) already holds \(base).avi to -\(SnapshotStore.maximumCollisionSuffix).avi; choose another --dir.")
+        }
+        return try OutputFileGuard(target: url, input: input, overwrite: false)
     }
 
     func run() throws {
@@ -125,7 +132,7 @@ struct Record: ParsableCommand {
         movie.jpegQuality = quality
         try job.add(movie)
         let format = job.device.activeFormat.dimensions
-        let size = input.rotate.degrees % 180 == 0 ? format : CaptureDevice.Dimensions(width: format.height, height: format.width)
+        let size = input.oriented(format)
         let recorder = Recorder(printer: job.printer, path: url.path, size: size) { [job] in
             DispatchQueue.global().async { try? job.session.stopRunning() }
         }

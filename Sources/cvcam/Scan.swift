@@ -87,19 +87,7 @@ struct Scan: ParsableCommand {
         } else {
             metadata = CaptureMetadataOutput()
         }
-        let available = metadata.availableMetadataObjectTypes.filter { $0 != .face }
-        let wanted: [MetadataObjectType]
-        switch types {
-        case .all: wanted = available
-        case .only(let named):
-            wanted = named
-            let unknown = wanted.filter { !available.contains($0) }
-            guard unknown.isEmpty else {
-                throw ValidationError(
-                    "Code type(s) \(unknown.map(\.rawValue).joined(separator: ", ")) not available in this build. Available: \(available.map(\.rawValue).joined(separator: ", ")), all.")
-            }
-        }
-        try metadata.setMetadataObjectTypes(wanted)
+        try metadata.setMetadataObjectTypes(try types.resolved(available: metadata.availableMetadataObjectTypes))
         metadata.rectOfInterest = input.regionOfInterest
         metadata.codeRepeatInterval = repeatInterval
         return metadata

@@ -23,7 +23,7 @@ final class SegmentRecorder: CaptureFileOutputRecordingDelegate, @unchecked Send
     private let size: CaptureDevice.Dimensions
 
     init(
-        settings: ServeConfig.Record, camera: String, session: CaptureSession, printer: EventPrinter, rotate: Int, mirror: Bool,
+        settings: ServeConfig.Record, camera: String, session: CaptureSession, printer: EventPrinter, input: InputOptions,
         logger: Logger
     ) throws {
         folder = URL(fileURLWithPath: settings.dir, isDirectory: true)
@@ -36,21 +36,17 @@ final class SegmentRecorder: CaptureFileOutputRecordingDelegate, @unchecked Send
         movie.maxRecordedDuration = MediaTime(seconds: settings.segment)
         movie.jpegQuality = settings.quality
         try session.addOutput(movie)
-        if let connection = movie.connection(with: .video) {
-            connection.videoRotationAngle = Double(rotate)
-            connection.isVideoMirrored = mirror
-        }
+        input.orient(movie)
         let format = (session.inputs.first as? CaptureDeviceInput)?.device.activeFormat.dimensions ?? .init(width: 0, height: 0)
-        size = rotate % 180 == 0 ? format : .init(width: format.height, height: format.width)
+        size = input.oriented(format)
     }
 
     func start() throws { try startSegment() }
 
     private func startSegment() throws {
         let base = camera + "-" + LocalTimestamp(Date()).fileNameStamp
-        var url = folder.appendingPathComponent(base + ".avi")
-        for n in 2...SnapshotStore.maximumCollisionSuffix where FileManager.default.fileExists(atPath: url.path) {
-            url = folder.appendingPathComponent("\(base)-\(n).avi")
+        guard let url = Record.freshURL(in: folder, base: base, pathExtension: "avi") else {
+            throw CLIError.message("\(folder.path) already holds \(base).avi to -\(SnapshotStore.maximumCollisionSuffix).avi")
         }
         lock.withLock { active = true }
         do { try movie.startRecording(to: url, recordingDelegate: self) } catch {

@@ -179,15 +179,11 @@ final class ServeCamera: @unchecked Sendable {
             metadata.setMetadataObjectsDelegate(log, queue: DispatchQueue(label: "cvcam.serve.\(config.name).events"))
             for output in [metadata, photo] as [CaptureOutput] {
                 try session.addOutput(output)
-                if let connection = output.connection(with: .video) {
-                    connection.videoRotationAngle = Double(input.rotate.degrees)
-                    connection.isVideoMirrored = input.mirror
-                }
+                input.orient(output)
             }
             if let record = config.record {
                 recorder = try SegmentRecorder(
-                    settings: record, camera: config.name, session: session, printer: printer, rotate: input.rotate.degrees,
-                    mirror: input.mirror, logger: logger)
+                    settings: record, camera: config.name, session: session, printer: printer, input: input, logger: logger)
             }
         } catch {
             return .failed("cannot set up \(config.name): \(Self.message(error))")
@@ -280,16 +276,7 @@ final class ServeCamera: @unchecked Sendable {
             guard available.contains(.face) else { throw CLIError.noFaceModel }
             types.append(.face)
         }
-        switch config.codes?.types {
-        case nil: break
-        case .all: types += available.filter { $0 != .face }
-        case .only(let named):
-            let missing = named.filter { !available.contains($0) }
-            guard missing.isEmpty else {
-                throw CLIError.message("code type(s) \(missing.map(\.rawValue).joined(separator: ", ")) are not available in this build")
-            }
-            types += named
-        }
+        if let codes = config.codes { types += try codes.types.resolved(available: available) }
         return types
     }
 
@@ -399,9 +386,10 @@ final class ServeCamera: @unchecked Sendable {
     private func takeSnapshot(_ current: Running, folder: String, quality: Int) {
         let wall = Date()
         let base = "\(config.name)-\(LocalTimestamp(wall).fileNameStamp)-requested"
-        var url = URL(fileURLWithPath: folder).appendingPathComponent(base + ".jpg")
-        for n in 2...SnapshotStore.maximumCollisionSuffix where FileManager.default.fileExists(atPath: url.path) {
-            url = URL(fileURLWithPath: folder).appendingPathComponent("\(base)-\(n).jpg")
+        guard let url = Record.freshURL(in: URL(fileURLWithPath: folder), base: base, pathExtension: "jpg") else {
+            let event = ErrorEvent(code: "snapshotFailed", message: "\(folder) already holds \(base).jpg to -\(SnapshotStore.maximumCollisionSuffix).jpg")
+            publisher.publish(topic: topics.error, text: EventPrinter.encode(event))
+            return
         }
         var settings = CapturePhotoSettings(codec: .jpeg(quality: quality), fileURL: url)
         settings.replacesExistingFile = false

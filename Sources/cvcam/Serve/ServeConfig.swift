@@ -403,11 +403,10 @@ struct ConfigReader {
             problem(label + ": input", node, "missing: a camera (/dev/video0, its index or ID), a URL, a file or synthetic:SPEC")
         }
         // The input's own parser decides what the options mean together (and that a URL is one).
-        do {
-            let options = try InputOptions.parse(inputArgs)
-            if options.input == "-" { problem(label + ": input", node, "standard input cannot be a camera of the daemon") }
-        } catch {
-            problem(label, node, Self.reworded(InputOptions.message(for: error), keys: optionKeys, section: ""))
+        if let options = parsed(InputOptions.self, inputArgs, keys: optionKeys, section: "", label: label, node: node),
+            options.input == "-"
+        {
+            problem(label + ": input", node, "standard input cannot be a camera of the daemon")
         }
         if snapshots != nil && faces == nil {
             problem(label + ": snapshots", node, "snapshots are taken when faces appear: add `faces: {}` to this camera")
@@ -437,11 +436,8 @@ struct ConfigReader {
             default: result.arguments += ["--models", s]; keys["models"] = key
             }
         }
-        do { _ = try FaceOptions.parse(result.arguments) } catch {
-            let text = Self.reworded(FaceOptions.message(for: error), keys: keys, section: "faces.")
-            problem(label, Self.node(named: text, in: m, section: "faces.") ?? v, text)
-            return nil
-        }
+        guard parsed(FaceOptions.self, result.arguments, keys: keys, section: "faces.", label: label, node: v, pairs: m) != nil
+        else { return nil }
         return result
     }
 
@@ -489,11 +485,7 @@ struct ConfigReader {
             problem(label + ": snapshots.dir", v, "missing: the folder snapshots are written to")
             return nil
         }
-        do { _ = try Watch.parse(args) } catch {
-            let text = Self.reworded(Watch.message(for: error), keys: keys, section: "snapshots.")
-            problem(label, Self.node(named: text, in: m, section: "snapshots.") ?? v, text)
-            return nil
-        }
+        guard parsed(Watch.self, args, keys: keys, section: "snapshots.", label: label, node: v, pairs: m) != nil else { return nil }
         return args
     }
 
@@ -513,6 +505,20 @@ struct ConfigReader {
             return nil
         }
         return result
+    }
+
+    /// `args` read by `Command`'s own parser; a problem is reported in the file's words (`keys`
+    /// maps options to keys, prefixed by `section`), on the line of the key it names among
+    /// `pairs`, else on `node`'s.
+    mutating func parsed<Command: ParsableArguments>(
+        _ type: Command.Type, _ args: [String], keys: [String: String], section: String, label: String, node: Node,
+        pairs: [(key: String, value: Node, keyNode: Node)] = []
+    ) -> Command? {
+        do { return try Command.parse(args) } catch {
+            let text = Self.reworded(Command.message(for: error), keys: keys, section: section)
+            problem(label, Self.node(named: text, in: pairs, section: section) ?? node, text)
+            return nil
+        }
     }
 
     /// The key a message names (`snapshots.minScore …`), for its line.
