@@ -50,8 +50,9 @@ extension PreviewEndToEnd {
         }
     }
 
-    /// Reads the MJPEG stream for `seconds` (or until `frames` parts arrived) and counts parts.
-    static func watch(port: Int, seconds: Double, frames: Int = .max) -> Int {
+    /// Reads the MJPEG stream at `path` for `seconds` (or until `frames` parts arrived, or the
+    /// server ends it) and counts parts.
+    static func watch(port: Int, seconds: Double, frames: Int = .max, path: String = "/cameras/camera/stream.mjpeg") -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var address = sockaddr_in()
@@ -64,7 +65,7 @@ extension PreviewEndToEnd {
         guard connected == 0 else { return -1 }
         var timeout = timeval(tv_sec: 1, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        let request = Array("GET /cameras/camera/stream.mjpeg HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n".utf8)
+        let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n\r\n".utf8)
         _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
         let marker = Array("--cvcamframe\r\n".utf8)
         var count = 0

@@ -93,9 +93,11 @@ import Testing
         #expect(try Self.get("/cameras/camera", port: port, headers: ["Authorization: Bearer \(Self.token)"]).status == 200)
         let viaQuery = try Self.get("/cameras/camera?token=\(Self.token)", port: port)
         #expect(viaQuery.status == 200)
-        #expect(viaQuery.head.contains("cvcam_preview=\(Self.token); Path=/; HttpOnly; SameSite=Strict"))
-        #expect(try Self.get("/assets/preview.js", port: port, headers: ["Cookie: cvcam_preview=\(Self.token)"]).status == 200)
-        #expect(try Self.get("/assets/preview.js", port: port, headers: ["Cookie: cvcam_preview=\(Self.token)x"]).status == 401)
+        // The cookie is named after the port: browsers share cookies between a host's ports.
+        #expect(viaQuery.head.contains("cvcam_preview_\(port)=\(Self.token); Path=/; HttpOnly; SameSite=Strict"))
+        #expect(try Self.get("/assets/preview.js", port: port, headers: ["Cookie: cvcam_preview_\(port)=\(Self.token)"]).status == 200)
+        #expect(try Self.get("/assets/preview.js", port: port, headers: ["Cookie: cvcam_preview_\(port)=\(Self.token)x"]).status == 401)
+        #expect(try Self.get("/assets/preview.js", port: port, headers: ["Cookie: cvcam_preview_\(port + 1)=\(Self.token)"]).status == 401)
     }
 
     /// Only the served paths exist: `..` in any spelling, and anything else, is 404.

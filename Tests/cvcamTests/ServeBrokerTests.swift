@@ -87,12 +87,15 @@ import Testing
         let process: Process
         let err: Pipe
         private let errText = LockedText()
+        private let outText = LockedText()
 
         init(config: String) throws {
             let (process, out, err) = CLI.process(["serve", "--config", config])
             self.process = process
             self.err = err
-            out.fileHandleForReading.readabilityHandler = { _ = $0.availableData }
+            out.fileHandleForReading.readabilityHandler = { [outText] handle in
+                outText.append(String(decoding: handle.availableData, as: UTF8.self))
+            }
             err.fileHandleForReading.readabilityHandler = { [errText] handle in
                 errText.append(String(decoding: handle.availableData, as: UTF8.self))
             }
@@ -100,6 +103,7 @@ import Testing
         }
 
         var stderr: String { errText.text }
+        var stdout: String { outText.text }
 
         func signal(_ sig: Int32) { kill(process.processIdentifier, sig) }
 

@@ -158,6 +158,53 @@ import Testing
         #expect(unreadable.description.contains("mqtt.passwordFile"))
     }
 
+    /// `preview:` takes `cvcam preview`'s server options; beyond loopback a token is required,
+    /// from a file or the environment, and a bad token is described without being shown.
+    @Test func thePreviewSectionIsPreviewsOptions() throws {
+        let camera = "cameras: [{name: a, input: synthetic:size=8x8, codes: [qr]}]"
+        #expect(try ServeConfig.parse("mqtt: {broker: mqtt://b}\n" + camera).preview == nil)
+        let defaults = try #require(try ServeConfig.parse("mqtt: {broker: mqtt://b}\npreview: {}\n" + camera).preview)
+        #expect(defaults.listen == ListenAddress.defaultValue && defaults.token == nil)
+        #expect(defaults.stream == MJPEGFanOut.Settings(maximumSize: nil, quality: 70, framesPerSecond: 15))
+
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("serve-config-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let tokenFile = dir.appendingPathComponent("token")
+        try "s3cret-token-1234\n".write(to: tokenFile, atomically: true, encoding: .utf8)
+        let full = try #require(
+            try ServeConfig.parse(
+                "mqtt: {broker: mqtt://b}\npreview: {listen: \"0.0.0.0:8081\", tokenFile: \(tokenFile.path), streamSize: 640x360, streamQuality: 50, streamFps: 5}\n"
+                    + camera
+            ).preview)
+        #expect(full.listen == ListenAddress(host: "0.0.0.0", port: 8081) && full.token == "s3cret-token-1234")
+        #expect(full.stream == MJPEGFanOut.Settings(maximumSize: .init(width: 640, height: 360), quality: 50, framesPerSecond: 5))
+        let fromEnv = try ServeConfig.parse(
+            "mqtt: {broker: mqtt://b}\npreview: {listen: \"[::]:8081\", tokenEnv: PREVIEW_TOKEN}\n" + camera,
+            environment: ["PREVIEW_TOKEN": "env-token-5678"])
+        #expect(fromEnv.preview?.token == "env-token-5678")
+
+        for (section, path, fragment) in [
+            ("{listen: \"0.0.0.0:8080\"}", "preview.listen", "tokenFile or tokenEnv"),
+            ("{listen: nowhere}", "preview.listen", "HOST:PORT"),
+            ("{listen: \"0.0.0.0:8080\", tokenEnv: UNSET_VARIABLE}", "preview.tokenEnv", "not set"),
+            ("{tokenEnv: SHORT}", "preview.tokenEnv", "8 to 256"),
+            ("{tokenFile: \(dir.path)/none}", "preview.tokenFile", "cannot read"),
+            ("{tokenFile: \(tokenFile.path), tokenEnv: PREVIEW_TOKEN}", "preview.tokenFile", "either"),
+            ("{streamSize: big}", "preview.streamSize", "WIDTHxHEIGHT"),
+            ("{streamQuality: 0}", "preview.streamQuality", "1…100"),
+            ("{streamFps: 500}", "preview.streamFps", "120"),
+            ("{port: 8080}", "preview.port", "unknown key"),
+        ] {
+            let yaml = "mqtt: {broker: mqtt://b}\npreview: \(section)\n" + camera
+            let error = try #require(throws: ServeConfigError.self, "\(section)") {
+                try ServeConfig.parse(yaml, environment: ["SHORT": "abc", "PREVIEW_TOKEN": "env-token-5678"])
+            }
+            #expect(error.problems.contains { $0.path == path && $0.message.contains(fragment) }, "\(section) → \(error.description)")
+            #expect(!error.description.contains("abc") && !error.description.contains("env-token-5678"), "no token shown: \(error.description)")
+        }
+    }
+
     @Test func theKeyNamesOfTheFileAreTheOptionsCamelCased() {
         #expect(ConfigReader.kebab("minFaceSize") == "min-face-size")
         #expect(ConfigReader.kebab("every") == "every")

@@ -6,7 +6,7 @@ import HummingbirdWebSocket
 /// Who may use the preview, checked on every request and WebSocket upgrade.
 ///
 /// - With a token (`--http-token`, required beyond loopback): a request must carry it, as
-///   `Authorization: Bearer <token>`, the `cvcam_preview` cookie, or `?token=` (how a user opens
+///   `Authorization: Bearer <token>`, the `cvcam_preview_<port>` cookie, or `?token=` (how a user opens
 ///   the first page; that answer sets the cookie, HttpOnly and SameSite=Strict, so the stream and
 ///   the WebSocket, which cannot send headers, carry it from then on). Compared in constant time.
 /// - A request with an `Origin` header must come from the page's own origin (its host and port
@@ -22,7 +22,17 @@ struct PreviewAccess: RouterMiddleware {
     /// Nil: no token is needed (loopback only; `PreviewCommand.validate` enforces that).
     let token: String?
 
-    static var cookieName: String { "cvcam_preview" }
+    /// The cookie carrying the token, named after the port the page was opened on: browsers
+    /// keep cookies per host, not per port, so two previews on one host (each with its own
+    /// token) would otherwise overwrite each other's.
+    static func cookieName(authority: String?) -> String {
+        var port = "80"
+        if let authority, let colon = authority.lastIndex(of: ":"), !authority[colon...].contains("]") {
+            let digits = authority[authority.index(after: colon)...]
+            if !digits.isEmpty, digits.allSatisfy(\.isASCII), digits.allSatisfy(\.isNumber) { port = String(digits) }
+        }
+        return "cvcam_preview_\(port)"
+    }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         if let origin = request.headers[.origin], !Self.sameOrigin(origin, host: request.head.authority) {
@@ -38,7 +48,8 @@ struct PreviewAccess: RouterMiddleware {
         }
         var response = try await next(request, context)
         if setCookie, let token {
-            response.headers[.setCookie] = "\(Self.cookieName)=\(token); Path=/; HttpOnly; SameSite=Strict"
+            response.headers[.setCookie] =
+                "\(Self.cookieName(authority: request.head.authority))=\(token); Path=/; HttpOnly; SameSite=Strict"
         }
         Self.addSecurityHeaders(&response.headers)
         return response
@@ -64,6 +75,7 @@ struct PreviewAccess: RouterMiddleware {
         if let authorization = request.headers[.authorization], authorization.hasPrefix("Bearer ") {
             offered.append((String(authorization.dropFirst("Bearer ".count)), false))
         }
+        let cookieName = Self.cookieName(authority: request.head.authority)
         for header in request.headers[values: .cookie] {
             for pair in header.split(separator: ";") {
                 let parts = pair.trimmingCharacters(in: .whitespaces).split(separator: "=", maxSplits: 1)

@@ -123,6 +123,11 @@ enum PreviewAssets {
           const view = $('view'), overlay = $('overlay'), video = $('video');
           let socket = null;
           let dragStart = null;
+          let socketOpened = false, videoStarts = 0;
+          function startVideo() {
+            videoStarts += 1;
+            video.src = base + '/stream.mjpeg?start=' + videoStarts;
+          }
 
           function send(message) {
             if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(message));
@@ -240,7 +245,13 @@ enum PreviewAssets {
           function connect() {
             const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
             socket = new WebSocket(scheme + '//' + location.host + base + '/ws');
-            socket.onopen = () => { $('status').textContent = 'live'; applyView(); };
+            socket.onopen = () => {
+              $('status').textContent = 'live';
+              // A socket opened again means a new session may be serving: restart the video.
+              if (socketOpened) startVideo();
+              socketOpened = true;
+              applyView();
+            };
             socket.onmessage = (e) => handle(JSON.parse(e.data));
             socket.onclose = () => { $('status').textContent = 'disconnected, retrying…'; setTimeout(connect, 1000); };
           }
@@ -278,7 +289,9 @@ enum PreviewAssets {
           $('controls').addEventListener('submit', (e) => e.preventDefault());
           $('reset-roi').addEventListener('click', () => send({ type: 'resetRectOfInterest' }));
           $('photo').addEventListener('click', () => send({ type: 'photo' }));
-          video.src = base + '/stream.mjpeg';
+          // A camera that is not running yet answers 503: try again every second.
+          video.addEventListener('error', () => setTimeout(startVideo, 1000));
+          startVideo();
           applyView();
           connect();
         })();

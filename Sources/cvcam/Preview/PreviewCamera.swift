@@ -60,6 +60,13 @@ final class PreviewCamera: Sendable {
             skippedFrames: metadata.skippedFrameCount)
     }
 
+    /// The session ended: every viewer's stream and socket end (their pages reconnect, to the
+    /// next session when there is one). Idempotent.
+    func finish() {
+        stream.finish()
+        observer.finish()
+    }
+
     /// The connection whose rotation and mirroring the page shows and changes.
     var connection: CaptureConnection? { video.connection(with: .video) }
 
@@ -192,6 +199,8 @@ final class PreviewMetadataObserver: CaptureMetadataOutputObjectsDelegate, Senda
         var subscribers: [Int: AsyncStream<Int>.Continuation] = [:]
         var eventSubscribers: [Int: AsyncStream<PreviewMessage.Event>.Continuation] = [:]
         var nextID = 0
+        /// After `finish()`, new subscriptions end at once.
+        var finished = false
     }
     private let state = Mutex(State())
     /// How many recent events a page that connects is shown.
@@ -204,10 +213,15 @@ final class PreviewMetadataObserver: CaptureMetadataOutputObjectsDelegate, Senda
     /// newest (geometry is recomputed from the current scene, so nothing is lost by skipping).
     func changes() -> AsyncStream<Int> {
         let (stream, continuation) = AsyncStream.makeStream(of: Int.self, bufferingPolicy: .bufferingNewest(1))
-        let id = state.withLock {
-            $0.nextID += 1
-            $0.subscribers[$0.nextID] = continuation
-            return $0.nextID
+        let id = state.withLock { state -> Int? in
+            guard !state.finished else { return nil }
+            state.nextID += 1
+            state.subscribers[state.nextID] = continuation
+            return state.nextID
+        }
+        guard let id else {
+            continuation.finish()
+            return stream
         }
         continuation.onTermination = { [weak self] _ in self?.state.withLock { _ = $0.subscribers.removeValue(forKey: id) } }
         return stream
@@ -217,10 +231,15 @@ final class PreviewMetadataObserver: CaptureMetadataOutputObjectsDelegate, Senda
     func events() -> AsyncStream<PreviewMessage.Event> {
         let (stream, continuation) = AsyncStream.makeStream(
             of: PreviewMessage.Event.self, bufferingPolicy: .bufferingNewest(Self.recentEventCount))
-        let id = state.withLock {
-            $0.nextID += 1
-            $0.eventSubscribers[$0.nextID] = continuation
-            return $0.nextID
+        let id = state.withLock { state -> Int? in
+            guard !state.finished else { return nil }
+            state.nextID += 1
+            state.eventSubscribers[state.nextID] = continuation
+            return state.nextID
+        }
+        guard let id else {
+            continuation.finish()
+            return stream
         }
         continuation.onTermination = { [weak self] _ in
             self?.state.withLock { _ = $0.eventSubscribers.removeValue(forKey: id) }
@@ -233,7 +252,14 @@ final class PreviewMetadataObserver: CaptureMetadataOutputObjectsDelegate, Senda
 
     /// Ends every subscriber's streams (the camera stopped).
     func finish() {
-        let (all, allEvents) = state.withLock { ($0.subscribers.values, $0.eventSubscribers.values) }
+        let (all, allEvents) = state.withLock { state in
+            state.finished = true
+            defer {
+                state.subscribers = [:]
+                state.eventSubscribers = [:]
+            }
+            return (Array(state.subscribers.values), Array(state.eventSubscribers.values))
+        }
         for c in all { c.finish() }
         for c in allEvents { c.finish() }
     }

@@ -93,22 +93,31 @@ struct Preview: ParsableCommand {
             guard let data = FileManager.default.contents(atPath: file) else {
                 throw ValidationError("--http-token-file: cannot read \(TerminalText.escaped(file)); check the path and its permissions.")
             }
-            token = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).first.map {
-                $0.trimmingCharacters(in: .whitespaces)
-            } ?? ""
+            token = firstLine(data)
         }
         guard let token else { return nil }
-        let allowed = token.unicodeScalars.allSatisfy {
-            $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "-._~".unicodeScalars.contains($0))
-        }
-        guard (8...256).contains(token.count), allowed else {
-            throw ValidationError(
-                "The HTTP token must be 8 to 256 characters, letters, digits, - . _ or ~ (e.g. from `openssl rand -hex 16`).")
-        }
+        if let problem = tokenProblem(token) { throw ValidationError("The HTTP token \(problem).") }
         return token
     }
 
+    /// Why `token` cannot be a preview token (it travels in URLs, cookies and headers), or nil.
+    static func tokenProblem(_ token: String) -> String? {
+        let allowed = token.unicodeScalars.allSatisfy {
+            $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "-._~".unicodeScalars.contains($0))
+        }
+        return (8...256).contains(token.count) && allowed
+            ? nil : "must be 8 to 256 characters, letters, digits, - . _ or ~ (e.g. from `openssl rand -hex 16`)"
+    }
+
+    /// The first line of a token file, trimmed.
+    static func firstLine(_ data: Data) -> String {
+        String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).first.map {
+            $0.trimmingCharacters(in: .whitespaces)
+        } ?? ""
+    }
+
     func run() throws {
+        MallocArenas.limit()
         let token = try Self.token(httpToken, file: httpTokenFile)
         let address = ListenAddress(listen) ?? .defaultValue
         // A preview is watched as it happens: files and synthetic scenes play at their own

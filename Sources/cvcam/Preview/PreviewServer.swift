@@ -17,48 +17,57 @@ import Synchronization
 ///   (`PreviewSocket`).
 ///
 /// Every request, the WebSocket upgrade included, passes `PreviewAccess` first. `cvcam preview`
-/// mounts one camera; `cvcam serve` can mount each of its own.
+/// lists one camera; `cvcam serve` lists each of its own and attaches every new session
+/// (`PreviewDirectory`).
 ///
 /// Threading: a value type; `start(on:)` from any thread, and the server then runs on
 /// Hummingbird's event loops and the Swift concurrency pool, never on the caller's thread.
 struct PreviewServer: Sendable {
-    let cameras: [PreviewCamera]
+    let cameras: PreviewDirectory
     let token: String?
     let logger: Logger
 
-    init(cameras: [PreviewCamera], token: String?, logger: Logger = Logger(label: "cvcam.preview")) {
-        precondition(Set(cameras.map(\.name)).count == cameras.count, "camera names must be unique")
+    init(cameras: PreviewDirectory, token: String?, logger: Logger = Logger(label: "cvcam.preview")) {
         self.cameras = cameras
         self.token = token
         self.logger = logger
     }
 
-    func camera(named name: String?) -> PreviewCamera? {
-        cameras.first { $0.name == name }
+    init(cameras: [PreviewCamera], token: String?, logger: Logger = Logger(label: "cvcam.preview")) {
+        self.init(cameras: PreviewDirectory(cameras: cameras), token: token, logger: logger)
+    }
+
+    /// The camera `name` with a running session; 404 when it is not listed, 503 while it has
+    /// no session (it is starting, failed, or being reloaded).
+    func camera(named name: String?) throws -> PreviewCamera {
+        if let camera = cameras.camera(named: name) { return camera }
+        guard cameras.isListed(name) else { throw HTTPError(.notFound) }
+        throw HTTPError(.serviceUnavailable, message: "camera \(name ?? "") is not running now; the page tries again\n")
     }
 
     /// The page path of a camera.
-    static func path(of camera: PreviewCamera) -> String { "/cameras/\(camera.name)" }
+    static func path(of camera: PreviewCamera) -> String { path(of: camera.name) }
+    static func path(of name: String) -> String { "/cameras/\(name)" }
 
     func makeRouter() -> Router<BasicWebSocketRequestContext> {
         let router = Router(context: BasicWebSocketRequestContext.self)
         router.add(middleware: PreviewAccess(token: token))
         let cameras = self.cameras
         router.get("/") { _, _ -> Response in
-            if cameras.count == 1 {
-                return Response(status: .seeOther, headers: [.location: Self.path(of: cameras[0])])
+            let names = cameras.names
+            if names.count == 1 {
+                return Response(status: .seeOther, headers: [.location: Self.path(of: names[0])])
             }
-            return Self.text(PreviewAssets.listPage(cameras.map(\.name)), type: "text/html; charset=utf-8")
+            return Self.text(PreviewAssets.listPage(names), type: "text/html; charset=utf-8")
         }
         router.get("/assets/preview.js") { _, _ in Self.text(PreviewAssets.script, type: "text/javascript; charset=utf-8") }
         router.get("/assets/preview.css") { _, _ in Self.text(PreviewAssets.style, type: "text/css; charset=utf-8") }
         router.get("/cameras/:name") { _, context -> Response in
-            guard let camera = camera(named: context.parameters.get("name")) else { throw HTTPError(.notFound) }
-            return Self.text(
-                PreviewAssets.page(name: camera.name, base: Self.path(of: camera)), type: "text/html; charset=utf-8")
+            guard let name = context.parameters.get("name"), cameras.isListed(name) else { throw HTTPError(.notFound) }
+            return Self.text(PreviewAssets.page(name: name, base: Self.path(of: name)), type: "text/html; charset=utf-8")
         }
         router.get("/cameras/:name/stream.mjpeg") { _, context -> Response in
-            guard let camera = camera(named: context.parameters.get("name")) else { throw HTTPError(.notFound) }
+            let camera = try camera(named: context.parameters.get("name"))
             let frames = camera.stream.frames()
             return Response(
                 status: .ok, headers: [.contentType: MJPEGFanOut.contentType],
@@ -69,12 +78,12 @@ struct PreviewServer: Sendable {
                 })
         }
         router.get("/cameras/:name/stats.json") { _, context -> Response in
-            guard let camera = camera(named: context.parameters.get("name")) else { throw HTTPError(.notFound) }
+            let camera = try camera(named: context.parameters.get("name"))
             return Self.text(PreviewMessage.json(camera.stats), type: "application/json")
         }
         router.get("/cameras/:name/photos/:photo") { _, context -> Response in
-            guard let camera = camera(named: context.parameters.get("name")),
-                let file = context.parameters.get("photo"), file.hasSuffix(".jpg"),
+            let camera = try camera(named: context.parameters.get("name"))
+            guard let file = context.parameters.get("photo"), file.hasSuffix(".jpg"),
                 let id = Int(file.dropLast(4)), let data = camera.photoStore.photo(id: id)
             else { throw HTTPError(.notFound) }
             return Response(
@@ -83,9 +92,9 @@ struct PreviewServer: Sendable {
                 body: .init(byteBuffer: ByteBuffer(bytes: data)))
         }
         router.ws("/cameras/:name/ws") { _, context in
-            camera(named: context.parameters.get("name")) == nil ? .dontUpgrade : .upgrade([:])
+            cameras.camera(named: context.parameters.get("name")) == nil ? .dontUpgrade : .upgrade([:])
         } onUpgrade: { inbound, outbound, context in
-            guard let camera = camera(named: context.requestContext.parameters.get("name")) else { return }
+            guard let camera = cameras.camera(named: context.requestContext.parameters.get("name")) else { return }
             try await PreviewSocket(camera: camera).run(inbound: inbound, outbound: outbound)
         }
         return router

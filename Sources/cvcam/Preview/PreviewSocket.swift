@@ -11,6 +11,9 @@ import Synchronization
 /// photo button are answered in order. Everything outgoing goes through one queue (`outbox`)
 /// with one writer; when a page reads too slowly the oldest waiting messages are dropped.
 ///
+/// When the camera's session ends (`PreviewCamera.finish`), the server closes the socket with
+/// 1001 (going away); the page then reconnects.
+///
 /// Threading: `run` once per connection, in its own task (Hummingbird's WebSocket handler).
 struct PreviewSocket: Sendable {
     let camera: PreviewCamera
@@ -39,6 +42,10 @@ struct PreviewSocket: Sendable {
                     guard let view = box.view.withLock({ $0 }) else { continue }
                     post.yield(Self.geometryMessage(camera, view))
                 }
+                // The changes end when the camera's session ended: say so, and the page
+                // reconnects (to the next session, when the camera comes back).
+                guard !Task.isCancelled else { return }
+                try? await outbound.close(.goingAway, reason: "the camera's session ended")
             }
             group.addTask {
                 for await event in camera.observer.events() { post.yield(PreviewMessage.json(event)) }

@@ -49,6 +49,7 @@ struct Serve: ParsableCommand {
             print("\(TerminalText.escaped(config)): \(loaded.cameras.count) camera(s), no problems")
             return
         }
+        MallocArenas.limit()
         let logger = Logger(label: "cvcam.serve")
         let metrics = loaded.metricsListen == nil ? nil : ServeMetrics()
         let link: MQTTLink
@@ -56,7 +57,25 @@ struct Serve: ParsableCommand {
             TerminalText.printError("cvcam serve: \(error)")
             throw ExitCode(ExitStatus.runtimeError)
         }
-        let daemon = ServeDaemon(config: loaded, configPath: config, link: link, metrics: metrics)
+        var previewServer: PreviewServer.Running?
+        var directory: PreviewDirectory?
+        if let settings = loaded.preview {
+            let cameras = PreviewDirectory()
+            var previewLogger = Logger(label: "cvcam.serve.preview")
+            previewLogger.logLevel = verbose ? .debug : .warning
+            do {
+                previewServer = try PreviewServer(cameras: cameras, token: settings.token, logger: previewLogger).start(on: settings.listen)
+            } catch {
+                TerminalText.printError("cvcam serve: \(error)")
+                throw ExitCode(ExitStatus.runtimeError)
+            }
+            directory = cameras
+            let shown = ListenAddress(host: settings.listen.host, port: previewServer?.port ?? settings.listen.port)
+            // On stdout, as `cvcam preview` says it (the log shows warnings and errors only).
+            try? FileHandle.standardOutput.write(contentsOf: Data("preview: http://\(shown)/\n".utf8))
+        }
+        defer { previewServer?.stop() }
+        let daemon = ServeDaemon(config: loaded, configPath: config, link: link, metrics: metrics, preview: directory)
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: DaemonService(daemon: daemon))]
         if let listen = loaded.metricsListen, let metrics {
             services.append(.init(service: try MetricsServer(address: listen, metrics: metrics, logger: logger)))

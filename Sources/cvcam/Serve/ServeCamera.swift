@@ -21,6 +21,7 @@ final class ServeCamera: @unchecked Sendable {
     private let publisher: any ServePublisher
     private let statsInterval: Double?
     private let metrics: CameraMetricsSink?
+    private let preview: ServePreview?
     private let logger: Logger
 
     private let lock = NSLock()
@@ -46,9 +47,10 @@ final class ServeCamera: @unchecked Sendable {
 
     init(
         config: ServeConfig.Camera, prefix: String, publisher: any ServePublisher, statsInterval: Double?,
-        metrics: CameraMetricsSink? = nil
+        metrics: CameraMetricsSink? = nil, preview: ServePreview? = nil
     ) {
         self.config = config
+        self.preview = preview
         topics = CameraTopics(prefix: prefix, camera: config.name)
         self.publisher = publisher
         self.statsInterval = statsInterval
@@ -59,6 +61,9 @@ final class ServeCamera: @unchecked Sendable {
     }
 
     var online: Bool { lock.withLock { isOnline } }
+
+    /// The photo output of the running session, whose photos go to MQTT (tests).
+    var snapshotOutput: CapturePhotoOutput? { lock.withLock { running?.photo } }
 
     /// Starts the camera's thread.
     func start() {
@@ -145,9 +150,11 @@ final class ServeCamera: @unchecked Sendable {
         let photo = CapturePhotoOutput()
         let types: [MetadataObjectType]
         var recorder: SegmentRecorder?
+        var previewCamera: PreviewCamera?
         do {
             try session.setSessionPreset(input.sessionPreset)
-            try session.addInput(try CaptureDeviceInput(device: device))
+            let deviceInput = try CaptureDeviceInput(device: device)
+            try session.addInput(deviceInput)
             if let watch = config.snapshotOptions {
                 watcher = try makeWatcher(watch, device: device, input: input, printer: printer)
             }
@@ -180,6 +187,21 @@ final class ServeCamera: @unchecked Sendable {
             for output in [metadata, photo] as [CaptureOutput] {
                 try session.addOutput(output)
                 input.orient(output)
+            }
+            if let preview {
+                // Its own video and photo outputs: the page's rotation and mirroring must not
+                // turn the snapshots published on MQTT.
+                let video = CaptureVideoDataOutput()
+                let photos = CapturePhotoOutput()
+                for output in [video, photos] as [CaptureOutput] {
+                    try session.addOutput(output)
+                    input.orient(output)
+                }
+                let camera = PreviewCamera(
+                    name: config.name, input: deviceInput, video: video, metadata: metadata,
+                    photos: photos, streamSettings: preview.stream, forwardsMetadata: true)
+                log.preview = camera.observer
+                previewCamera = camera
             }
             if let record = config.record {
                 recorder = try SegmentRecorder(
@@ -217,6 +239,7 @@ final class ServeCamera: @unchecked Sendable {
             return .failed("cannot start \(config.name): \(Self.message(error))")
         }
         try? recorder?.start()
+        if let previewCamera { preview?.directory.attach(previewCamera) }
         setOnline(true)
         let stats = statsInterval.map { interval in
             StatsReporter(interval: interval, printer: printer, latency: latency) {
@@ -231,6 +254,7 @@ final class ServeCamera: @unchecked Sendable {
             }
         }
         session.waitUntilStopped()
+        if let previewCamera { preview?.directory.detach(previewCamera) }
         stats?.stop()
         counting?.stop()
         metadata.waitUntilIdle()
@@ -434,9 +458,12 @@ private final class RequestedPhoto: CapturePhotoCaptureDelegate {
 ///
 /// Threading: the metadata output's delegate queue (serial), as each log expects.
 final class ServeMetadataLog: CaptureMetadataOutputObjectsDelegate, @unchecked Sendable {
-    // @unchecked: the logs are only called on the delegate's serial queue.
+    // @unchecked: the logs are only called on the delegate's serial queue; `preview` is set
+    // before the session starts.
     let faces: FaceLog?
     let codes: CodeLog?
+    /// The camera's preview page, when the daemon serves one: it gets the same objects and events.
+    var preview: PreviewMetadataObserver?
 
     init(faces: FaceLog?, codes: CodeLog?) {
         self.faces = faces
@@ -445,11 +472,14 @@ final class ServeMetadataLog: CaptureMetadataOutputObjectsDelegate, @unchecked S
 
     func metadataOutput(
         _ output: CaptureMetadataOutput, didOutput metadataObjects: [any MetadataObject], from connection: CaptureConnection
-    ) {}
+    ) {
+        preview?.metadataOutput(output, didOutput: metadataObjects, from: connection)
+    }
 
     func metadataOutput(_ output: CaptureMetadataOutput, didEmit events: [MetadataEvent], from connection: CaptureConnection) {
         faces?.metadataOutput(output, didEmit: events, from: connection)
         codes?.metadataOutput(output, didEmit: events, from: connection)
+        preview?.metadataOutput(output, didEmit: events, from: connection)
     }
 }
 
@@ -489,4 +519,13 @@ protocol CameraMetricsSink: Sendable {
 extension ServeMetrics.Camera: CameraMetricsSink {
     func observeDetection(milliseconds: Double) { recordDetectionLatency(.nanoseconds(Int64(milliseconds * 1e6))) }
     func inputReconnected() { recordReconnect() }
+}
+
+/// What a camera needs to show itself in the daemon's preview: the directory its sessions are
+/// attached to and how its video is streamed.
+///
+/// Threading: thread-safe.
+struct ServePreview: Sendable {
+    let directory: PreviewDirectory
+    let stream: MJPEGFanOut.Settings
 }

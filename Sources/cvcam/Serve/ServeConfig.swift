@@ -66,11 +66,20 @@ struct ServeConfig: Equatable, Sendable {
         var snapshotOptions: Watch? { snapshotArguments.map { try! Watch.parse($0) } }
     }
 
+    /// The browser preview of every camera (`cvcam preview`'s pages), when configured.
+    struct Preview: Equatable, Sendable {
+        var listen = ListenAddress.defaultValue
+        /// From `tokenFile` or the variable `tokenEnv` names; required beyond loopback; never printed.
+        var token: String?
+        var stream = MJPEGFanOut.Settings(maximumSize: nil, quality: 70, framesPerSecond: 15)
+    }
+
     var mqtt: MQTT
     /// Seconds between `stats` messages; nil: none.
     var statsInterval: Double? = 60
     /// `host:port` of the Prometheus endpoint; nil: none.
     var metricsListen: String?
+    var preview: Preview?
     var cameras: [Camera]
 
     /// A camera's name as a topic level and file-name prefix.
@@ -201,10 +210,11 @@ struct ConfigReader {
     }
 
     mutating func read(_ root: Node?) -> ServeConfig? {
-        guard let top = mapping(root, "", known: ["mqtt", "stats", "metrics", "cameras"]) else { return nil }
+        guard let top = mapping(root, "", known: ["mqtt", "stats", "metrics", "preview", "cameras"]) else { return nil }
         var mqtt: ServeConfig.MQTT?
         var stats: Double? = 60
         var metrics: String?
+        var preview: ServeConfig.Preview?
         var cameras: [ServeConfig.Camera] = []
         var sawCameras = false
         for (key, value, _) in top {
@@ -223,6 +233,7 @@ struct ConfigReader {
                         problem("metrics.listen", v, "\(error); use HOST:PORT, e.g. 127.0.0.1:9464")
                     }
                 }
+            case "preview": preview = readPreview(value)
             case "cameras":
                 sawCameras = true
                 guard case .sequence(let list) = value, !list.isEmpty else {
@@ -243,7 +254,69 @@ struct ConfigReader {
             if seen[name] == 2 { problem("cameras", root, "the name '\(TerminalText.escaped(name))' is used by more than one camera; names must be unique") }
         }
         guard let mqtt else { return nil }
-        return ServeConfig(mqtt: mqtt, statsInterval: stats, metricsListen: metrics, cameras: cameras)
+        return ServeConfig(mqtt: mqtt, statsInterval: stats, metricsListen: metrics, preview: preview, cameras: cameras)
+    }
+
+    /// `preview:` — the options of `cvcam preview` that concern the server, camelCased.
+    mutating func readPreview(_ node: Node) -> ServeConfig.Preview? {
+        let known = ["listen", "tokenFile", "tokenEnv", "streamSize", "streamQuality", "streamFps"]
+        guard let m = mapping(node, "preview", known: known) else { return nil }
+        var result = ServeConfig.Preview()
+        var ok = true
+        for (key, v, _) in m {
+            let path = "preview." + key
+            switch key {
+            case "listen":
+                guard let text = string(v, path) else { ok = false; continue }
+                guard let address = ListenAddress(text) else {
+                    problem(path, v, "must be HOST:PORT, [IPv6]:PORT or :PORT with a port from 0 to 65535 (got '\(TerminalText.escaped(text))')")
+                    ok = false
+                    continue
+                }
+                result.listen = address
+            case "tokenFile", "tokenEnv":
+                guard let name = string(v, path) else { ok = false; continue }
+                let token: String
+                if key == "tokenFile" {
+                    guard let data = FileManager.default.contents(atPath: name) else {
+                        problem(path, v, "cannot read the token file \(TerminalText.escaped(name)); check the path and its permissions")
+                        ok = false
+                        continue
+                    }
+                    token = Preview.firstLine(data)
+                } else {
+                    guard let value = environment[name] else {
+                        problem(path, v, "the environment variable \(TerminalText.escaped(name)) is not set (the unit's EnvironmentFile or `export` should set it)")
+                        ok = false
+                        continue
+                    }
+                    token = value
+                }
+                // The problem names the rule, never the token.
+                if let why = Preview.tokenProblem(token) { problem(path, v, "the token \(why)"); ok = false }
+                result.token = token
+            case "streamSize":
+                guard let text = string(v, path), let size = ViewSize(argument: text) else {
+                    problem(path, v, "must be WIDTHxHEIGHT, e.g. 1280x720")
+                    ok = false
+                    continue
+                }
+                result.stream.maximumSize = .init(width: size.width, height: size.height)
+            case "streamQuality": result.stream.quality = integer(v, path, 1...100) ?? result.stream.quality
+            default: result.stream.framesPerSecond = number(v, path, 0.1...120) ?? result.stream.framesPerSecond
+            }
+        }
+        if m.contains(where: { $0.key == "tokenFile" }) && m.contains(where: { $0.key == "tokenEnv" }) {
+            problem("preview.tokenFile", node, "use either tokenFile or tokenEnv, not both")
+            ok = false
+        }
+        if ok && !result.listen.isLoopback && result.token == nil {
+            problem(
+                "preview.listen", node,
+                "\(result.listen) can be reached from other machines: give tokenFile or tokenEnv, or listen on 127.0.0.1")
+            ok = false
+        }
+        return ok ? result : nil
     }
 
     mutating func readMQTT(_ node: Node) -> ServeConfig.MQTT? {

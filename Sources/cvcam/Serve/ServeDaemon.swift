@@ -31,19 +31,27 @@ final class ServeDaemon: @unchecked Sendable {
     private let configPath: String?
     private let link: any ServeBrokerLink
     private let metrics: ServeMetrics?
+    private let preview: ServePreview?
     private let logger = Logger(label: "cvcam.serve")
     /// Seconds a shutdown waits for the broker to take the last messages.
     static let flushTimeout = 5.0
 
-    init(config: ServeConfig, configPath: String?, link: any ServeBrokerLink, metrics: ServeMetrics? = nil) {
+    init(
+        config: ServeConfig, configPath: String?, link: any ServeBrokerLink, metrics: ServeMetrics? = nil,
+        preview: PreviewDirectory? = nil
+    ) {
         self.config = config
         self.configPath = configPath
         self.link = link
         self.metrics = metrics
+        self.preview = preview.map { ServePreview(directory: $0, stream: config.preview?.stream ?? ServeConfig.Preview().stream) }
     }
 
     var prefix: String { lock.withLock { config.mqtt.topicPrefix } }
     var daemonAvailability: String { CameraTopics.daemonAvailability(prefix: prefix) }
+
+    /// The preview's cameras, when the daemon serves them.
+    var previewDirectory: PreviewDirectory? { preview?.directory }
 
     /// The camera named `name`, while it runs (tests).
     func camera(_ name: String) -> ServeCamera? { lock.withLock { cameras[name] } }
@@ -55,6 +63,7 @@ final class ServeDaemon: @unchecked Sendable {
         link.subscribe("\(prefix)/+/set") { [weak self] topic, payload in self?.command(topic: topic, payload: payload) }
         link.start()
         lock.withLock {
+            preview?.directory.list(config.cameras.map(\.name))
             for camera in config.cameras { startCamera(camera) }
         }
     }
@@ -101,7 +110,7 @@ final class ServeDaemon: @unchecked Sendable {
     private func startCamera(_ camera: ServeConfig.Camera) {
         let made = ServeCamera(
             config: camera, prefix: config.mqtt.topicPrefix, publisher: link, statsInterval: config.statsInterval,
-            metrics: metrics?.camera(camera.name))
+            metrics: metrics?.camera(camera.name), preview: preview)
         cameras[camera.name] = made
         made.republishState()
         publishDiscovery(camera, config: config)
@@ -135,6 +144,9 @@ final class ServeDaemon: @unchecked Sendable {
             if fresh.mqtt != config.mqtt {
                 logger.warning("the mqtt settings changed; they take effect when the daemon restarts")
             }
+            if fresh.preview != config.preview {
+                logger.warning("the preview settings changed; they take effect when the daemon restarts")
+            }
             let wanted = Dictionary(fresh.cameras.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
             var stopping: [ServeCamera] = []
             for (name, running) in cameras where wanted[name] != running.config || fresh.statsInterval != config.statsInterval {
@@ -143,6 +155,7 @@ final class ServeDaemon: @unchecked Sendable {
                 if wanted[name] == nil { publishDiscovery(running.config, config: config, removing: true) }
             }
             Self.stopAll(stopping)
+            preview?.directory.list(fresh.cameras.map(\.name))
             let old = config
             config.cameras = fresh.cameras
             config.statsInterval = fresh.statsInterval
