@@ -7,14 +7,18 @@ numbers against CaptureVideoPreviewLayer; this script measures and does no geome
 
     preview_browser.py CONFIG_JSON
 
-CONFIG_JSON: {"still": URL, "moving": URL, "codes": URL, "artifacts": DIR, "hostile": TEXT}
+CONFIG_JSON: {"still": URL, "moving": URL, "codes": URL, "artifacts": DIR, "hostile": TEXT,
+              "serve": URL, "restart": [ARGV]}
   still:  a face that does not move (geometry for every gravity x rotation x mirroring, click, photo)
   moving: a face crossing the frame (frames arrive, the overlay follows it)
   codes:  two QR codes side by side, the right one's payload hostile HTML (drag sets the rect
           of interest, payload shown as text)
+  serve:  a camera of `cvcam serve` (optional); `restart` is a command that makes the daemon
+          restart that camera at another size: the page must follow to the new session by itself
 """
 import base64
 import json
+import subprocess
 import sys
 import time
 
@@ -215,9 +219,29 @@ def codes(driver):
     driver.save_screenshot(config["artifacts"] + "/preview-codes.png")
 
 
+def serve_restart(driver):
+    driver.get(config["serve"])
+    status = lambda: driver.execute_script("return document.getElementById('status').textContent")
+    natural = lambda: driver.execute_script(
+        "const v = document.getElementById('video'); return v.naturalWidth ? [v.naturalWidth, v.naturalHeight] : null")
+    wait_for(lambda: status() == "live", 15, "the WebSocket")
+    before = wait_for(natural, 15, "the first frame")
+    subprocess.run(config["restart"], check=True)
+    statuses = set()
+
+    def followed():
+        statuses.add(status())
+        size = natural()
+        return size if size and size != before and status() == "live" else None
+    after = wait_for(followed, 30, "the page to show the restarted camera")
+    result["serve"] = {"before": before, "after": after, "statuses": sorted(statuses)}
+    driver.save_screenshot(config["artifacts"] + "/preview-serve-restarted.png")
+
+
 driver = browser()
 try:
-    for step in (moving_face, still_face, codes):
+    steps = (moving_face, still_face, codes) + ((serve_restart,) if "serve" in config else ())
+    for step in steps:
         try:
             step(driver)
         except Exception as error:  # reported, and the Swift test fails on it

@@ -141,6 +141,17 @@ struct PreviewBrowserTests {
         #expect((photo.size ?? 0) > 10_000)
     }
 
+    /// A camera of `cvcam serve` restarted by a reload (at another size): the page's socket is
+    /// closed, it reconnects by itself and its video is the new session's.
+    @Test func aServeCamerasPageFollowsItsRestartedSession() throws {
+        let run = try PreviewBrowserRun.shared.get()
+        guard MosquittoTestBroker.missing == nil else { return }  // no broker to run serve against (said when it started)
+        let serve = try #require(run.serve, "errors: \(run.errors)")
+        #expect(serve.before == [320, 240])
+        #expect(serve.after == [480, 360])
+        #expect(serve.statuses.contains("live"))
+    }
+
     @Test func screenshotsAreKept() throws {
         _ = try PreviewBrowserRun.shared.get()
         for name in ["preview-still.png", "preview-moving.png", "preview-codes.png"] {
@@ -198,8 +209,12 @@ struct PreviewBrowserRun: Decodable, Sendable {
     var photo: Photo?
     var codesBefore: Codes?
     var drag: Drag?
+    struct Serve: Decodable, Sendable {
+        var before: [Int], after: [Int], statuses: [String]
+    }
+    var serve: Serve?
 
-    enum CodingKeys: String, CodingKey { case errors, geometry, moving, tap, photo, codesBefore, drag }
+    enum CodingKeys: String, CodingKey { case errors, geometry, moving, tap, photo, codesBefore, drag, serve }
     init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         errors = try c.decode([String].self, forKey: .errors)
@@ -209,6 +224,7 @@ struct PreviewBrowserRun: Decodable, Sendable {
         photo = try c.decodeIfPresent(Photo.self, forKey: .photo)
         codesBefore = try c.decodeIfPresent(Codes.self, forKey: .codesBefore)
         drag = try c.decodeIfPresent(Drag.self, forKey: .drag)
+        serve = try c.decodeIfPresent(Serve.self, forKey: .serve)
     }
 
     static let hostile = "<img src=x onerror=alert(1)>"
@@ -254,8 +270,39 @@ struct PreviewBrowserRun: Decodable, Sendable {
             }
             config[name] = String(line.dropFirst("preview: ".count))
         }
-        let json = String(decoding: try JSONSerialization.data(withJSONObject: config), as: UTF8.self)
+        var object: [String: Any] = config
+        // A `cvcam serve` camera whose session the page must follow through a restart.
+        let broker = try MosquittoTestBroker.start()
+        let dir = try ServeBrokerTests.folder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var daemon: ServeBrokerTests.Daemon?
+        defer { daemon?.signal(SIGKILL) }
+        if let broker {
+            let mqtt = try ServeBrokerTests.mqttSection(broker, dir: dir)
+            let camera = { (size: String) in
+                mqtt + "\npreview: {listen: 127.0.0.1:0}\ncameras:\n  - name: door\n"
+                    + "    input: \"synthetic:size=\(size),fps=10,background=\(faces)/astronaut.png\"\n    faces: {}\n"
+            }
+            let file = dir.appendingPathComponent("serve.yaml"), restarted = dir.appendingPathComponent("restarted.yaml")
+            try camera("320x240").write(to: file, atomically: true, encoding: .utf8)
+            try camera("480x360").write(to: restarted, atomically: true, encoding: .utf8)
+            let running = try ServeBrokerTests.Daemon(config: file.path)
+            daemon = running
+            let end = Date(timeIntervalSinceNow: 60)
+            var port: Int?
+            while port == nil, Date() < end, running.process.isRunning {
+                port = running.stdout.firstMatch(of: /preview: http:\/\/127\.0\.0\.1:(\d+)\//).flatMap { Int($0.1) }
+                if port == nil { Thread.sleep(forTimeInterval: 0.05) }
+            }
+            guard let port else { throw Failure(description: "serve did not start its preview: \(running.stderr)") }
+            object["serve"] = "http://127.0.0.1:\(port)/cameras/door"
+            object["restart"] = [
+                "/bin/sh", "-c", "cp '\(restarted.path)' '\(file.path)' && kill -HUP \(running.process.processIdentifier)",
+            ]
+        }
+        let json = String(decoding: try JSONSerialization.data(withJSONObject: object), as: UTF8.self)
         let result = try CLI.run([script.path, json], executable: URL(fileURLWithPath: "/usr/bin/python3"))
+        withExtendedLifetime(broker) {}  // the broker serve reports to stays up until the script is done
         guard result.status == 0, let data = result.lines.last?.data(using: .utf8) else {
             throw Failure(description: "the browser script failed (\(result.status)): \(result.stderr)")
         }
