@@ -16,7 +16,8 @@
 //                    torch: flash_led_mode) and a flash strobe button (flash_strobe)
 //   control-log      every control write that succeeds is appended to "<control file>.log" as
 //                    "<CLOCK_MONOTONIC µs> <id, hex> <value>" (buttons log 1), so tests can see what
-//                    a capture did to the camera and when, on the clock of the frames' timestamps
+//                    a capture did to the camera and when, on the clock of the frames' timestamps;
+//                    a region of interest logs "<left>,<top>,<width>,<height>" as its value
 //   no-roi           the camera has no UVC region of interest (region_of_interest_rectangle and
 //                    region_of_interest_auto_ctrls are absent), as a UVC 1.1 camera or an older kernel
 #include "emulator_internal.h"
