@@ -183,24 +183,28 @@ extension CaptureDevice {
     }
 
     /// The window (`V4L2_CTRL_WHICH_MAX_VAL`, which UVC defines as the current window) and the
-    /// smallest region (`V4L2_CTRL_WHICH_MIN_VAL`). A driver without them: the current format's
-    /// frame and a one-pixel minimum.
+    /// smallest region (`V4L2_CTRL_WHICH_MIN_VAL`). A driver without them (no
+    /// `V4L2_CTRL_FLAG_HAS_WHICH_MIN_MAX`, or refusing the query): the current format's frame and
+    /// a one-pixel minimum.
     static func regionLimits(_ d: V4L2Descriptor) throws(V4L2Error) -> RegionLimits {
         let rectID = Control.regionOfInterestRect.rawValue
         let query = [(id: rectID, kind: V4L2ExtendedValue.rect(left: 0, top: 0, width: 0, height: 0))]
-        let hasMinMax = (try? d.queryControl(id: rectID)).map { $0.flags & CV4L2_CTRL_FLAG_HAS_WHICH_MIN_MAX != 0 } ?? false
-        if hasMinMax, case .rect(let left, let top, let width, let height) = try d.getExtendedControls(query, which: CV4L2_CTRL_WHICH_MAX_VAL)[0],
-            width > 0, height > 0
-        {
-            var minWidth: Int64 = 1
-            var minHeight: Int64 = 1
-            if case .rect(_, _, let w, let h) = try d.getExtendedControls(query, which: CV4L2_CTRL_WHICH_MIN_VAL)[0] {
-                minWidth = Int64(max(w, 1))
-                minHeight = Int64(max(h, 1))
+        func read(_ which: UInt32) throws(V4L2Error) -> (left: Int32, top: Int32, width: UInt32, height: UInt32)? {
+            do {
+                guard case .rect(let left, let top, let width, let height) = try d.getExtendedControls(query, which: which)[0],
+                    width > 0, height > 0
+                else { return nil }
+                return (left, top, width, height)
+            } catch where [EINVAL, ENODATA, ENOTTY].contains(error.errno) {
+                return nil
             }
+        }
+        let hasMinMax = try d.queryControl(id: rectID).flags & CV4L2_CTRL_FLAG_HAS_WHICH_MIN_MAX != 0
+        if hasMinMax, let window = try read(CV4L2_CTRL_WHICH_MAX_VAL) {
+            let smallest = try read(CV4L2_CTRL_WHICH_MIN_VAL)
             return RegionLimits(
-                left: Int64(left), top: Int64(top), width: Int64(width), height: Int64(height), minWidth: minWidth,
-                minHeight: minHeight)
+                left: Int64(window.left), top: Int64(window.top), width: Int64(window.width), height: Int64(window.height),
+                minWidth: Int64(smallest?.width ?? 1), minHeight: Int64(smallest?.height ?? 1))
         }
         let format = try d.getFormat()
         return RegionLimits(left: 0, top: 0, width: Int64(format.width), height: Int64(format.height), minWidth: 1, minHeight: 1)
