@@ -1,6 +1,7 @@
 import CV4L2
 import CaptureKit
 import Foundation
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -88,6 +89,25 @@ extension V4L2EmulatorTests {
             defer { device.unlockForConfiguration() }
             expectError(.unsupported, containing: "setFocusPointOfInterest") { try device.setValue(1, for: .regionOfInterestRect) }
             expectError(.unsupported, containing: "compound") { _ = try device.value(of: .regionOfInterestRect) }
+        }
+
+        @Test func listingControlsNeverReadsTheRectangleWithGCtrl() throws {
+            // Every VIDIOC_G_CTRL's control ID, seen through the syscall seam.
+            let singleReads = Mutex<[UInt32]>([])
+            var system = V4L2SystemCalls.live
+            let live = V4L2SystemCalls.live
+            system.ioctl = { fd, request, arg in
+                if request == CV4L2_VIDIOC_G_CTRL {
+                    let id = arg.assumingMemoryBound(to: v4l2_control.self).pointee.id
+                    singleReads.withLock { $0.append(id) }
+                }
+                return live.ioctl(fd, request, arg)
+            }
+            let report = try V4L2DeviceReport(path: V4L2Emulator.capturePath, system: system)
+            #expect(report.controls.contains { $0.control == .regionOfInterestRect })
+            let reads = singleReads.withLock { $0 }
+            #expect(reads.contains(CaptureDevice.Control.regionOfInterestAuto.rawValue), "the bitmask is an ordinary value")
+            #expect(!reads.contains(CaptureDevice.Control.regionOfInterestRect.rawValue))
         }
 
         @Test func aPointTakesEffectWithTheNextAutomaticMode() throws {
