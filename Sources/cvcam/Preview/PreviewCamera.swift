@@ -145,7 +145,7 @@ final class PreviewCamera: Sendable {
         return answer(
             focus: focusMode != nil, exposure: exposes,
             "device point \(at): \(set.joined(separator: " and ")) point of interest set"
-                + (missing.isEmpty ? "" : "; \(missing[0]) points of interest are not supported by \(device.localizedName)"))
+                + (missing.isEmpty ? "" : "; \(device.localizedName) takes no \(missing[0]) point of interest"))
     }
 
     /// A drag over `rect` in `view` becomes the metadata output's `rectOfInterest`
