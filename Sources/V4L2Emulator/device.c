@@ -16,7 +16,10 @@
 //                    torch: flash_led_mode) and a flash strobe button (flash_strobe)
 //   control-log      every control write that succeeds is appended to "<control file>.log" as
 //                    "<CLOCK_MONOTONIC µs> <id, hex> <value>" (buttons log 1), so tests can see what
-//                    a capture did to the camera and when, on the clock of the frames' timestamps
+//                    a capture did to the camera and when, on the clock of the frames' timestamps;
+//                    a region of interest logs "<left>,<top>,<width>,<height>" as its value
+//   no-roi           the camera has no UVC region of interest (region_of_interest_rectangle and
+//                    region_of_interest_auto_ctrls are absent), as a UVC 1.1 camera or an older kernel
 #include "emulator_internal.h"
 
 #include <errno.h>
@@ -73,7 +76,7 @@ int emu_node_of_fd(int fd) {
 // MARK: faults
 
 typedef struct {
-    int busy, eacces, unplug_after, slow_ms, extras, log_controls, max_fps, busy_streaming;
+    int busy, eacces, unplug_after, slow_ms, extras, log_controls, max_fps, busy_streaming, no_roi;
 } control_file;
 
 void emu_control_file_path(char *path, size_t size) {
@@ -83,7 +86,7 @@ void emu_control_file_path(char *path, size_t size) {
 }
 
 static control_file read_control_file(void) {
-    control_file f = {0, 0, -1, 0, 0, 0, 0, 0};
+    control_file f = {0, 0, -1, 0, 0, 0, 0, 0, 0};
     char path[256];
     emu_control_file_path(path, sizeof path);
     int fd = emu_real_open(path, O_RDONLY | O_CLOEXEC, 0);
@@ -100,6 +103,7 @@ static control_file read_control_file(void) {
         else if (strcmp(line, "extra-controls") == 0) f.extras = 1;
         else if (strcmp(line, "control-log") == 0) f.log_controls = 1;
         else if (strcmp(line, "busy-streaming") == 0) f.busy_streaming = 1;
+        else if (strcmp(line, "no-roi") == 0) f.no_roi = 1;
         else if (sscanf(line, "max-fps %d", &value) == 1) f.max_fps = value;
         else if (sscanf(line, "unplug-after %d", &value) == 1) f.unplug_after = value;
         else if (sscanf(line, "slow %d", &value) == 1) f.slow_ms = value;
@@ -122,6 +126,7 @@ int emu_open(const char *path, int flags) {
     emu_faults.log_controls = f.log_controls;
     emu_faults.max_fps = f.max_fps > 0 ? (uint32_t)f.max_fps : 0;
     emu_faults.busy_streaming = f.busy_streaming;
+    emu_faults.no_roi = f.no_roi;
     pthread_mutex_unlock(&emu_lock);
     if (gone) return emu_fail(ENOENT);
     if (f.eacces) return emu_fail(EACCES);

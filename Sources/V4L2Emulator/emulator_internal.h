@@ -13,6 +13,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <linux/uvcvideo.h>
 #include <linux/videodev2.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -22,6 +23,28 @@
 #include <sys/types.h>
 
 #pragma GCC visibility push(hidden)
+
+// The UVC 1.5 region of interest as uvcvideo presents it (Linux 6.15), for headers older than
+// that (Sources/CV4L2/include/CV4L2.h defines the same ABI values for CaptureKit).
+#ifndef V4L2_CID_USER_UVC_BASE
+#define V4L2_CID_USER_UVC_BASE (V4L2_CID_USER_BASE + 0x11e0)
+#endif
+#ifndef V4L2_CID_UVC_REGION_OF_INTEREST_RECT
+#define V4L2_CID_UVC_REGION_OF_INTEREST_RECT (V4L2_CID_USER_UVC_BASE + 1)
+#endif
+#ifndef V4L2_CID_UVC_REGION_OF_INTEREST_AUTO
+#define V4L2_CID_UVC_REGION_OF_INTEREST_AUTO (V4L2_CID_USER_UVC_BASE + 2)
+#endif
+#ifndef V4L2_CTRL_WHICH_MIN_VAL
+#define V4L2_CTRL_WHICH_MIN_VAL 0x0f020000
+#endif
+#ifndef V4L2_CTRL_WHICH_MAX_VAL
+#define V4L2_CTRL_WHICH_MAX_VAL 0x0f030000
+#endif
+#ifndef V4L2_CTRL_FLAG_HAS_WHICH_MIN_MAX
+#define V4L2_CTRL_FLAG_HAS_WHICH_MIN_MAX 0x1000
+#endif
+#define EMU_CTRL_TYPE_RECT 0x0107 // V4L2_CTRL_TYPE_RECT, an enum member in newer headers
 
 #define EMU_NODE_CAPTURE_PATH "/dev/video-emulated0"
 #define EMU_NODE_META_PATH "/dev/video-emulated1"
@@ -58,6 +81,7 @@ typedef struct {
     int log_controls; // append control writes to "<control file>.log"
     uint32_t max_fps; // 0: any listed rate; else S_PARM grants at most this
     int busy_streaming; // S_FMT and REQBUFS fail with EBUSY (another program streams)
+    int no_roi;       // the camera lacks the UVC region of interest (an older camera or kernel)
 } emu_device_faults;
 
 // The one lock of the device model: the faults, the format, buffers, streaming and control values

@@ -643,7 +643,14 @@ struct V4L2EmulatorTests {
         #expect(report.formats[0].sizes.map { "\($0.width)x\($0.height) \($0.intervals)" } == [
             "640x480 [\"1/30\", \"1/15\"]", "1280x720 [\"1/10\", \"1/5\"]",
         ])
-        #expect(report.controls.count == 14)
+        #expect(report.controls.count == 16)
+        // The region of interest: compound, so listed only with V4L2_CTRL_FLAG_NEXT_COMPOUND, and
+        // never read with VIDIOC_G_CTRL (no value).
+        let region = try #require(report.controls.first { $0.control == .regionOfInterestRect })
+        #expect(region.type == "rect" && region.value == nil && region.flags == ["has-payload", "has-min-max"])
+        #expect(region.v4l2Name == "region_of_interest_rectangle")
+        let regionAuto = try #require(report.controls.first { $0.control == .regionOfInterestAuto })
+        #expect(regionAuto.type == "bitmask" && regionAuto.maximum == 0xff && regionAuto.value != nil)
         let exposure = try #require(report.controls.first { $0.control == .exposureAuto })
         #expect(exposure.type == "menu")
         #expect(exposure.menu.map(\.index) == [1, 3])
@@ -659,6 +666,7 @@ struct V4L2EmulatorTests {
         #expect(text.contains("Interval: Discrete 1/30 s (30 fps)"))
         #expect(text.contains("exposure_time_absolute 0x009a0902 (int) : min=3 max=2047 step=1 default=166 value=166 flags=inactive"))
         #expect(text.contains("\t\t3: Aperture Priority Mode"))
+        #expect(text.contains("region_of_interest_rectangle 0x00981ae1 (rect) flags=has-payload, has-min-max\n"))
         let json = try JSONEncoder().encode(report)
         #expect(try JSONDecoder().decode(V4L2DeviceReport.self, from: json) == report)
         #expect(try device.v4l2Report() == report)

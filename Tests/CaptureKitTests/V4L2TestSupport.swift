@@ -45,7 +45,8 @@ enum V4L2Emulator {
         try device.setValue(0, for: .autoWhiteBalance)
         try device.setValue(0, for: .focusAuto)
         let all = try device.controlDescriptions()
-        for c in all where !modes.contains(c.control) && c.control != .autoExposureBias {
+        // Compound controls (the region of interest) have no single value to reset.
+        for c in all where !modes.contains(c.control) && c.control != .autoExposureBias && !c.flags.contains("has-payload") {
             try device.setValue(c.defaultValue, for: c.control)
         }
         for c in all where modes.contains(c.control) { try device.setValue(c.defaultValue, for: c.control) }

@@ -178,6 +178,9 @@ import Testing
             "    exposure_time_absolute 0x009a0902 (int) : min=3 max=2047 step=1 default=166 value=166 flags=inactive"))
         let menu = try #require(text.lines.firstIndex { $0.hasPrefix("    power_line_frequency 0x00980918 (menu)") })
         #expect(Array(text.lines[(menu + 1)...(menu + 3)]) == ["    \t0: Disabled", "    \t1: 50 Hz", "    \t2: 60 Hz"])
+        // A compound control (the UVC region of interest) is listed with its type and flags only.
+        #expect(text.lines.contains("    region_of_interest_rectangle 0x00981ae1 (rect) flags=has-payload, has-min-max"))
+        #expect(text.lines.contains("    region_of_interest_auto_ctrls 0x00981ae2 (bitmask) : min=0 max=255 step=0 default=1 value=1"))
 
         let json = try emu.run(["controls", "--json"] + Self.camera)
         #expect(json.status == 0 && json.lines.count == 1)
@@ -189,6 +192,8 @@ import Testing
         #expect(brightness["type"] as? String == "int" && brightness["defaultValue"] as? Int == 0)
         let names = controls.compactMap { $0["v4l2Name"] as? String }
         #expect(names.contains("exposure_time_absolute") && names.contains("white_balance_automatic"))
+        let region = try #require(controls.first { $0["v4l2Name"] as? String == "region_of_interest_rectangle" })
+        #expect(region["type"] as? String == "rect" && region["value"] == nil)
 
         let devices = try emu.run(["devices", "--json"])
         let listed = try #require(try self.json(devices.stdout)["devices"] as? [[String: Any]])

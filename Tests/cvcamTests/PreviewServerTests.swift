@@ -237,7 +237,7 @@ import Testing
                         let tap = try camera.tap(at: tapped, in: view)
                         let point = layer.captureDevicePointConverted(fromLayerPoint: tapped)
                         #expect(tap.devicePoint == PreviewMessage.Point(point))
-                        #expect(!tap.pointOfInterestSet)
+                        #expect(!tap.pointOfInterestSet && !tap.focusPointOfInterestSet && !tap.exposurePointOfInterestSet)
                         checked += 1
                     }
                 }

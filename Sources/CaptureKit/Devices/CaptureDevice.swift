@@ -133,6 +133,9 @@ public final class CaptureDevice: Sendable, CustomStringConvertible {
         var activeVideoMaxFrameDuration: MediaTime
     }
     private let settings: Mutex<Settings>
+    /// The focus and exposure points of interest set through this object (see
+    /// `CaptureDevice+PointOfInterest.swift`); nil until set.
+    let pointsOfInterest = Mutex(PointsOfInterest())
 
     /// Creates a device over any frame source (cameras, files, synthetic scenes, test doubles).
     /// The first format becomes active at its fastest rate.

@@ -110,6 +110,7 @@ enum PreviewAssets {
         aside { max-width: 420px; overflow-wrap: anywhere; }
         #events { font: 12px ui-monospace, monospace; padding-left: 20px; }
         #error { color: #b00020; }
+        #tap-result.set { color: #006400; }
         """
 
     static let script = #"""
@@ -220,6 +221,9 @@ enum PreviewAssets {
                 t.dataset.deviceX = m.devicePoint.x;
                 t.dataset.deviceY = m.devicePoint.y;
                 t.dataset.set = m.pointOfInterestSet;
+                t.dataset.focusSet = m.focusPointOfInterestSet;
+                t.dataset.exposureSet = m.exposurePointOfInterestSet;
+                t.className = m.pointOfInterestSet ? 'set' : '';
                 break;
               }
               case 'photo': {

@@ -111,19 +111,48 @@ final class PreviewCamera: Sendable {
             deviceRectOfInterest: .init(roi))
     }
 
-    /// A tap at `point` in `view`: converted with `captureDevicePointConverted(fromLayerPoint:)`.
-    /// No CaptureKit input offers focus or exposure points of interest yet, so the answer says
-    /// the point could not be set, and where it would have gone.
+    /// A tap at `point` in `view`: converted with `captureDevicePointConverted(fromLayerPoint:)`,
+    /// then, as an iOS camera app does, made the focus and exposure point of interest where the
+    /// camera supports them (`isFocusPointOfInterestSupported`, `isExposurePointOfInterestSupported`)
+    /// and put to work: focus with `.autoFocus` (one search) or else `.continuousAutoFocus`,
+    /// exposure with `.continuousAutoExposure`. A point in a letterbox bar, or a camera without
+    /// points of interest, changes nothing; the answer says which of the two took the point.
     func tap(at point: CGPoint, in view: View) throws -> PreviewMessage.TapResult {
-        let device = try layer(for: view).captureDevicePointConverted(fromLayerPoint: point)
-        let inside = (0...1).contains(device.x) && (0...1).contains(device.y)
-        let at = String(format: "(%.3f, %.3f)", Double(device.x), Double(device.y))
-        let message =
-            inside
-            ? "device point \(at): focus and exposure points of interest are not supported by \(input.device.localizedName)"
-            : "device point \(at) is outside the frame (a letterbox bar)"
-        return .init(
-            layerPoint: .init(point), devicePoint: .init(device), pointOfInterestSet: false, message: message)
+        let devicePoint = try layer(for: view).captureDevicePointConverted(fromLayerPoint: point)
+        let at = String(format: "(%.3f, %.3f)", Double(devicePoint.x), Double(devicePoint.y))
+        func answer(focus: Bool = false, exposure: Bool = false, _ message: String) -> PreviewMessage.TapResult {
+            .init(
+                layerPoint: .init(point), devicePoint: .init(devicePoint), focusSet: focus, exposureSet: exposure, message: message)
+        }
+        guard (0...1).contains(devicePoint.x) && (0...1).contains(devicePoint.y) else {
+            return answer("device point \(at) is outside the frame (a letterbox bar)")
+        }
+        let device = input.device
+        let focusMode: CaptureDevice.FocusMode? =
+            !device.isFocusPointOfInterestSupported ? nil
+            : device.isFocusModeSupported(.autoFocus) ? .autoFocus
+            : device.isFocusModeSupported(.continuousAutoFocus) ? .continuousAutoFocus : nil
+        let exposes = device.isExposurePointOfInterestSupported && device.isExposureModeSupported(.continuousAutoExposure)
+        guard focusMode != nil || exposes else {
+            return answer(
+                "device point \(at): focus and exposure points of interest are not supported by \(device.localizedName) (isFocusPointOfInterestSupported and isExposurePointOfInterestSupported are false)")
+        }
+        try device.lockForConfiguration()
+        defer { device.unlockForConfiguration() }
+        if let focusMode {
+            try device.setFocusPointOfInterest(devicePoint)
+            try device.setFocusMode(focusMode)
+        }
+        if exposes {
+            try device.setExposurePointOfInterest(devicePoint)
+            try device.setExposureMode(.continuousAutoExposure)
+        }
+        let set = [focusMode.map { "focus (\($0.rawValue))" }, exposes ? "exposure (continuousAutoExposure)" : nil].compactMap { $0 }
+        let missing = [focusMode == nil ? "focus" : nil, exposes ? nil : "exposure"].compactMap { $0 }
+        return answer(
+            focus: focusMode != nil, exposure: exposes,
+            "device point \(at): \(set.joined(separator: " and ")) point of interest set"
+                + (missing.isEmpty ? "" : "; \(device.localizedName) takes no \(missing[0]) point of interest"))
     }
 
     /// A drag over `rect` in `view` becomes the metadata output's `rectOfInterest`

@@ -17,8 +17,9 @@ struct Preview: ParsableCommand {
             and the rect of interest. The page tells the server its view size and gravity and \
             sets the connection's rotation and mirroring; every box is converted on the server by \
             CaptureVideoPreviewLayer, so the page shows the library's own geometry. A click is \
-            converted with captureDevicePointConverted(fromLayerPoint:) (no input supports focus \
-            or exposure points of interest yet: the page says so and shows the device point); a \
+            converted with captureDevicePointConverted(fromLayerPoint:) and becomes the focus and \
+            exposure point of interest where the camera has them (UVC 1.5 region of interest; \
+            otherwise the page says they are unsupported and shows the device point); a \
             drag becomes the rect of interest; a button takes a photo to download.
 
             The URL is printed on stdout ("preview: URL"). Files and synthetic scenes play at \

@@ -6,7 +6,7 @@ import Foundation
 /// In (page → server): `view` (width, height, gravity), `connection` (rotation, mirrored),
 /// `tap` (x, y), `drag` (x, y, width, height), `resetRectOfInterest`, `photo`.
 /// Out (server → page): `geometry` (layer-space faces, codes, the frame's rect and the rect of
-/// interest), `tap` (the device point and whether focus/exposure could be set), `photo`,
+/// interest), `tap` (the device point and which of focus and exposure took it), `photo`,
 /// `event`, `stats`, `error`. Every coordinate out is computed by `CaptureVideoPreviewLayer`;
 /// the page draws the numbers as they come.
 ///
@@ -90,9 +90,22 @@ enum PreviewMessage {
         var layerPoint: Point
         /// `captureDevicePointConverted(fromLayerPoint:)`.
         var devicePoint: Point
-        /// Whether the camera took the point as its focus and exposure point of interest.
+        /// Whether the camera took the point as its focus or exposure point of interest (either).
         var pointOfInterestSet: Bool
+        /// Whether it became the focus point of interest, with a focus operation started.
+        var focusPointOfInterestSet: Bool
+        /// Whether it became the exposure point of interest, with auto exposure on it.
+        var exposurePointOfInterestSet: Bool
         var message: String
+
+        init(layerPoint: Point, devicePoint: Point, focusSet: Bool, exposureSet: Bool, message: String) {
+            self.layerPoint = layerPoint
+            self.devicePoint = devicePoint
+            pointOfInterestSet = focusSet || exposureSet
+            focusPointOfInterestSet = focusSet
+            exposurePointOfInterestSet = exposureSet
+            self.message = message
+        }
     }
 
     struct Photo: Encodable, Sendable {

@@ -61,6 +61,12 @@ extension CaptureDevice {
         public static let flashLEDMode = Control(rawValue: flashBase + 1)
         /// `V4L2_CID_FLASH_STROBE`, a button that fires the flash (in LED mode flash).
         public static let flashStrobe = Control(rawValue: flashBase + 3)
+        /// `V4L2_CID_UVC_REGION_OF_INTEREST_RECT` (uvcvideo, UVC 1.5 cameras): the region of
+        /// interest, a compound `rect` control in the sensor's pixels.
+        public static let regionOfInterestRect = Control(rawValue: CV4L2_CID_UVC_REGION_OF_INTEREST_RECT)
+        /// `V4L2_CID_UVC_REGION_OF_INTEREST_AUTO` (uvcvideo): a bitmask of the automatic controls
+        /// that follow the region of interest (auto exposure, auto focus, …).
+        public static let regionOfInterestAuto = Control(rawValue: CV4L2_CID_UVC_REGION_OF_INTEREST_AUTO)
 
         public var description: String { String(format: "0x%08x", rawValue) }
     }
@@ -180,7 +186,11 @@ extension CaptureDevice {
     /// - Throws: `.unsupported` when the device lacks the control.
     public func value(of control: Control) throws(CaptureError) -> Int64 {
         try v4l2Source(for: "controls").withControlDescriptor { d throws(CaptureError) in
-            guard try V4L2Controls.require(d, control, localizedName) != nil else { return 0 }
+            guard let c = try V4L2Controls.require(d, control, localizedName) else { return 0 }
+            if c.flags.contains("has-payload") {
+                throw CaptureError(
+                    .unsupported, "\(localizedName): \(c.name) (\(control)) is a compound control (\(c.type)) and has no single value")
+            }
             do throws(V4L2Error) { return Int64(try d.getControl(id: control.rawValue)) } catch { throw error.captureError }
         }
     }

@@ -43,12 +43,15 @@ extension CaptureDevice {
         }
     }
 
-    /// Sets the exposure mode. Requires the lock.
+    /// Sets the exposure mode. Requires the lock. `.continuousAutoExposure` first applies an
+    /// `exposurePointOfInterest` set since (the UVC region of interest, with auto exposure
+    /// following it).
     public func setExposureMode(_ mode: ExposureMode) throws(CaptureError) {
         try requireConfigurationLock()
         guard isExposureModeSupported(mode), let menu = try controlDescription(.exposureAuto) else {
             throw CaptureError(.unsupported, "\(localizedName) does not support exposure mode \(mode.rawValue)")
         }
+        if mode == .continuousAutoExposure { try applyExposurePointOfInterest() }
         let items = Set(menu.menu.map(\.index))
         try setValue(mode == .continuousAutoExposure ? (items.contains(0) ? 0 : 3) : 1, for: .exposureAuto)
         let capabilities = try v4l2Source(for: "exposure modes")

@@ -38,13 +38,15 @@ extension CaptureDevice {
         }
     }
 
-    /// Sets the focus mode. Requires the configuration lock.
+    /// Sets the focus mode. Requires the configuration lock. The automatic modes first apply a
+    /// `focusPointOfInterest` set since (the UVC region of interest, with auto focus following it).
     /// - Throws: `.unsupported` when `isFocusModeSupported(mode)` is false.
     public func setFocusMode(_ mode: FocusMode) throws(CaptureError) {
         try requireConfigurationLock()
         guard isFocusModeSupported(mode) else {
             throw CaptureError(.unsupported, "\(localizedName) does not support focus mode \(mode.rawValue)")
         }
+        if mode != .locked { try applyFocusPointOfInterest() }
         switch mode {
         case .locked:
             if isControlSupported(.focusAuto) { try setValue(0, for: .focusAuto) }

@@ -8,6 +8,9 @@ import Foundation
 /// Threading: stateless; each call touches only the descriptor it is given.
 enum V4L2Controls {
     static let nextControl: UInt32 = 0x8000_0000  // V4L2_CTRL_FLAG_NEXT_CTRL
+    /// Types from here on are compound (`V4L2_CTRL_COMPOUND_TYPES`): their values travel by
+    /// pointer through `VIDIOC_G_EXT_CTRLS`, never through `VIDIOC_G_CTRL`.
+    static let compoundTypes: UInt32 = 0x0100
 
     static func typeName(_ type: UInt32) -> String {
         switch type {
@@ -20,6 +23,11 @@ enum V4L2Controls {
         case 7: "str"
         case 8: "bitmask"
         case 9: "intmenu"
+        case 0x0100: "u8"
+        case 0x0101: "u16"
+        case 0x0102: "u32"
+        case 0x0106: "area"
+        case CV4L2_CTRL_TYPE_RECT: "rect"
         default: "type\(type)"
         }
     }
@@ -29,6 +37,7 @@ enum V4L2Controls {
             (0x0001, "disabled"), (0x0002, "grabbed"), (0x0004, "read-only"), (0x0008, "update"),
             (0x0010, "inactive"), (0x0020, "slider"), (0x0040, "write-only"), (0x0080, "volatile"),
             (0x0100, "has-payload"), (0x0200, "execute-on-write"), (0x0400, "modify-layout"),
+            (0x0800, "dynamic-array"), (CV4L2_CTRL_FLAG_HAS_WHICH_MIN_MAX, "has-min-max"),
         ]
         return names.filter { flags & $0.0 != 0 }.map(\.1)
     }
@@ -48,7 +57,8 @@ enum V4L2Controls {
             }
         }
         var value: Int64?
-        let readable = !["button", "ctrl_class", "str", "int64"].contains(type) && q.flags & 0x0041 == 0
+        let readable =
+            q.type < compoundTypes && !["button", "ctrl_class", "str", "int64"].contains(type) && q.flags & 0x0141 == 0
         if readable { value = (try? d.getControl(id: q.id)).map(Int64.init) }
         return CaptureDevice.ControlDescription(
             control: .init(rawValue: q.id), name: String(v4l2Field: q.name),
@@ -70,13 +80,14 @@ enum V4L2Controls {
         }
     }
 
-    /// Every control, walking `V4L2_CTRL_FLAG_NEXT_CTRL`.
+    /// Every control, walking `V4L2_CTRL_FLAG_NEXT_CTRL` | `V4L2_CTRL_FLAG_NEXT_COMPOUND` (the
+    /// first flag alone skips compound controls such as the UVC region of interest).
     static func all(_ d: V4L2Descriptor) throws(V4L2Error) -> [CaptureDevice.ControlDescription] {
         var out: [CaptureDevice.ControlDescription] = []
         var id: UInt32 = 0
         while out.count < 1024 {
             let q: v4l2_query_ext_ctrl
-            do { q = try d.queryControl(id: id | nextControl) } catch where error.errno == EINVAL { break }
+            do { q = try d.queryControl(id: id | nextControl | CV4L2_CTRL_FLAG_NEXT_COMPOUND) } catch where error.errno == EINVAL { break }
             if q.flags & 0x0001 == 0 { out.append(try describe(d, q)) }  // skip disabled
             id = q.id
         }
@@ -103,6 +114,11 @@ enum V4L2Controls {
         let label = "\(c.name) (\(control))"
         if c.flags.contains("read-only") || c.flags.contains("disabled") {
             throw CaptureError(.unsupported, "\(deviceName): \(label) cannot be set")
+        }
+        if c.flags.contains("has-payload") {
+            throw CaptureError(
+                .unsupported,
+                "\(deviceName): \(label) is a compound control (\(c.type)) and takes no single value; use the CaptureKit API that owns it (e.g. setFocusPointOfInterest(_:) for the region of interest)")
         }
         if c.isInactive {
             throw CaptureError(

@@ -149,7 +149,7 @@ public struct V4L2Descriptor: Sendable {
             return ext
         } catch where error.errno == ENOTTY {
             var q = v4l2_queryctrl()
-            q.id = id
+            q.id = id & ~CV4L2_CTRL_FLAG_NEXT_COMPOUND  // VIDIOC_QUERYCTRL lists no compound controls
             try ioctl(CV4L2_VIDIOC_QUERYCTRL, .queryControl, &q)
             ext = v4l2_query_ext_ctrl()
             ext.id = q.id
@@ -189,6 +189,76 @@ public struct V4L2Descriptor: Sendable {
         var control = v4l2_control(id: id, value: value)
         try ioctl(CV4L2_VIDIOC_S_CTRL, .setControl, &control)
         return control.value
+    }
+}
+
+/// The value of one control in a `VIDIOC_G_EXT_CTRLS` / `VIDIOC_S_EXT_CTRLS` call: a 32-bit
+/// integer (integers, booleans, menus, bitmasks) or a rectangle (`V4L2_CTRL_TYPE_RECT`, passed by
+/// pointer with `size` = `sizeof(struct v4l2_rect)`).
+///
+/// Value type; thread-safe.
+enum V4L2ExtendedValue: Equatable, Sendable {
+    case integer(Int32)
+    case rect(left: Int32, top: Int32, width: UInt32, height: UInt32)
+}
+
+extension V4L2Descriptor {
+    /// Reads several controls in one call; `which` is `V4L2_CTRL_WHICH_CUR_VAL` (the current
+    /// values), `_MIN_VAL` or `_MAX_VAL`. Each entry's value only says its kind. The
+    /// corresponding C function is `ioctl(VIDIOC_G_EXT_CTRLS)`.
+    func getExtendedControls(_ controls: [(id: UInt32, kind: V4L2ExtendedValue)], which: UInt32 = CV4L2_CTRL_WHICH_CUR_VAL)
+        throws(V4L2Error) -> [V4L2ExtendedValue]
+    {
+        try extendedControls(CV4L2_VIDIOC_G_EXT_CTRLS, .getExtendedControls, controls, which: which)
+    }
+
+    /// Sets several controls in one call (drivers apply them together: uvcvideo sends the
+    /// region-of-interest rectangle and its auto controls as one UVC request) and returns the
+    /// values the driver kept. The corresponding C function is `ioctl(VIDIOC_S_EXT_CTRLS)`.
+    func setExtendedControls(_ controls: [(id: UInt32, kind: V4L2ExtendedValue)]) throws(V4L2Error) -> [V4L2ExtendedValue] {
+        try extendedControls(CV4L2_VIDIOC_S_EXT_CTRLS, .setExtendedControls, controls, which: CV4L2_CTRL_WHICH_CUR_VAL)
+    }
+
+    private func extendedControls(
+        _ request: UInt, _ operation: V4L2Error.Operation, _ controls: [(id: UInt32, kind: V4L2ExtendedValue)], which: UInt32
+    ) throws(V4L2Error) -> [V4L2ExtendedValue] {
+        // Rectangles live in one array the entries point into, alive for the whole call.
+        var rects = controls.map { entry -> v4l2_rect in
+            guard case .rect(let left, let top, let width, let height) = entry.kind else { return v4l2_rect() }
+            return v4l2_rect(left: left, top: top, width: width, height: height)
+        }
+        var entries = [v4l2_ext_control](repeating: v4l2_ext_control(), count: controls.count)
+        let result: Result<Void, V4L2Error> = rects.withUnsafeMutableBufferPointer { rectBuffer in
+            for (i, entry) in controls.enumerated() {
+                entries[i].id = entry.id
+                switch entry.kind {
+                case .integer(let value):
+                    entries[i].value = value
+                case .rect:
+                    entries[i].size = UInt32(MemoryLayout<v4l2_rect>.size)
+                    entries[i].ptr = UnsafeMutableRawPointer(rectBuffer.baseAddress! + i)
+                }
+            }
+            return entries.withUnsafeMutableBufferPointer { entryBuffer in
+                var list = v4l2_ext_controls()
+                list.which = which
+                list.count = UInt32(controls.count)
+                list.controls = entryBuffer.baseAddress
+                do throws(V4L2Error) {
+                    try ioctl(request, operation, &list)
+                    return .success(())
+                } catch {
+                    return .failure(error)
+                }
+            }
+        }
+        try result.get()
+        return controls.enumerated().map { i, entry in
+            switch entry.kind {
+            case .integer: .integer(entries[i].value)
+            case .rect: .rect(left: rects[i].left, top: rects[i].top, width: rects[i].width, height: rects[i].height)
+            }
+        }
     }
 }
 

@@ -160,10 +160,11 @@ public struct V4L2DeviceReport: Sendable, Hashable, Codable {
     }
 
     /// One control as v4l2-ctl lists it: `name id (type) : min=… max=… step=… default=… value=…
-    /// flags=…`, then one indented line per menu entry.
+    /// flags=…`, then one indented line per menu entry. Compound controls (`rect`, …) have no
+    /// single range or value: only their flags.
     public static func lines(for c: CaptureDevice.ControlDescription) -> [String] {
         var line = "\(c.v4l2Name) \(c.control) (\(c.type))"
-        if c.type != "button" && c.type != "ctrl_class" {
+        if c.type != "button" && c.type != "ctrl_class" && !c.flags.contains("has-payload") {
             line += " : min=\(c.minimum) max=\(c.maximum)"
             if !c.isMenu { line += " step=\(c.step)" }
             line += " default=\(c.defaultValue)"

@@ -56,6 +56,10 @@ public struct V4L2Error: Error, Sendable, Hashable, CustomStringConvertible {
         public static let getControl = Operation(rawValue: "VIDIOC_G_CTRL")
         /// `ioctl(VIDIOC_S_CTRL)`.
         public static let setControl = Operation(rawValue: "VIDIOC_S_CTRL")
+        /// `ioctl(VIDIOC_G_EXT_CTRLS)`.
+        public static let getExtendedControls = Operation(rawValue: "VIDIOC_G_EXT_CTRLS")
+        /// `ioctl(VIDIOC_S_EXT_CTRLS)`.
+        public static let setExtendedControls = Operation(rawValue: "VIDIOC_S_EXT_CTRLS")
     }
 
     /// The call that failed.
@@ -84,7 +88,7 @@ public struct V4L2Error: Error, Sendable, Hashable, CustomStringConvertible {
         let code: CaptureError.Code
         let advice: String
         switch errno {
-        case EACCES where operation == .setControl:
+        case EACCES where operation == .setControl || operation == .setExtendedControls:
             code = .settingInactive
             advice = "the device refused the setting in its current mode; switch the automatic mode off first"
         case EACCES, EPERM:
