@@ -17,7 +17,9 @@ struct Serve: ParsableCommand {
             commands on <prefix>/<camera>/set (snapshot, detect on|off, roi x,y,w,h). A camera \
             that fails goes offline and is opened again after 0.5 s, doubling to 30 s; the \
             others go on. While the broker is away, events wait in a bounded queue (and the \
-            spool folder, when configured) and are delivered in order.
+            spool folder, when configured) and are delivered in order. With a preview: \
+            section, every camera is also served to the browser as by `cvcam preview` \
+            (the address is printed as "preview: URL").
 
             The whole file is checked before anything starts: every problem is printed with \
             its line, camera and key (exit 64). SIGHUP reads the file again: changed cameras \
