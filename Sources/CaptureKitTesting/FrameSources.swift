@@ -1,4 +1,5 @@
 import CaptureKit
+import CaptureVision
 import Foundation
 import Synchronization
 
@@ -114,4 +115,62 @@ public final class LoopingSceneSource: FrameSource, @unchecked Sendable {
     }
 
     public func close() { inner.close() }
+}
+
+/// An MJPEG camera stand-in: one JPEG file delivered again and again as a camera streaming
+/// MJPEG delivers its frames, the decoded BGR pixels with the file's bytes as
+/// `SourceFrame.jpegData`, at a fixed interval. For testing what consumers do with a camera's
+/// own JPEG without a V4L2 device.
+///
+/// Threading: `FrameSource`'s rule (open, nextFrame and close on the capture thread only).
+public final class JPEGCameraSource: FrameSource, @unchecked Sendable {
+    // @unchecked: `next` is touched only on the capture thread; the rest is immutable.
+    public let formats: [CaptureDevice.Format]
+    public let isLive = true
+    public let pacing = FramePacing.realTime
+    /// The JPEG every frame carries.
+    public let jpegData: Data
+    /// Its decode (`Imaging.decode`, as the V4L2 source decodes MJPEG), shared by every frame.
+    public let pixelBuffer: PixelBuffer
+    /// Seconds between frames.
+    public let interval: Double
+    private var next: UInt64 = 0
+
+    /// A source repeating the JPEG file at `path`, one frame every `interval` seconds.
+    ///
+    /// - Throws: what `ImageFolderSource.decode` throws for an unreadable file, or
+    ///   `.unreadableImage` when the file is not a JPEG.
+    public init(jpegAt path: String, interval: Double = 1.0 / 30) throws(CaptureError) {
+        let size = try ImageFolderSource.decode(path)
+        guard let data = FileManager.default.contents(atPath: path), data.starts(with: [0xFF, 0xD8]) else {
+            throw CaptureError(.unreadableImage, "\(path) is not a JPEG file (no FFD8 marker at its start); give a .jpg", path: path)
+        }
+        let pixels = try PixelBuffer(width: size.width, height: size.height, pixelFormat: .bgr)
+        let failure: CaptureError? = data.withUnsafeBytes { bytes in
+            do throws(CaptureError) { try Imaging.decode(bytes, into: pixels, "decoding \(path)") } catch { return error }
+            return nil
+        }
+        if let failure { throw failure }
+        jpegData = data
+        pixelBuffer = pixels
+        self.interval = interval
+        formats = [
+            CaptureDevice.Format(
+                mediaSubType: "MJPG", pixelFormat: .bgr, dimensions: .init(width: size.width, height: size.height),
+                videoSupportedFrameRateRanges: [.init(framesPerSecond: 1 / interval)])
+        ]
+    }
+
+    public func open(format: CaptureDevice.Format, frameDuration: MediaTime) throws(CaptureError) { next = 0 }
+
+    public func nextFrame(isCancelled: @Sendable () -> Bool) throws(CaptureError) -> SourceFrame? {
+        if isCancelled() { return nil }
+        Thread.sleep(forTimeInterval: interval)
+        defer { next += 1 }
+        return SourceFrame(
+            pixelBuffer: pixelBuffer, presentationTimeStamp: MediaTime(seconds: Double(next) * interval), sequenceNumber: next,
+            jpegData: jpegData)
+    }
+
+    public func close() {}
 }

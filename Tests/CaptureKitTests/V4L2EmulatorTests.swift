@@ -1,6 +1,7 @@
 import CV4L2
 import CaptureKit
 import CaptureKitTesting
+import CaptureVision
 import Dispatch
 import Foundation
 import Synchronization
@@ -8,7 +9,7 @@ import Testing
 
 /// The real V4L2 backend (libv4l2, ioctls, mmap, poll) against the emulated camera. Serialized:
 /// the emulated device, like a real one, has one state shared by every open.
-@Suite(.serialized, .enabled(if: V4L2Emulator.isLoaded, Comment(rawValue: V4L2Emulator.skipMessage)))
+@Suite(.serialized, .emulatedCamera, .enabled(if: V4L2Emulator.isLoaded, Comment(rawValue: V4L2Emulator.skipMessage)))
 struct V4L2EmulatorTests {
     init() { V4L2Emulator.clearFaults() }
 
@@ -331,6 +332,60 @@ struct V4L2EmulatorTests {
         #expect(same < 12, "mean difference to the source image \(same)")
         #expect(other > same * 2, "a different image must differ more (\(other) vs \(same))")
         #expect(device.lastNegotiation?.wasAdjusted == false)
+    }
+
+    /// Frames from a session on the emulated camera in `fourCC` at `width`, with the video
+    /// connection rotated and mirrored as given.
+    private func sessionFrames(
+        fourCC: String, width: Int, rotation: Double = 0, mirrored: Bool = false, count: Int = 6
+    ) throws -> [SampleBuffer] {
+        let device = try V4L2Emulator.device()
+        let format = try #require(device.formats.first { $0.mediaSubType == fourCC && $0.dimensions.width == width })
+        try device.lockForConfiguration()
+        try device.setActiveFormat(format)
+        device.unlockForConfiguration()
+        let session = CaptureSession()
+        session.beginConfiguration()
+        try session.setSessionPreset(.inputPriority)
+        try session.addInput(try CaptureDeviceInput(device: device))
+        let output = CaptureVideoDataOutput()
+        output.alwaysDiscardsLateVideoFrames = false
+        let collector = FrameRecorder()
+        output.setSampleBufferDelegate(collector, queue: DispatchQueue(label: "v4l2.test"))
+        try session.addOutput(output)
+        try session.commitConfiguration()
+        let connection = try #require(output.connection(with: .video))
+        connection.videoRotationAngle = rotation
+        connection.isVideoMirrored = mirrored
+        try session.startRunning()
+        let frames = collector.wait(for: count)
+        try session.stopRunning()
+        try #require(frames.count >= count)
+        #expect(device.lastNegotiation?.granted.fourCC == fourCC)
+        return frames
+    }
+
+    @Test(arguments: [640, 1280])
+    func mjpegFramesCarryTheCamerasJPEG(width: Int) throws {
+        let frames = try sessionFrames(fourCC: "MJPG", width: width)
+        for frame in frames {
+            let jpeg = try #require(frame.jpegData, "frame \(frame.sequenceNumber) has no JPEG")
+            // One whole JPEG as the emulator wrote it into the buffer (bytesused, no padding).
+            #expect(Array(jpeg.prefix(2)) == [0xFF, 0xD8] && Array(jpeg.suffix(2)) == [0xFF, 0xD9])
+            // The bytes are the very ones the pixels were decoded from.
+            let decoded = try PixelBuffer(width: frame.width, height: frame.height, pixelFormat: .bgr)
+            try jpeg.withUnsafeBytes { try Imaging.decode($0, into: decoded, "decoding the kept JPEG") }
+            #expect(decoded.packedBytes() == frame.pixelBuffer.packedBytes())
+        }
+        // The first fixture (sorted by name), as in capturesFramesThroughASessionAsBGR.
+        let first = try #require(frames.first { $0.sequenceNumber < 15 })
+        #expect(try meanDifference(first.pixelBuffer, fixture: v4l2FixtureImages + "/grace_hopper.jpg") < 12)
+    }
+
+    @Test func rotatedMirroredOrUncompressedFramesCarryNoJPEG() throws {
+        #expect(try sessionFrames(fourCC: "MJPG", width: 640, rotation: 90).allSatisfy { $0.jpegData == nil && $0.width == 480 })
+        #expect(try sessionFrames(fourCC: "MJPG", width: 640, mirrored: true).allSatisfy { $0.jpegData == nil })
+        #expect(try sessionFrames(fourCC: "YUYV", width: 640).allSatisfy { $0.jpegData == nil })
     }
 
     @Test func heldFramesNeverStarveTheDriver() throws {

@@ -1,5 +1,6 @@
 import CVBridge
 import CaptureKit
+import CaptureKitTesting
 import Foundation
 import Testing
 
@@ -126,3 +127,20 @@ let v4l2FixtureImages: String = {
     }
     return url.appendingPathComponent("Tests/Fixtures/faces/images").path
 }()
+
+/// Holds `ExclusiveAccess.emulatedCamera` while a suite runs, so suites in other test targets that
+/// stream from the emulated camera (cvcamTests' PreviewV4L2EmulatorTests) wait their turn.
+struct EmulatedCameraAccess: SuiteTrait, TestScoping {
+    var isRecursive: Bool { false }
+
+    func provideScope(
+        for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
+    ) async throws {
+        try await ExclusiveAccess.emulatedCamera.run(function)
+    }
+}
+
+extension Trait where Self == EmulatedCameraAccess {
+    /// The suite holds the emulated camera for all its tests.
+    static var emulatedCamera: Self { Self() }
+}

@@ -1,3 +1,5 @@
+import Foundation
+
 /// One frame as a backend produced it, before the session stamps it with its input.
 public struct SourceFrame: Sendable {
     /// The pixels, in the format the source delivers.
@@ -6,12 +8,17 @@ public struct SourceFrame: Sendable {
     public var presentationTimeStamp: MediaTime
     /// The source's frame counter; a jump of more than one means frames were skipped.
     public var sequenceNumber: UInt64
+    /// The JPEG the source delivered this very frame as (a camera streaming MJPEG), when
+    /// `pixelBuffer` is its decode, untransformed; nil for every other source. It lets a consumer
+    /// that wants JPEG send the camera's own bytes instead of encoding the pixels again.
+    public var jpegData: Data?
 
-    /// Creates a frame.
-    public init(pixelBuffer: PixelBuffer, presentationTimeStamp: MediaTime, sequenceNumber: UInt64) {
+    /// Creates a frame; `jpegData` only when `pixelBuffer` is the decode of exactly those bytes.
+    public init(pixelBuffer: PixelBuffer, presentationTimeStamp: MediaTime, sequenceNumber: UInt64, jpegData: Data? = nil) {
         self.pixelBuffer = pixelBuffer
         self.presentationTimeStamp = presentationTimeStamp
         self.sequenceNumber = sequenceNumber
+        self.jpegData = jpegData
     }
 }
 

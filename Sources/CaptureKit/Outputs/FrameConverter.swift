@@ -2,7 +2,9 @@ import Synchronization
 
 /// Converts frames to a pixel format, rotation and mirroring (`Imaging.convert` and
 /// `Imaging.rotateMirror`: `cv::cvtColor`, `cv::rotate`, `cv::flip`), reusing buffers from pools sized to the last frames seen.
-/// Passes a frame through untouched when nothing needs to change.
+/// Passes a frame through untouched when nothing needs to change. The source's JPEG
+/// (`SampleBuffer.jpegData`) survives a pixel-format conversion (it is the same picture) and is
+/// dropped by rotation or mirroring (it would no longer match the pixels).
 ///
 /// Threading: thread-safe (the pools are behind a Mutex; conversions run unlocked).
 final class FrameConverter: Sendable {
@@ -42,7 +44,7 @@ final class FrameConverter: Sendable {
         }
         return SampleBuffer(
             pixelBuffer: current, presentationTimeStamp: sample.presentationTimeStamp, duration: sample.duration,
-            sequenceNumber: sample.sequenceNumber, inputID: sample.inputID)
+            sequenceNumber: sample.sequenceNumber, inputID: sample.inputID, jpegData: transforms ? nil : sample.jpegData)
     }
 
     private func buffer(width: Int, height: Int, format: PixelFormat) throws(CaptureError) -> PixelBuffer {

@@ -159,7 +159,7 @@ final class CaptureRunner: Sendable {
             }
             let sample = SampleBuffer(
                 pixelBuffer: frame.pixelBuffer, presentationTimeStamp: frame.presentationTimeStamp,
-                duration: frameDuration, sequenceNumber: frame.sequenceNumber, inputID: input.id)
+                duration: frameDuration, sequenceNumber: frame.sequenceNumber, inputID: input.id, jpegData: frame.jpegData)
             let targets = wiring.withLock { $0 }.filter { $0.connection.isEnabled }
             var skipped = 0
             if let last = lastSequence, frame.sequenceNumber > last + 1 {
@@ -216,7 +216,7 @@ final class CaptureRunner: Sendable {
                 guard let frame = try source.nextFrame(isCancelled: isCancelled) else { break }
                 let sample = SampleBuffer(
                     pixelBuffer: frame.pixelBuffer, presentationTimeStamp: frame.presentationTimeStamp,
-                    duration: stillDuration, sequenceNumber: frame.sequenceNumber, inputID: input.id)
+                    duration: stillDuration, sequenceNumber: frame.sequenceNumber, inputID: input.id, jpegData: frame.jpegData)
                 frameCounter()
                 done = still.output.receiveStill(sample, format: still.format, from: still.connection)
                 streamed += 1

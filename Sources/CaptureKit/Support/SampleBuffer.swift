@@ -1,3 +1,5 @@
+import Foundation
+
 /// One video frame with its timing, like Core Media's `CMSampleBuffer`.
 ///
 /// Value type over a shared, read-only `PixelBuffer`; thread-safe to pass anywhere.
@@ -15,17 +17,25 @@ public struct SampleBuffer: Sendable {
     public let sequenceNumber: UInt64
     /// The input that produced the frame.
     public let inputID: CaptureInput.ID
+    /// The source's own JPEG of this frame (a camera streaming MJPEG), like a `CMSampleBuffer`
+    /// with a data buffer and a 'jpeg' format description: present only when the source
+    /// delivered this very frame as JPEG and `pixelBuffer` is its decode, untransformed. A stage
+    /// that changes the picture's geometry (rotation, mirroring, scaling, cropping) drops it, so
+    /// it never disagrees with the pixels; a pixel-format conversion keeps it. nil for files,
+    /// image folders, synthetic and network sources.
+    public let jpegData: Data?
 
-    /// Creates a sample buffer.
+    /// Creates a sample buffer; `jpegData` only when `pixelBuffer` shows exactly that JPEG.
     public init(
         pixelBuffer: PixelBuffer, presentationTimeStamp: MediaTime, duration: MediaTime,
-        sequenceNumber: UInt64, inputID: CaptureInput.ID
+        sequenceNumber: UInt64, inputID: CaptureInput.ID, jpegData: Data? = nil
     ) {
         self.pixelBuffer = pixelBuffer
         self.presentationTimeStamp = presentationTimeStamp
         self.duration = duration
         self.sequenceNumber = sequenceNumber
         self.inputID = inputID
+        self.jpegData = jpegData
     }
 
     /// Width of the frame in pixels.

@@ -3,9 +3,12 @@ import Foundation
 import Hummingbird
 import Synchronization
 
-/// The preview's video: each frame the video data output delivers is encoded as JPEG once
-/// (`ImageFile.encode`, `cv::imencode`), at most `framesPerSecond` a second, and handed to every
-/// viewer. Nothing is encoded while nobody watches.
+/// The preview's video: each frame the video data output delivers, at most `framesPerSecond` a
+/// second, becomes one JPEG handed to every viewer. A frame that carries the camera's own JPEG
+/// (`SampleBuffer.jpegData`: an MJPEG camera, neither rotated nor mirrored) and needs no scaling
+/// is sent as those bytes, untouched (the overlay is drawn by the page, never burnt in); any
+/// other frame is encoded once (`ImageFile.encode`, `cv::imencode`) at `maximumSize` and
+/// `quality`. Nothing is sent or encoded while nobody watches.
 ///
 /// A viewer is an `AsyncStream` that keeps only the newest frame: a slow browser skips frames
 /// instead of queueing them, so neither capture nor memory waits for it. The encoder itself
@@ -19,15 +22,15 @@ final class MJPEGFanOut: CaptureVideoDataOutputSampleBufferDelegate, Sendable {
     struct Settings: Sendable, Equatable {
         /// Scale frames to fit within this size (aspect kept); nil: the frame's own size.
         var maximumSize: CaptureDevice.Dimensions?
-        /// JPEG quality, 1…100.
+        /// JPEG quality, 1…100, of frames encoded here (a camera's own JPEG keeps its quality).
         var quality: Int
         /// At most this many frames a second (measured on the frames' own clock).
         var framesPerSecond: Double
     }
 
-    /// One encoded frame.
+    /// One streamed frame.
     struct Frame: Sendable {
-        /// Counts encoded frames from 1.
+        /// Counts streamed frames (encoded or passed through) from 1.
         var number: Int
         /// The multipart part: boundary line, headers, the JPEG and the closing CRLF.
         var part: ByteBuffer
@@ -52,6 +55,7 @@ final class MJPEGFanOut: CaptureVideoDataOutputSampleBufferDelegate, Sendable {
         var viewers: [Int: AsyncStream<Frame>.Continuation] = [:]
         var nextViewer = 0
         var encoded = 0
+        var passedThrough = 0
         var lastTime: Double?
         /// Wall-clock seconds minus media seconds, the least seen: maps a frame's timestamp to
         /// when the source released it (see `Frame.capturedAt`).
@@ -66,8 +70,10 @@ final class MJPEGFanOut: CaptureVideoDataOutputSampleBufferDelegate, Sendable {
         self.settings = settings
     }
 
-    /// Frames encoded so far.
+    /// Frames encoded here so far.
     var encodedFrameCount: Int { state.withLock { $0.encoded } }
+    /// Frames sent as the camera's own JPEG, without encoding, so far.
+    var passedThroughFrameCount: Int { state.withLock { $0.passedThrough } }
     /// Viewers watching now.
     var viewerCount: Int { state.withLock { $0.viewers.count } }
     /// The newest frame, if any (for a still snapshot).
@@ -103,6 +109,12 @@ final class MJPEGFanOut: CaptureVideoDataOutputSampleBufferDelegate, Sendable {
     func captureOutput(
         _ output: CaptureVideoDataOutput, didOutput sampleBuffer: SampleBuffer, from connection: CaptureConnection
     ) {
+        stream(sampleBuffer)
+    }
+
+    /// Sends `sampleBuffer` to every viewer when one is due (the rate limit), passed through or
+    /// encoded. Call on one serial queue (the video output's delegate queue).
+    func stream(_ sampleBuffer: SampleBuffer) {
         let t = sampleBuffer.presentationTimeStamp.seconds
         let now = Date().timeIntervalSince1970
         let (due, epoch) = state.withLock { s -> (Bool, Double) in
@@ -116,19 +128,24 @@ final class MJPEGFanOut: CaptureVideoDataOutputSampleBufferDelegate, Sendable {
         }
         guard due else { return }
         do {
-            let frame = try scaled(sampleBuffer.pixelBuffer)
-            let jpeg = try ImageFile.encode(frame, as: .jpeg(quality: settings.quality))
-            var part = ByteBuffer()
+            let frame = try jpeg(of: sampleBuffer)
             let capturedAt = epoch + t
+            var part = ByteBuffer()
             part.writeString(
-                "--\(Self.boundary)\r\nContent-Type: image/jpeg\r\nContent-Length: \(jpeg.count)\r\n"
+                "--\(Self.boundary)\r\nContent-Type: image/jpeg\r\nContent-Length: \(frame.bytes.count)\r\n"
                     + "X-Frame-Time: \(String(format: "%.6f", capturedAt))\r\n\r\n")
-            part.writeBytes(jpeg)
+            switch frame.bytes {
+            case .encoded(let bytes): part.writeBytes(bytes)
+            case .camera(let data): part.writeBytes(data)
+            }
             part.writeString("\r\n")
             let (latest, viewers) = state.withLock { s -> (Frame, [AsyncStream<Frame>.Continuation]) in
-                s.encoded += 1
+                switch frame.bytes {
+                case .encoded: s.encoded += 1
+                case .camera: s.passedThrough += 1
+                }
                 let made = Frame(
-                    number: s.encoded, part: part, width: frame.width, height: frame.height,
+                    number: s.encoded + s.passedThrough, part: part, width: frame.width, height: frame.height,
                     time: sampleBuffer.presentationTimeStamp, capturedAt: capturedAt)
                 s.latest = made
                 return (made, Array(s.viewers.values))
@@ -136,6 +153,33 @@ final class MJPEGFanOut: CaptureVideoDataOutputSampleBufferDelegate, Sendable {
             for v in viewers { v.yield(latest) }
         } catch {
             // A frame that cannot be encoded is skipped; the next one is tried afresh.
+        }
+    }
+
+    /// A frame's JPEG: the camera's own when the sample carries one and fits `maximumSize`,
+    /// else the pixels (scaled to fit) encoded at `quality`.
+    private func jpeg(of sample: SampleBuffer) throws(CaptureError) -> (bytes: JPEGBytes, width: Int, height: Int) {
+        if let data = sample.jpegData,
+            Self.fitted(.init(width: sample.width, height: sample.height), in: settings.maximumSize) == nil
+        {
+            return (.camera(data), sample.width, sample.height)
+        }
+        let frame = try scaled(sample.pixelBuffer)
+        return (.encoded(try ImageFile.encode(frame, as: .jpeg(quality: settings.quality))), frame.width, frame.height)
+    }
+
+    /// Where a streamed JPEG came from.
+    private enum JPEGBytes {
+        /// Encoded here.
+        case encoded([UInt8])
+        /// The camera's own, passed through.
+        case camera(Data)
+
+        var count: Int {
+            switch self {
+            case .encoded(let bytes): bytes.count
+            case .camera(let data): data.count
+            }
         }
     }
 

@@ -52,11 +52,12 @@ final class PreviewCamera: Sendable {
         }
     }
 
-    /// Frames captured (delivered to the video output), streamed, and skipped by detection;
-    /// viewers now.
+    /// Frames captured (delivered to the video output), streamed (encoded or passed through), and
+    /// skipped by detection; viewers now.
     var stats: PreviewMessage.Stats {
         .init(
-            capturedFrames: video.deliveredFrameCount, encodedFrames: stream.encodedFrameCount, viewers: stream.viewerCount,
+            capturedFrames: video.deliveredFrameCount, encodedFrames: stream.encodedFrameCount,
+            passedThroughFrames: stream.passedThroughFrameCount, viewers: stream.viewerCount,
             skippedFrames: metadata.skippedFrameCount)
     }
 

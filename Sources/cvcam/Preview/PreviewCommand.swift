@@ -60,7 +60,10 @@ struct Preview: ParsableCommand {
             valueName: "WxH"))
     var streamSize: ViewSize?
 
-    @Option(help: ArgumentHelp("JPEG quality of the streamed video, 1 to 100.", valueName: "quality"))
+    @Option(
+        help: ArgumentHelp(
+            "JPEG quality of re-encoded video frames, 1 to 100. An MJPEG camera's own frames pass through unchanged when neither rotated, mirrored nor scaled.",
+            valueName: "quality"))
     var streamQuality: Int = 70
 
     @Option(help: ArgumentHelp("Most frames a second sent to browsers, 0.1 to 120.", valueName: "fps"))
@@ -159,7 +162,8 @@ struct Preview: ParsableCommand {
         try job.run { [job] in
             String(
                 format: "%.1f fps  viewers %d  streamed %d  skipped %d", Double(job.session.capturedFrameCount) / max(job.elapsed, 0.001),
-                camera.stream.viewerCount, camera.stream.encodedFrameCount, metadata.skippedFrameCount)
+                camera.stream.viewerCount, camera.stream.encodedFrameCount + camera.stream.passedThroughFrameCount,
+                metadata.skippedFrameCount)
         }
         job.finishDropReports()
         camera.stream.finish()

@@ -126,7 +126,10 @@ enum PreviewMessage {
     struct Stats: Encodable, Sendable {
         let type = "stats"
         var capturedFrames: Int
+        /// Streamed frames encoded by the preview.
         var encodedFrames: Int
+        /// Streamed frames sent as the camera's own JPEG, not encoded again.
+        var passedThroughFrames: Int
         var viewers: Int
         var skippedFrames: Int
     }

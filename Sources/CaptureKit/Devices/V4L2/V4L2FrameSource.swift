@@ -45,8 +45,10 @@ public struct V4L2Negotiation: Sendable, Hashable, Codable, CustomStringConverti
 /// happens in outputs), wrapping the mmap buffer without a copy; the buffer goes back to the
 /// driver (`VIDIOC_QBUF`) when the last reference to the frame goes away. When too few buffers
 /// would be left with the driver, the frame is copied into a pooled buffer instead. MJPEG is
-/// decoded into pooled BGR buffers (`Imaging.decode`, `cv::imdecode`). Nothing is allocated per frame
-/// once the pools are warm. Timestamps are the driver's (monotonic clock), sequence numbers the
+/// decoded into pooled BGR buffers (`Imaging.decode`, `cv::imdecode`), and the camera's JPEG is kept
+/// beside them (`SourceFrame.jpegData`, one copy of `bytesused` bytes), so a consumer that wants
+/// JPEG need not encode again; a frame whose JPEG does not decode is dropped. Apart from that
+/// copy, nothing is allocated per frame once the pools are warm. Timestamps are the driver's (monotonic clock), sequence numbers the
 /// driver's, counted from the first frame of each stream. Streaming stops (`VIDIOC_STREAMOFF`)
 /// on `close`, after a failure, and, at process exit, when the kernel closes the descriptor.
 ///
@@ -288,17 +290,18 @@ public final class V4L2FrameSource: FrameSource, @unchecked Sendable {
                 continue
             }
             let pixels: PixelBuffer
+            var jpeg: Data?
             if s.isCompressed {
                 let frame = try pool.makeBuffer()
-                let decoded: Bool
+                let bytes = UnsafeRawBufferPointer(
+                    start: s.address(of: index), count: min(Int(buffer.bytesused), s.length(of: index)))
                 do {
-                    try Imaging.decode(
-                        UnsafeRawBufferPointer(start: s.address(of: index), count: Int(buffer.bytesused)), into: frame,
-                        "decoding an MJPEG frame")
-                    decoded = true
-                } catch { decoded = false }
+                    try Imaging.decode(bytes, into: frame, "decoding an MJPEG frame")
+                    // Copied before the buffer goes back to the driver, which will overwrite it.
+                    jpeg = Data(bytes)
+                } catch {}
                 s.requeue(index)
-                guard decoded else { continue }  // a damaged JPEG (common on USB): drop the frame
+                guard jpeg != nil else { continue }  // a damaged JPEG (common on USB): drop the frame
                 pixels = frame
             } else if s.lentCount < Int(s.count) - Self.minimumQueuedBuffers {
                 s.lend(index)
@@ -322,7 +325,7 @@ public final class V4L2FrameSource: FrameSource, @unchecked Sendable {
             let micros = Int64(buffer.timestamp.tv_sec) * 1_000_000 + Int64(buffer.timestamp.tv_usec)
             return SourceFrame(
                 pixelBuffer: pixels, presentationTimeStamp: MediaTime(value: micros, timescale: 1_000_000),
-                sequenceNumber: UInt64(buffer.sequence &- first))
+                sequenceNumber: UInt64(buffer.sequence &- first), jpegData: jpeg)
         }
         return nil
     }
@@ -443,6 +446,9 @@ final class V4L2Stream: @unchecked Sendable {
 
     /// The mapped memory of buffer `index`.
     func address(of index: Int) -> UnsafeMutableRawPointer { mappings[index].address }
+
+    /// The size of buffer `index`'s mapping: a driver's `bytesused` must not read past it.
+    func length(of index: Int) -> Int { mappings[index].length }
 
     /// Frames currently lent out without a copy.
     var lentCount: Int { state.withLock { $0.lent.count } }
