@@ -234,7 +234,10 @@ import Testing
             let times = Self.codeTimes(subscriber, cam)
             let pairs = zip(times, times.dropFirst())
             #expect(pairs.allSatisfy { $0 < $1 }, "\(cam) out of order: \(times)")
-            #expect(pairs.allSatisfy { $1 - $0 < 1.05 }, "\(cam) lost events: \(times)")
+            // Losing what waited through the outage would leave a gap of seconds (it lasted 5);
+            // a box busy with other tests may skip detection on a frame or two, which delays a
+            // repeat by a frame or more without anything being lost.
+            #expect(pairs.allSatisfy { $1 - $0 < 2.05 }, "\(cam) lost events: \(times)")
         }
 
         // Commands: a snapshot of the next frame; a bad command answered on `error`.
