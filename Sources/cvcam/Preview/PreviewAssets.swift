@@ -237,9 +237,12 @@ enum PreviewAssets {
               case 'event': addEvent(m); break;
               case 'stats': {
                 const c = $('counters');
-                c.textContent = 'frames encoded ' + m.encodedFrames + ', captured ' + m.capturedFrames +
+                const passed = m.passedThroughFrames || 0;
+                c.textContent = 'frames streamed ' + (m.encodedFrames + passed) + ' (encoded ' + m.encodedFrames +
+                  ', the camera\'s own JPEG ' + passed + '), captured ' + m.capturedFrames +
                   ', viewers ' + m.viewers + ', skipped by detection ' + m.skippedFrames;
                 c.dataset.encoded = m.encodedFrames;
+                c.dataset.streamed = m.encodedFrames + passed;
                 break;
               }
               case 'error': $('error').textContent = m.message; break;
