@@ -172,18 +172,8 @@ struct MJPEGPart {
 @Suite(.serialized) struct PreviewPassthroughCLITests {
     /// Reads the MJPEG stream until `count` parts arrived or `seconds` passed.
     static func parts(port: Int, count: Int, seconds: Double = 20) -> [MJPEGPart] {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard let fd = try? LoopbackSocket.connect(port: port, receiveTimeout: 1) else { return [] }
         defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { return [] }
-        var timeout = timeval(tv_sec: 1, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         let request = Array("GET /cameras/camera/stream.mjpeg HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n".utf8)
         _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
         var received: [UInt8] = []

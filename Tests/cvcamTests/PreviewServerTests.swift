@@ -13,19 +13,8 @@ import Testing
     /// A raw HTTP/1.1 exchange over loopback: the request goes out byte for byte (no client
     /// normalises `..` away), and the answer is read until the server closes or 3 s pass.
     static func exchange(port: Int, _ request: String) throws -> (status: Int, head: String, body: String) {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        #expect(fd >= 0)
+        let fd = try LoopbackSocket.connect(port: port, receiveTimeout: 3)
         defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { throw PreviewBrowserRun.Failure(description: "connect: errno \(errno)") }
-        var timeout = timeval(tv_sec: 3, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         let bytes = Array(request.utf8)
         _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
         var received = [UInt8]()

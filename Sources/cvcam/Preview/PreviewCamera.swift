@@ -241,38 +241,34 @@ final class PreviewMetadataObserver: CaptureMetadataOutputObjectsDelegate, Senda
 
     /// Changes as they happen: each element is the new `sequence`; a slow reader sees only the
     /// newest (geometry is recomputed from the current scene, so nothing is lost by skipping).
-    func changes() -> AsyncStream<Int> {
-        let (stream, continuation) = AsyncStream.makeStream(of: Int.self, bufferingPolicy: .bufferingNewest(1))
-        let id = state.withLock { state -> Int? in
-            guard !state.finished else { return nil }
-            state.nextID += 1
-            state.subscribers[state.nextID] = continuation
-            return state.nextID
-        }
-        guard let id else {
-            continuation.finish()
-            return stream
-        }
-        continuation.onTermination = { [weak self] _ in self?.state.withLock { _ = $0.subscribers.removeValue(forKey: id) } }
-        return stream
-    }
+    func changes() -> AsyncStream<Int> { subscribe(\.subscribers, bufferingNewest: 1) }
 
     /// Events as they happen (bounded: a reader that falls behind loses the oldest).
     func events() -> AsyncStream<PreviewMessage.Event> {
-        let (stream, continuation) = AsyncStream.makeStream(
-            of: PreviewMessage.Event.self, bufferingPolicy: .bufferingNewest(Self.recentEventCount))
+        subscribe(\.eventSubscribers, bufferingNewest: Self.recentEventCount)
+    }
+
+    /// A stream kept in `list` until its reader stops; after `finish()`, one that has ended.
+    private func subscribe<Element: Sendable>(
+        _ list: WritableKeyPath<State, [Int: AsyncStream<Element>.Continuation]>, bufferingNewest limit: Int
+    ) -> AsyncStream<Element> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Element.self, bufferingPolicy: .bufferingNewest(limit))
         let id = state.withLock { state -> Int? in
             guard !state.finished else { return nil }
             state.nextID += 1
-            state.eventSubscribers[state.nextID] = continuation
+            state[keyPath: list][state.nextID] = continuation
             return state.nextID
         }
         guard let id else {
             continuation.finish()
             return stream
         }
+        // IDs are unique across both lists, so removing from both removes just this one.
         continuation.onTermination = { [weak self] _ in
-            self?.state.withLock { _ = $0.eventSubscribers.removeValue(forKey: id) }
+            self?.state.withLock { state in
+                _ = state.subscribers.removeValue(forKey: id)
+                _ = state.eventSubscribers.removeValue(forKey: id)
+            }
         }
         return stream
     }
