@@ -40,12 +40,12 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
-        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         // `cvcam serve`: its YAML configuration, and graceful shutdown on SIGTERM.
         .package(url: "https://github.com/jpsim/Yams", from: "5.0.0"),
         // `cvcam serve` (issue #21): /metrics in Prometheus text format, served over HTTP as a
         // service-lifecycle Service beside the cameras.
-        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.0.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         // The HTTP server of /metrics and of the browser preview (`cvcam preview`), with WebSockets.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.0.0"),

@@ -17,12 +17,16 @@ struct EscapingLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    func log(
-        level: Logger.Level, message: Logger.Message, metadata explicit: Logger.Metadata?, source: String,
-        file: String, function: String, line: UInt
-    ) {
-        let all = metadata.merging(explicit ?? [:]) { $1 }
-        let details = all.isEmpty ? "" : " " + all.sorted { $0.key < $1.key }.map { "\($0)=\($1)" }.joined(separator: " ")
-        TerminalText.printLine("\(level): \(showsLabel ? label + ": " : "")\(message)\(details)")
+    func log(event: LogEvent) {
+        TerminalText.printLine(line(for: event))
+    }
+
+    /// The line written for `event`, before escaping: the handler's metadata overlaid with the
+    /// event's, sorted by key, then the event's error, if any.
+    func line(for event: LogEvent) -> String {
+        let all = metadata.merging(event.metadata ?? [:]) { $1 }
+        var details = all.isEmpty ? "" : " " + all.sorted { $0.key < $1.key }.map { "\($0)=\($1)" }.joined(separator: " ")
+        if let error = event.error { details += " error=\(error)" }
+        return "\(event.level): \(showsLabel ? label + ": " : "")\(event.message)\(details)"
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Testing
 
 @testable import cvcam
@@ -27,5 +28,25 @@ import Testing
         #expect(line.contains("\\u001b") && line.contains("\\u202e") && line.contains("\\u009b") && line.contains("\\u007f"))
         let decoded = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
         #expect(decoded?["path"] as? String == Self.hostile + "\u{7F}")
+    }
+
+    /// The CLI's log lines: what the handler writes, hostile text in message, metadata and error
+    /// included, has no raw control left once escaped, as `printLine` does.
+    @Test func logLinesCarryMetadataAndErrorAndEscapeThem() {
+        struct Failure: Error, CustomStringConvertible { var description: String }
+        var handler = EscapingLogHandler(label: "cvcam.test", logLevel: .debug, showsLabel: true)
+        handler[metadataKey: "camera"] = "door"
+        handler[metadataKey: "path"] = "old"
+        let event = LogEvent(
+            level: .warning, message: "skipped \(Self.hostile)", error: Failure(description: "bad \u{1B}[2J"),
+            metadata: ["path": "\(Self.hostile)"], source: nil, file: #fileID, function: #function, line: #line)
+        let line = handler.line(for: event)
+        #expect(line == "warning: cvcam.test: skipped \(Self.hostile) camera=door path=\(Self.hostile) error=bad \u{1B}[2J")
+        #expect(!TerminalText.escaped(line).unicodeScalars.contains(where: isRaw))
+
+        let quiet = EscapingLogHandler(label: "cvcam.test", logLevel: .warning)
+        let plain = LogEvent(
+            level: .error, message: "no camera", metadata: nil, source: nil, file: #fileID, function: #function, line: #line)
+        #expect(quiet.line(for: plain) == "error: no camera")
     }
 }

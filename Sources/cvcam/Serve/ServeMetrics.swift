@@ -81,20 +81,27 @@ final class ServeMetrics: Sendable {
             self.name = name
             let labels = [("camera", name)]
             framesCaptured = registry.makeCounter(
-                name: "cvcam_frames_captured_total", labels: labels, help: "Frames the camera's input delivered.")
+                descriptor: metric("cvcam_frames_captured_total", help: "Frames the camera's input delivered."),
+                labels: labels)
             framesAnalysed = registry.makeCounter(
-                name: "cvcam_frames_analysed_total", labels: labels, help: "Frames the face and code detectors analysed.")
+                descriptor: metric("cvcam_frames_analysed_total", help: "Frames the face and code detectors analysed."),
+                labels: labels)
             framesSkipped = registry.makeCounter(
-                name: "cvcam_frames_skipped_total", labels: labels,
-                help: "Frames not analysed because detection was still busy with an earlier one.")
+                descriptor: metric(
+                    "cvcam_frames_skipped_total",
+                    help: "Frames not analysed because detection was still busy with an earlier one."),
+                labels: labels)
             detectionLatency = registry.makeDurationHistogram(
-                name: "cvcam_detection_latency_seconds", labels: labels, buckets: ServeMetrics.detectionLatencyBuckets,
-                help: "Time spent detecting faces and codes in one frame.")
+                descriptor: metric(
+                    "cvcam_detection_latency_seconds", help: "Time spent detecting faces and codes in one frame."),
+                labels: labels, buckets: ServeMetrics.detectionLatencyBuckets)
             inputReconnects = registry.makeCounter(
-                name: "cvcam_input_reconnects_total", labels: labels,
-                help: "Times the camera's input came back after an interruption.")
+                descriptor: metric(
+                    "cvcam_input_reconnects_total", help: "Times the camera's input came back after an interruption."),
+                labels: labels)
             online = registry.makeGauge(
-                name: "cvcam_camera_online", labels: labels, help: "1 while the camera delivers frames, else 0.")
+                descriptor: metric("cvcam_camera_online", help: "1 while the camera delivers frames, else 0."),
+                labels: labels)
         }
 
         /// Adds the growth of the session's running totals since the last call.
@@ -157,15 +164,18 @@ final class ServeMetrics: Sendable {
 
         fileprivate init(registry: PrometheusCollectorRegistry) {
             queueDepth = registry.makeGauge(
-                name: "cvcam_mqtt_queue_depth", help: "Messages waiting to be sent to the MQTT broker.")
+                descriptor: metric("cvcam_mqtt_queue_depth", help: "Messages waiting to be sent to the MQTT broker."))
             spooled = registry.makeGauge(
-                name: "cvcam_mqtt_spooled_messages", help: "Messages held in the offline spool while the broker is away.")
+                descriptor: metric(
+                    "cvcam_mqtt_spooled_messages", help: "Messages held in the offline spool while the broker is away."))
             dropped = registry.makeCounter(
-                name: "cvcam_mqtt_dropped_messages_total", help: "Messages dropped because the queue or spool was full.")
+                descriptor: metric(
+                    "cvcam_mqtt_dropped_messages_total", help: "Messages dropped because the queue or spool was full."))
             reconnects = registry.makeCounter(
-                name: "cvcam_mqtt_reconnects_total", help: "Times the connection to the MQTT broker was made again.")
+                descriptor: metric(
+                    "cvcam_mqtt_reconnects_total", help: "Times the connection to the MQTT broker was made again."))
             connected = registry.makeGauge(
-                name: "cvcam_mqtt_connected", help: "1 while connected to the MQTT broker, else 0.")
+                descriptor: metric("cvcam_mqtt_connected", help: "1 while connected to the MQTT broker, else 0."))
         }
 
         /// Sets the queue depth and the spool's size, as the client reports them.
@@ -189,4 +199,10 @@ final class ServeMetrics: Sendable {
             connected.set(to: isConnected ? 1 : 0)
         }
     }
+}
+
+/// A descriptor whose name is `name` exactly: the names above already carry their unit suffix,
+/// and spelling them whole keeps them greppable against the table.
+private func metric(_ name: String, help: String) -> MetricNameDescriptor {
+    MetricNameDescriptor(metricName: name, unitName: "", helpText: help)
 }
