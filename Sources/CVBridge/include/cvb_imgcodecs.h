@@ -25,7 +25,8 @@ size_t cvb_mat_byte_length(const cvb_mat *mat);
 
 /// Decodes an encoded image (`cv::imdecode` with a destination) into `dst`, which must be BGR
 /// or GRAY and already sized like the encoded image. Returns 0 on success; -1 with `err` filled
-/// when the bytes do not decode or decode to another size (nothing is then written to `dst`).
+/// when the bytes are no image, are damaged beyond decoding, or decode to another size (`dst`
+/// then holds nothing meaningful: a decode that failed midway may have written part of it).
 int cvb_image_decode_into(const uint8_t *bytes, size_t length, cvb_image *dst, cvb_error *err);
 
 #ifdef __cplusplus
