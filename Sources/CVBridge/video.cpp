@@ -114,6 +114,20 @@ int cvb_stream_read(cvb_video_reader *reader, cvb_image *dst, cvb_error *err) {
     });
 }
 
+int cvb_stream_set_raw(cvb_video_reader *reader, cvb_error *err) {
+    return guarded(err, [&] { return reader->capture.set(cv::CAP_PROP_FORMAT, -1) ? 1 : 0; });
+}
+
+int cvb_stream_read_packet(cvb_video_reader *reader, const uint8_t **data, size_t *length, cvb_error *err) {
+    return guarded(err, [&] {
+        cv::Mat &packet = reader->scratch;
+        if (!reader->capture.read(packet) || packet.empty() || !packet.isContinuous()) return (int)CVB_READ_END;
+        *data = packet.data;
+        *length = packet.total() * packet.elemSize();
+        return (int)CVB_READ_FRAME;
+    });
+}
+
 void cvb_video_reader_close(cvb_video_reader *reader) {
     if (!reader) return;
     try {

@@ -57,6 +57,21 @@ final class NetworkStreamTestServer: @unchecked Sendable {
         }
     }
 
+    /// An MJPEG-over-HTTP server with `arguments`, and the JPEG files it cycles through (written
+    /// by its `--save-frames` into a temporary folder, read back, and the folder removed), so a
+    /// test can check that what reached it is byte for byte the camera's. Nil as `start` is.
+    static func startMJPEGKeepingItsFrames(_ arguments: [String]) throws -> (NetworkStreamTestServer, Set<[UInt8]>)? {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("cvcam-mjpeg-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        guard let server = try start(.mjpeg, arguments: arguments + ["--save-frames", folder.path]) else { return nil }
+        let frames = Set(
+            try FileManager.default.contentsOfDirectory(atPath: folder.path).map {
+                [UInt8](try Data(contentsOf: folder.appendingPathComponent($0)))
+            })
+        return (server, frames)
+    }
+
     static let openssl = "/usr/bin/openssl"
 
     /// A fresh self-signed certificate (cert.pem) and unencrypted key (key.pem) for 127.0.0.1,

@@ -1,5 +1,6 @@
 import CaptureKit
 import CaptureKitTesting
+import CaptureVision
 import Foundation
 import Synchronization
 import Testing
@@ -77,11 +78,11 @@ private final class ScriptedConnection: NetworkStreamConnection {
         pool = PixelBufferPool(width: info.dimensions.width, height: info.dimensions.height, pixelFormat: .bgr)
     }
 
-    func readFrame() throws(CaptureError) -> PixelBuffer? {
+    func readFrame() throws(CaptureError) -> NetworkStreamFrame? {
         guard remaining > 0 else { return nil }
         remaining -= 1
         Thread.sleep(forTimeInterval: interval)
-        return try pool.makeBuffer()
+        return NetworkStreamFrame(pixelBuffer: try pool.makeBuffer())
     }
 
     func close() {}
@@ -318,6 +319,60 @@ private final class ScriptedOpener: Sendable {
         #expect(device.activeFormat.mediaSubType == "mjpe")
         let frames = try streamedFrames(from: device, count: 15)
         #expect(frames.count >= 15 && frames.allSatisfy { $0.width == 320 && $0.height == 240 })
+    }
+
+    /// Checks that every frame carries a JPEG whose decode is exactly the frame's pixels.
+    private func expectPixelsAreTheirJPEGsDecode(_ frames: [SampleBuffer]) throws {
+        for frame in frames {
+            let jpeg = try #require(frame.jpegData, "an MJPEG stream's frame keeps the camera's JPEG")
+            #expect(jpeg.prefix(2) == Data([0xFF, 0xD8]) && jpeg.suffix(2) == Data([0xFF, 0xD9]))
+            let decoded = try PixelBuffer(width: frame.width, height: frame.height, pixelFormat: .bgr)
+            try jpeg.withUnsafeBytes { bytes in try Imaging.decode(bytes, into: decoded, "decoding the kept JPEG") }
+            #expect(decoded.packedBytes() == frame.pixelBuffer.packedBytes())
+        }
+    }
+
+    /// MJPEG over HTTP is read undecoded: each frame's JPEG is the very file the camera sent, and
+    /// the pixels are its decode, so the preview can pass it through.
+    @Test func mjpegOverHTTPFramesCarryTheCamerasOwnJPEG() throws {
+        guard
+            let (server, served) = try NetworkStreamTestServer.startMJPEGKeepingItsFrames(
+                ["--size", "320x240", "--fps", "20"])
+        else { return }
+        defer { server.stop() }
+        #expect(served.count == 64)
+        let device = try CaptureDevice(networkStream: try NetworkStreamURL(server.url()))
+        #expect(device.activeFormat.mediaSubType == "mjpe")
+        let frames = try streamedFrames(from: device, count: 10)
+        #expect(frames.count >= 10)
+        #expect(frames.allSatisfy { $0.jpegData.map { served.contains([UInt8]($0)) } == true }, "byte for byte what the server sent")
+        try expectPixelsAreTheirJPEGsDecode(frames)
+    }
+
+    /// A part that is no JPEG (a damaged frame) is dropped and shows as a gap in the sequence, as
+    /// a camera's damaged buffer does; the frames around it still arrive with their JPEG.
+    @Test func aDamagedMJPEGFrameIsDroppedAsAGap() throws {
+        guard
+            let (server, served) = try NetworkStreamTestServer.startMJPEGKeepingItsFrames(
+                ["--size", "320x240", "--fps", "20", "--garbage-every", "4"])
+        else { return }
+        defer { server.stop() }
+        let device = try CaptureDevice(networkStream: try NetworkStreamURL(server.url()))
+        let frames = try streamedFrames(from: device, count: 12)
+        #expect(frames.count >= 12)
+        #expect(frames.allSatisfy { $0.jpegData.map { served.contains([UInt8]($0)) } == true })
+        let span = Int(frames[frames.count - 1].sequenceNumber - frames[0].sequenceNumber) + 1
+        #expect(span >= frames.count + frames.count / 3 - 1, "one frame in four dropped: \(frames.map(\.sequenceNumber))")
+    }
+
+    /// RTSP's MJPEG payload (RFC 2435) comes out of FFmpeg's depacketiser as whole JPEGs, kept too.
+    @Test func rtspMJPEGFramesCarryTheirJPEG() throws {
+        guard let server = try NetworkStreamTestServer.start(.rtsp, arguments: ["--size", "320x240", "--fps", "15"]) else { return }
+        defer { server.stop() }
+        let device = try CaptureDevice(networkStream: try NetworkStreamURL(server.url()))
+        let frames = try streamedFrames(from: device, count: 10)
+        #expect(frames.count >= 10)
+        try expectPixelsAreTheirJPEGsDecode(frames)
     }
 
     @Test func aClosedPortFailsFastWithAClearError() throws {

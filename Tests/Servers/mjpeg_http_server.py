@@ -4,7 +4,9 @@
 Serves GET /stream as multipart/x-mixed-replace, one JPEG part per frame (a bar that moves
 across a gradient, with the frame number drawn in), at --fps frames per second, as IP cameras
 do; optionally behind Basic authentication, and over TLS (https://) with --tls CERT KEY (PEM files
-the caller generates, e.g. with openssl). Prints "ready PORT" once it listens (port 0 = any
+the caller generates, e.g. with openssl); --save-frames DIR writes the JPEGs it cycles through as
+DIR/frame_NN.jpg, so a test can compare what it received byte for byte; --garbage-every N sends
+every Nth part as bytes that are no JPEG. Prints "ready PORT" once it listens (port 0 = any
 free port) and runs until SIGTERM/SIGINT, then prints "served N": the frames it sent in all.
 
 Packages (Tools/setup): python3-opencv (frames encoded with cv2.imencode).
@@ -46,9 +48,16 @@ def main():
     parser.add_argument("--user")
     parser.add_argument("--password")
     parser.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"), help="serve https:// with this certificate")
+    parser.add_argument("--save-frames", metavar="DIR", help="write the served JPEGs into DIR")
+    parser.add_argument("--garbage-every", type=int, default=0, metavar="N",
+                        help="send every Nth part as bytes that are no JPEG (a damaged frame)")
     args = parser.parse_args()
     width, height = (int(v) for v in args.size.split("x"))
     frames = make_frames(width, height, 64)
+    if args.save_frames:
+        for i, jpeg in enumerate(frames):
+            with open(f"{args.save_frames}/frame_{i:02d}.jpg", "wb") as f:
+                f.write(jpeg)
     expected = None
     if args.user:
         expected = "Basic " + base64.b64encode(f"{args.user}:{args.password or ''}".encode()).decode()
@@ -77,6 +86,8 @@ def main():
             try:
                 while not stopping.is_set():
                     jpeg = frames[n % len(frames)]
+                    if args.garbage_every and n % args.garbage_every == args.garbage_every - 1:
+                        jpeg = bytes((i * 37 + n) % 256 for i in range(len(jpeg)))
                     self.wfile.write(
                         f"--{BOUNDARY}\r\nContent-Type: image/jpeg\r\nContent-Length: {len(jpeg)}\r\n\r\n".encode())
                     self.wfile.write(jpeg)

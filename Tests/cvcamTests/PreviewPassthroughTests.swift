@@ -248,3 +248,30 @@ struct MJPEGPart {
         #expect((stats["encodedFrames"] as? Int ?? 0) >= 5, "\(stats)")
     }
 }
+
+/// An IP camera's MJPEG reaches the browser byte for byte: `cvcam preview` on MJPEG over HTTP.
+@Suite(.serialized) struct PreviewNetworkPassthroughTests {
+    @Test func aNetworkCamerasJPEGsArePassedThroughUnchanged() throws {
+        guard
+            let (camera, served) = try NetworkStreamTestServer.startMJPEGKeepingItsFrames(
+                ["--size", "640x360", "--fps", "15"])
+        else { return }
+        defer { camera.stop() }
+        #expect(served.count == 64)
+        let server = try RunningCLI(
+            ["preview", "--listen", "127.0.0.1:0", "--input", camera.url(), "--stream-fps", "15"], environment: [:])
+        defer { server.kill() }
+        guard let line = server.waitForLine(containing: "preview: ", timeout: 60),
+            let url = URL(string: String(line.dropFirst("preview: ".count))), let port = url.port
+        else {
+            Issue.record("preview did not start: \(server.errorOutput)")
+            return
+        }
+        let parts = PreviewPassthroughCLITests.parts(port: port, count: 8)
+        #expect(parts.count == 8, "\(server.errorOutput)")
+        #expect(parts.allSatisfy { served.contains($0.body) }, "every part is one of the camera's own JPEGs")
+        let stats = try PreviewPassthroughCLITests.stats(port: port)
+        #expect(stats["encodedFrames"] as? Int == 0, "\(stats)")
+        #expect((stats["passedThroughFrames"] as? Int ?? 0) >= 8, "\(stats)")
+    }
+}

@@ -70,6 +70,15 @@ cvb_video_reader *cvb_stream_open(const char *url, int32_t open_timeout_ms, int3
 /// when the frame's size differs from `dst`'s (filled `err`).
 int cvb_stream_read(cvb_video_reader *reader, cvb_image *dst, cvb_error *err);
 
+/// Switches an open stream to undecoded packets (`VideoCapture::set(CAP_PROP_FORMAT, -1)`), before
+/// its first read. Returns 1 when the backend accepted, 0 when not (the stream stays decoded).
+int cvb_stream_set_raw(cvb_video_reader *reader, cvb_error *err);
+
+/// Receives the next packet of a stream switched to raw (`cv::VideoCapture::read` into a Mat the
+/// reader owns): `*data`/`*length` point at its bytes until the next read or the close. Blocks
+/// up to about the read timeout. Returns CVB_READ_FRAME, or CVB_READ_END when no packet arrived.
+int cvb_stream_read_packet(cvb_video_reader *reader, const uint8_t **data, size_t *length, cvb_error *err);
+
 /// Backends for writing (`cv::CAP_*`).
 enum { CVB_BACKEND_ANY = 0, CVB_BACKEND_FFMPEG = 1, CVB_BACKEND_GSTREAMER = 2 };
 

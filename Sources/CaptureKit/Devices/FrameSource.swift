@@ -8,7 +8,7 @@ public struct SourceFrame: Sendable {
     public var presentationTimeStamp: MediaTime
     /// The source's frame counter; a jump of more than one means frames were skipped.
     public var sequenceNumber: UInt64
-    /// The JPEG the source delivered this very frame as (a camera streaming MJPEG), when
+    /// The JPEG the source delivered this very frame as (a V4L2 or network camera streaming MJPEG), when
     /// `pixelBuffer` is its decode, untransformed; nil for every other source. It lets a consumer
     /// that wants JPEG send the camera's own bytes instead of encoding the pixels again.
     public var jpegData: Data?

@@ -10,7 +10,7 @@ public struct NetworkStreamInfo: Sendable, Equatable {
     /// The rate FFmpeg reports (from the stream's timestamps for RTSP; a guess for MJPEG over
     /// HTTP, which carries no times: `NetworkStreamSource` measures that one instead).
     public var reportedFramesPerSecond: Double
-    /// The codec as a four-character code ("MJPG", "H264"), or "????" when unknown.
+    /// The codec as `NetworkStreamReader.codec` spells it ("mjpe", "h264"), or "????" when unknown.
     public var codec: String
 
     /// Creates stream information (tests and test doubles).
@@ -28,9 +28,10 @@ public struct NetworkStreamInfo: Sendable, Equatable {
 public protocol NetworkStreamConnection: AnyObject {
     /// What the stream reported when it opened.
     var info: NetworkStreamInfo { get }
-    /// The next decoded frame (BGR, `info.dimensions`), blocking until it arrives; nil when the
-    /// stream ended (server closed it, nothing arrived within the read timeout).
-    func readFrame() throws(CaptureError) -> PixelBuffer?
+    /// The next decoded frame (BGR, `info.dimensions`, with the camera's JPEG when the stream is
+    /// MJPEG), blocking until it arrives; nil when the stream ended (server closed it, nothing
+    /// arrived within the read timeout).
+    func readFrame() throws(CaptureError) -> NetworkStreamFrame?
     /// Closes the connection. Safe to call more than once.
     func close()
 }

@@ -6,7 +6,8 @@ import Synchronization
 /// A connection lives on its own thread (`NetworkStreamConnectionThread`): it connects, then
 /// reads frames into a one-frame mailbox (the newest wins; a consumer that falls behind sees the
 /// overwritten frames as a sequence gap, like a camera's dropped buffers). The capture thread
-/// waits on the mailbox in short slices, so a stop never waits for the network.
+/// waits on the mailbox in short slices, so a stop never waits for the network. An MJPEG
+/// stream's frames carry the camera's JPEG (`SourceFrame.jpegData`; see `NetworkStreamReader`).
 ///
 /// States (`ConnectionState`), driven by the session's runner through `FrameSource`:
 ///
@@ -210,8 +211,10 @@ public final class NetworkStreamSource: FrameSource, Sendable {
         }
         while true {
             switch connection.takeFrame(waiting: 0.05) {
-            case .frame(let buffer, let time, let sequence):
-                return SourceFrame(pixelBuffer: buffer, presentationTimeStamp: MediaTime(seconds: time), sequenceNumber: sequence)
+            case .frame(let frame, let time, let sequence):
+                return SourceFrame(
+                    pixelBuffer: frame.pixelBuffer, presentationTimeStamp: MediaTime(seconds: time), sequenceNumber: sequence,
+                    jpegData: frame.jpegData)
             case .ended(let reason):
                 connection.stop()
                 core.withLock {
@@ -261,13 +264,13 @@ final class NetworkStreamConnectionThread: @unchecked Sendable {
     // @unchecked: every mutable field is read and written under `condition`'s lock.
 
     enum Take {
-        case frame(PixelBuffer, time: Double, sequence: UInt64)
+        case frame(NetworkStreamFrame, time: Double, sequence: UInt64)
         case ended(String)
     }
 
     private let condition = NSCondition()
     private var outcome: Result<NetworkStreamInfo, CaptureError>?
-    private var latest: (buffer: PixelBuffer, time: Double, sequence: UInt64)?
+    private var latest: (frame: NetworkStreamFrame, time: Double, sequence: UInt64)?
     private var received: UInt64 = 0
     private var firstTime = 0.0
     private var lastTime = 0.0
@@ -300,13 +303,14 @@ final class NetworkStreamConnectionThread: @unchecked Sendable {
         while !update({ $0.stopRequested }) {
             let reason: String
             do {
-                if let buffer = try connection.readFrame() {
+                if let frame = try connection.readFrame() {
                     let now = clock()
                     update { s in
                         if s.received == 0 { s.firstTime = now }
                         s.lastTime = now
-                        s.received += 1
-                        s.latest = (buffer, now, s.received)
+                        // A damaged frame the reader dropped is a gap in the sequence, as on a camera.
+                        s.received += 1 + UInt64(frame.damagedBefore)
+                        s.latest = (frame, now, s.received)
                     }
                     continue
                 }
@@ -348,7 +352,7 @@ final class NetworkStreamConnectionThread: @unchecked Sendable {
         while true {
             if let frame = latest {
                 latest = nil
-                return .frame(frame.buffer, time: frame.time, sequence: frame.sequence)
+                return .frame(frame.frame, time: frame.time, sequence: frame.sequence)
             }
             if let endReason { return .ended(endReason) }
             if case .failure(let error) = outcome { return .ended(error.message) }

@@ -17,12 +17,12 @@ public struct SampleBuffer: Sendable {
     public let sequenceNumber: UInt64
     /// The input that produced the frame.
     public let inputID: CaptureInput.ID
-    /// The source's own JPEG of this frame (a camera streaming MJPEG), like a `CMSampleBuffer`
-    /// with a data buffer and a 'jpeg' format description: present only when the source
-    /// delivered this very frame as JPEG and `pixelBuffer` is its decode, untransformed. A stage
-    /// that changes the picture's geometry (rotation, mirroring, scaling, cropping) drops it, so
-    /// it never disagrees with the pixels; a pixel-format conversion keeps it. nil for files,
-    /// image folders, synthetic and network sources.
+    /// The source's own JPEG of this frame (a V4L2 or network camera streaming MJPEG), like a
+    /// `CMSampleBuffer` with a data buffer and a 'jpeg' format description: present only when
+    /// the source delivered this very frame as JPEG and `pixelBuffer` is its decode,
+    /// untransformed. A stage that changes the picture's geometry (rotation, mirroring, scaling,
+    /// cropping) drops it, so it never disagrees with the pixels; a pixel-format conversion keeps
+    /// it. nil for files, image folders, synthetic sources and H.264 streams.
     public let jpegData: Data?
 
     /// Creates a sample buffer; `jpegData` only when `pixelBuffer` shows exactly that JPEG.
