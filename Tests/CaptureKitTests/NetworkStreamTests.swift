@@ -365,6 +365,46 @@ private final class ScriptedOpener: Sendable {
         #expect(span >= frames.count + frames.count / 3 - 1, "one frame in four dropped: \(frames.map(\.sequenceNumber))")
     }
 
+    /// A camera reconfigured to another size mid-stream: its JPEGs no longer decode into the
+    /// session's buffers, so after `damagedPacketLimit` of them the stream counts as lost, and the
+    /// reconnection names the new size instead of resuming at it.
+    @Test func anMJPEGCameraThatChangesSizeIsLostAndNamesTheNewSize() throws {
+        guard
+            let server = try NetworkStreamTestServer.start(
+                .mjpeg, arguments: ["--size", "320x240", "--fps", "50", "--resize-after", "120", "640x480"])
+        else { return }
+        defer { server.stop() }
+        let source = try NetworkStreamSource(
+            url: try NetworkStreamURL(server.url()), backoff: .init(initialDelay: 0.1, multiplier: 1, maximumDelay: 0.1))
+        let format = source.formats[0]
+        #expect(format.dimensions == .init(width: 320, height: 240))
+        try source.open(format: format, frameDuration: MediaTime(value: 1, timescale: 50))
+        defer { source.close() }
+        var frames = 0
+        let lost = #expect(throws: CaptureError.self) {
+            while try source.nextFrame(isCancelled: { false }) != nil { frames += 1 }
+        }
+        #expect(lost?.code == .deviceDisconnected)
+        #expect(lost?.message.contains("25 JPEG frames in a row that do not decode to 320x240") == true, "\(String(describing: lost))")
+        #expect(frames > 10 && frames <= 120, "frames at the first size: \(frames)")
+        var reopened: CaptureError?
+        let deadline = Date(timeIntervalSinceNow: 15)
+        while Date() < deadline {
+            do throws(CaptureError) {
+                try source.open(format: format, frameDuration: MediaTime(value: 1, timescale: 50))
+                Issue.record("the stream resumed at another size")
+                return
+            } catch {
+                if error.code == .formatNotSupported {
+                    reopened = error
+                    break
+                }
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+        }
+        #expect(reopened?.message.contains("now streams 640x480, not 320x240") == true, "\(String(describing: reopened))")
+    }
+
     /// RTSP's MJPEG payload (RFC 2435) comes out of FFmpeg's depacketiser as whole JPEGs, kept too.
     @Test func rtspMJPEGFramesCarryTheirJPEG() throws {
         guard let server = try NetworkStreamTestServer.start(.rtsp, arguments: ["--size", "320x240", "--fps", "15"]) else { return }

@@ -6,7 +6,8 @@ across a gradient, with the frame number drawn in), at --fps frames per second, 
 do; optionally behind Basic authentication, and over TLS (https://) with --tls CERT KEY (PEM files
 the caller generates, e.g. with openssl); --save-frames DIR writes the JPEGs it cycles through as
 DIR/frame_NN.jpg, so a test can compare what it received byte for byte; --garbage-every N sends
-every Nth part as bytes that are no JPEG. Prints "ready PORT" once it listens (port 0 = any
+every Nth part as bytes that are no JPEG; --resize-after N WxH sends frames of another size once
+N frames were served in all. Prints "ready PORT" once it listens (port 0 = any
 free port) and runs until SIGTERM/SIGINT, then prints "served N": the frames it sent in all.
 
 Packages (Tools/setup): python3-opencv (frames encoded with cv2.imencode).
@@ -49,11 +50,17 @@ def main():
     parser.add_argument("--password")
     parser.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"), help="serve https:// with this certificate")
     parser.add_argument("--save-frames", metavar="DIR", help="write the served JPEGs into DIR")
+    parser.add_argument("--resize-after", nargs=2, metavar=("N", "WxH"),
+                        help="once N frames are served in all, send frames of another size (a camera reconfigured)")
     parser.add_argument("--garbage-every", type=int, default=0, metavar="N",
                         help="send every Nth part as bytes that are no JPEG (a damaged frame)")
     args = parser.parse_args()
     width, height = (int(v) for v in args.size.split("x"))
     frames = make_frames(width, height, 64)
+    resized_after, resized = None, None
+    if args.resize_after:
+        resized_after = int(args.resize_after[0])
+        resized = make_frames(*(int(v) for v in args.resize_after[1].split("x")), 8)
     if args.save_frames:
         for i, jpeg in enumerate(frames):
             with open(f"{args.save_frames}/frame_{i:02d}.jpg", "wb") as f:
@@ -86,6 +93,8 @@ def main():
             try:
                 while not stopping.is_set():
                     jpeg = frames[n % len(frames)]
+                    if resized_after is not None and served[0] >= resized_after:
+                        jpeg = resized[n % len(resized)]
                     if args.garbage_every and n % args.garbage_every == args.garbage_every - 1:
                         jpeg = bytes((i * 37 + n) % 256 for i in range(len(jpeg)))
                     self.wfile.write(
