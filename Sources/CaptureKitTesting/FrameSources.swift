@@ -146,11 +146,7 @@ public final class JPEGCameraSource: FrameSource, @unchecked Sendable {
             throw CaptureError(.unreadableImage, "\(path) is not a JPEG file (no FFD8 marker at its start); give a .jpg", path: path)
         }
         let pixels = try PixelBuffer(width: size.width, height: size.height, pixelFormat: .bgr)
-        let failure: CaptureError? = data.withUnsafeBytes { bytes in
-            do throws(CaptureError) { try Imaging.decode(bytes, into: pixels, "decoding \(path)") } catch { return error }
-            return nil
-        }
-        if let failure { throw failure }
+        try Imaging.decode(data, into: pixels, "decoding \(path)")
         jpegData = data
         pixelBuffer = pixels
         self.interval = interval

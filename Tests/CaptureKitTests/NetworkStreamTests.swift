@@ -327,7 +327,7 @@ private final class ScriptedOpener: Sendable {
             let jpeg = try #require(frame.jpegData, "an MJPEG stream's frame keeps the camera's JPEG")
             #expect(jpeg.prefix(2) == Data([0xFF, 0xD8]) && jpeg.suffix(2) == Data([0xFF, 0xD9]))
             let decoded = try PixelBuffer(width: frame.width, height: frame.height, pixelFormat: .bgr)
-            try jpeg.withUnsafeBytes { bytes in try Imaging.decode(bytes, into: decoded, "decoding the kept JPEG") }
+            try Imaging.decode(jpeg, into: decoded, "decoding the kept JPEG")
             #expect(decoded.packedBytes() == frame.pixelBuffer.packedBytes())
         }
     }

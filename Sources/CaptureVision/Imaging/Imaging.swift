@@ -1,4 +1,5 @@
 import CVBridge
+import Foundation
 
 /// The image operations CaptureKit's sources and outputs need, over CVBridge: conversions,
 /// transforms, drawing, decoding and measuring. Each names the C call it wraps; failures
@@ -116,8 +117,8 @@ package enum Imaging {
     }
 
     /// Decodes an encoded image (a V4L2 MJPEG frame) into `destination`, which has the encoded
-    /// image's size (`cvb_image_decode_into`, `cv::imdecode` with a destination), so nothing is
-    /// allocated per frame.
+    /// image's size (`cvb_image_decode_into`, `cv::imdecode` with a destination), so no frame
+    /// buffer is allocated per frame.
     package static func decode(
         _ bytes: UnsafeRawBufferPointer, into destination: PixelBuffer, _ what: @autoclosure () -> String
     ) throws(CaptureError) {
@@ -126,6 +127,17 @@ package enum Imaging {
                 cvb_image_decode_into(bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count, &$0, &err)
             }
         }
+    }
+
+    /// `decode(_:into:_:)` for bytes held in a `Data` (a JPEG file, a kept camera frame).
+    package static func decode(
+        _ data: Data, into destination: PixelBuffer, _ what: @autoclosure () -> String
+    ) throws(CaptureError) {
+        let failure: CaptureError? = data.withUnsafeBytes { bytes in
+            do throws(CaptureError) { try decode(bytes, into: destination, what()) } catch { return error }
+            return nil
+        }
+        if let failure { throw failure }
     }
 
     /// A QR symbol for `payload`, one gray pixel per module, quiet zone included
