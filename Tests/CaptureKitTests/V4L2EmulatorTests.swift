@@ -288,27 +288,7 @@ struct V4L2EmulatorTests {
 
     @Test(arguments: [("YUYV", 640), ("YUYV", 1280), ("MJPG", 640), ("MJPG", 1280)])
     func capturesFramesThroughASessionAsBGR(fourCC: String, width: Int) throws {
-        let device = try V4L2Emulator.device()
-        let format = try #require(device.formats.first { $0.mediaSubType == fourCC && $0.dimensions.width == width })
-        try device.lockForConfiguration()
-        try device.setActiveFormat(format)
-        device.unlockForConfiguration()
-        let session = CaptureSession()
-        session.beginConfiguration()
-        try session.setSessionPreset(.inputPriority)
-        try session.addInput(try CaptureDeviceInput(device: device))
-        let output = CaptureVideoDataOutput()
-        output.videoPixelFormat = .bgr
-        output.alwaysDiscardsLateVideoFrames = false
-        let collector = FrameRecorder()
-        output.setSampleBufferDelegate(collector, queue: DispatchQueue(label: "v4l2.test"))
-        try session.addOutput(output)
-        try session.commitConfiguration()
-        try session.startRunning()
-        let frames = collector.wait(for: 6)
-        try session.stopRunning()
-
-        #expect(frames.count >= 6)
+        let (device, format, frames) = try sessionFrames(fourCC: fourCC, width: width)
         let height = width == 640 ? 480 : 720
         for frame in frames {
             #expect(frame.width == width && frame.height == height)
@@ -335,10 +315,10 @@ struct V4L2EmulatorTests {
     }
 
     /// Frames from a session on the emulated camera in `fourCC` at `width`, with the video
-    /// connection rotated and mirrored as given.
+    /// connection rotated and mirrored as given; the device and the format it streamed in.
     private func sessionFrames(
         fourCC: String, width: Int, rotation: Double = 0, mirrored: Bool = false, count: Int = 6
-    ) throws -> [SampleBuffer] {
+    ) throws -> (device: CaptureDevice, format: CaptureDevice.Format, frames: [SampleBuffer]) {
         let device = try V4L2Emulator.device()
         let format = try #require(device.formats.first { $0.mediaSubType == fourCC && $0.dimensions.width == width })
         try device.lockForConfiguration()
@@ -362,12 +342,12 @@ struct V4L2EmulatorTests {
         try session.stopRunning()
         try #require(frames.count >= count)
         #expect(device.lastNegotiation?.granted.fourCC == fourCC)
-        return frames
+        return (device, format, frames)
     }
 
     @Test(arguments: [640, 1280])
     func mjpegFramesCarryTheCamerasJPEG(width: Int) throws {
-        let frames = try sessionFrames(fourCC: "MJPG", width: width)
+        let frames = try sessionFrames(fourCC: "MJPG", width: width).frames
         for frame in frames {
             let jpeg = try #require(frame.jpegData, "frame \(frame.sequenceNumber) has no JPEG")
             // One whole JPEG as the emulator wrote it into the buffer (bytesused, no padding).
@@ -383,9 +363,9 @@ struct V4L2EmulatorTests {
     }
 
     @Test func rotatedMirroredOrUncompressedFramesCarryNoJPEG() throws {
-        #expect(try sessionFrames(fourCC: "MJPG", width: 640, rotation: 90).allSatisfy { $0.jpegData == nil && $0.width == 480 })
-        #expect(try sessionFrames(fourCC: "MJPG", width: 640, mirrored: true).allSatisfy { $0.jpegData == nil })
-        #expect(try sessionFrames(fourCC: "YUYV", width: 640).allSatisfy { $0.jpegData == nil })
+        #expect(try sessionFrames(fourCC: "MJPG", width: 640, rotation: 90).frames.allSatisfy { $0.jpegData == nil && $0.width == 480 })
+        #expect(try sessionFrames(fourCC: "MJPG", width: 640, mirrored: true).frames.allSatisfy { $0.jpegData == nil })
+        #expect(try sessionFrames(fourCC: "YUYV", width: 640).frames.allSatisfy { $0.jpegData == nil })
     }
 
     @Test func heldFramesNeverStarveTheDriver() throws {

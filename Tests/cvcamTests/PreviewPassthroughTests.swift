@@ -191,16 +191,9 @@ struct MJPEGPart {
     }
 
     static func start(_ emu: CameraCLITests.Emulated, _ extra: [String]) throws -> (RunningCLI, Int) {
-        let server = try RunningCLI(
-            ["preview", "--listen", "127.0.0.1:0", "--device", "/dev/video-emulated0", "--size", "1280x720", "--stream-fps", "30"]
-                + extra, environment: emu.environment)
-        guard let line = server.waitForLine(containing: "preview: ", timeout: 60),
-            let url = URL(string: String(line.dropFirst("preview: ".count))), let port = url.port
-        else {
-            server.kill()
-            throw PreviewBrowserRun.Failure(description: "preview did not start: \(server.errorOutput)")
-        }
-        return (server, port)
+        try PreviewServerTests.startPreview(
+            ["--listen", "127.0.0.1:0", "--device", "/dev/video-emulated0", "--size", "1280x720", "--stream-fps", "30"] + extra,
+            environment: emu.environment)
     }
 
     static func stats(port: Int) throws -> [String: Any] {
@@ -258,15 +251,9 @@ struct MJPEGPart {
         else { return }
         defer { camera.stop() }
         #expect(served.count == 64)
-        let server = try RunningCLI(
-            ["preview", "--listen", "127.0.0.1:0", "--input", camera.url(), "--stream-fps", "15"], environment: [:])
+        let (server, port) = try PreviewServerTests.startPreview(
+            ["--listen", "127.0.0.1:0", "--input", camera.url(), "--stream-fps", "15"])
         defer { server.kill() }
-        guard let line = server.waitForLine(containing: "preview: ", timeout: 60),
-            let url = URL(string: String(line.dropFirst("preview: ".count))), let port = url.port
-        else {
-            Issue.record("preview did not start: \(server.errorOutput)")
-            return
-        }
         let parts = PreviewPassthroughCLITests.parts(port: port, count: 8)
         #expect(parts.count == 8, "\(server.errorOutput)")
         #expect(parts.allSatisfy { served.contains($0.body) }, "every part is one of the camera's own JPEGs")

@@ -46,7 +46,12 @@ import Testing
     }
 
     static func start(_ extra: [String]) throws -> (RunningCLI, Int) {
-        let server = try RunningCLI(["preview", "--input", scene] + extra, environment: [:])
+        try startPreview(["--input", scene] + extra)
+    }
+
+    /// Runs `cvcam preview` with `arguments` and returns it with the port it printed.
+    static func startPreview(_ arguments: [String], environment: [String: String] = [:]) throws -> (RunningCLI, Int) {
+        let server = try RunningCLI(["preview"] + arguments, environment: environment)
         guard let line = server.waitForLine(containing: "preview: ", timeout: 60),
             let url = URL(string: String(line.dropFirst("preview: ".count))), let port = url.port
         else {
