@@ -4,7 +4,9 @@
 //
 // Layers (each depends only on the ones below it; Tools/check-layers builds a client of the
 // CaptureKit product and checks that the testing layer is out of its sight):
-//   cvcam              command-line tool (swift-argument-parser)
+//   App/ (a second package: the cvcam tool, its daemon and browser preview, the MQTT client;
+//         it depends on this one by path, so an app depending on CaptureKit never resolves
+//         Hummingbird, SwiftNIO, Prometheus, Yams or swift-argument-parser)
 //   Tools/*            benchmarks and fixture makers, on CaptureKit (and CaptureKitTesting's corpus)
 //   CaptureKitTesting  test doubles and the generated QR corpus, a product for testing apps
 //                      (as swift-log's InMemoryLogging); test targets and Tools use it, the library
@@ -18,20 +20,16 @@
 //   CVBridge           C ABI over OpenCV, ZBar and zxing-cpp (C++ inside, plain C header, no policy)
 //   CV4L2        what Swift cannot import from <linux/videodev2.h> (macros, variadic calls)
 //   COpenCV, CFFmpeg, CZBar, CZXing, CLibV4L2: system libraries found through pkg-config
-//   CaptureMQTT        the MQTT client `cvcam serve` publishes through (owns its outbox: ordered QoS 1,
-//                      bounded memory, disk spool); on CMosquitto (libmosquitto) and swift-log only,
-//                      not on CaptureKit, and the only Swift that calls libmosquitto
+//
+// This package depends on swift-log only: it is what an app resolves when it adds CaptureKit.
 import PackageDescription
 
 let package = Package(
     name: "cvcam",
     products: [
         .library(name: "CaptureKit", targets: ["CaptureKit"]),
-        // The MQTT client `cvcam serve` publishes events and snapshots through.
-        .library(name: "CaptureMQTT", targets: ["CaptureMQTT"]),
         // Test doubles (recording delegates, scripted frame sources) and the generated QR corpus.
         .library(name: "CaptureKitTesting", targets: ["CaptureKitTesting"]),
-        .executable(name: "cvcam", targets: ["cvcam"]),
         // TEST SUPPORT ONLY, not for apps (which depend on CaptureKit; it never links this): an
         // emulated V4L2 camera that tests load with LD_PRELOAD (Tools/test). Its hooks replace libc's
         // open, ioctl, stat and more, so it stays inert unless LD_PRELOAD names it. A product only so
@@ -39,17 +37,7 @@ let package = Package(
         .library(name: "V4L2Emulator", type: .dynamic, targets: ["V4L2Emulator"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        // `cvcam serve`: its YAML configuration, and graceful shutdown on SIGTERM.
-        .package(url: "https://github.com/jpsim/Yams", from: "5.0.0"),
-        // `cvcam serve` (issue #21): /metrics in Prometheus text format, served over HTTP as a
-        // service-lifecycle Service beside the cameras.
-        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
-        // The HTTP server of /metrics and of the browser preview (`cvcam preview`), with WebSockets.
-        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0"),
-        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.0.0"),
-        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.0.0"),
     ],
     targets: [
         // System libraries. Install them with `Tools/setup` (Debian packages named below).
@@ -72,11 +60,6 @@ let package = Package(
             name: "CFFmpeg",
             pkgConfig: "libavformat",
             providers: [.apt(["libavformat-dev"])]
-        ),
-        .systemLibrary(
-            name: "CMosquitto",
-            pkgConfig: "libmosquitto",
-            providers: [.apt(["libmosquitto-dev"])]
         ),
         .systemLibrary(
             name: "CLibV4L2",
@@ -122,40 +105,10 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // MQTT over libmosquitto with its own ordered, bounded, spooling outbox (issue #21).
-        .target(
-            name: "CaptureMQTT",
-            dependencies: [
-                "CMosquitto",
-                .product(name: "Logging", package: "swift-log"),
-            ]
-        ),
         // CaptureVision's `package` imaging for the corpus's own drawing (warps, noise, blur).
         .target(
             name: "CaptureKitTesting",
             dependencies: ["CaptureKit", "CaptureVision"]
-        ),
-        .executableTarget(
-            name: "cvcam",
-            dependencies: [
-                "CaptureKit",
-                "CaptureMQTT",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Yams", package: "Yams"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
-            ]
-        ),
-
-        // Writes the bundled demo clip from the fixture photos (Tools/demo runs it).
-        .executableTarget(
-            name: "cvcam-make-demo",
-            dependencies: ["CaptureKit"],
-            path: "Tools/MakeDemo"
         ),
 
         // Reading speed of a video file through a session (frames per second).
@@ -181,46 +134,14 @@ let package = Package(
             name: "bench-codes", dependencies: ["CaptureKit", "CaptureVision", "CaptureKitTesting", "CVBridge"],
             path: "Tools/Bench/Codes"),
 
-        // glibc's mallinfo2 for the soak's memory trend (not in Swift's Glibc module).
-        .target(name: "BenchHeap", path: "Tools/Bench/Heap"),
-
-        // Measures the pipeline for Tools/bench: throughput, live latency, scaling, soak.
-        .executableTarget(
-            name: "bench-pipeline",
-            dependencies: [
-                "CaptureKit",
-                "CaptureKitTesting",
-                "BenchHeap",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ],
-            path: "Tools/Bench/Pipeline"
-        ),
 
         .testTarget(
             name: "CaptureKitTests",
             dependencies: ["CaptureKit", "CaptureVision", "CaptureKitTesting", "CVBridge"]
         ),
-        // Against a real Mosquitto broker on loopback (skipped when /usr/sbin/mosquitto is absent).
-        .testTarget(
-            name: "CaptureMQTTTests",
-            dependencies: [
-                "CaptureMQTT",
-                .product(name: "Logging", package: "swift-log"),
-            ]
-        ),
         .testTarget(
             name: "CaptureKitTestingTests",
             dependencies: ["CaptureKit", "CaptureKitTesting"]
-        ),
-        .testTarget(
-            name: "cvcamTests",
-            dependencies: [
-                "cvcam",
-                "CaptureKit",
-                "CaptureKitTesting",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ],
-            exclude: ["Golden"]  // NDJSON golden files, read from the source tree
         ),
     ],
     swiftLanguageModes: [.v6],

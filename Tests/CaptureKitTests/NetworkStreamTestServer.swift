@@ -6,41 +6,46 @@ import Foundation
 /// camera"), stopped by `stop()` or when released. With `tls`, the server speaks rtsps:// or
 /// https:// with a self-signed certificate for 127.0.0.1 that /usr/bin/openssl makes at run time
 /// in a temporary folder (removed when the server is released; no key is ever committed).
-final class NetworkStreamTestServer: @unchecked Sendable {
+package final class NetworkStreamTestServer: @unchecked Sendable {
     // @unchecked: `process` is only touched by the test that owns the server.
-    enum Kind: String {
+    package enum Kind: String {
         case rtsp, mjpeg
-        var script: String { self == .rtsp ? "rtsp_server.py" : "mjpeg_http_server.py" }
-        var probe: String {
+        package var script: String { self == .rtsp ? "rtsp_server.py" : "mjpeg_http_server.py" }
+        package var probe: String {
             self == .rtsp
                 ? "import gi; gi.require_version('GstRtspServer', '1.0'); from gi.repository import GstRtspServer"
                 : "import cv2, numpy"
         }
     }
 
-    struct Unavailable: Error, CustomStringConvertible { var description: String }
+    package struct Unavailable: Error, CustomStringConvertible {
+        package var description: String
+        package init(description: String) { self.description = description }
+    }
 
-    let kind: Kind
-    let port: Int
+    package let kind: Kind
+    package let port: Int
     /// Whether the server speaks TLS (rtsps://, https://).
-    let tls: Bool
+    package let tls: Bool
     private let process: Process
     private let output: FileHandle
     /// The temporary folder with the certificate and its key, when `tls`.
     private let certificateFolder: URL?
 
-    static let packageRoot: URL = {
+    /// The repository's root, which holds Tests/Servers (this file is also compiled into the App
+    /// package's tests, whose own Package.swift is one level below it).
+    package static let packageRoot: URL = {
         var url = URL(fileURLWithPath: #filePath)
         while url.path != "/" {
             url.deleteLastPathComponent()
-            if FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) { return url }
+            if FileManager.default.fileExists(atPath: url.appendingPathComponent("Tests/Servers").path) { return url }
         }
-        fatalError("Package.swift not found above \(#filePath)")
+        fatalError("Tests/Servers not found above \(#filePath)")
     }()
 
     /// Starts a server, or returns nil after printing why when its packages are missing and the
     /// tests are not running under CI (under CI a missing package throws: Tools/setup installs it).
-    static func start(
+    package static func start(
         _ kind: Kind, port: Int = 0, arguments: [String] = [], tls: Bool = false
     ) throws -> NetworkStreamTestServer? {
         if let missing = missingPackages(kind) ?? (tls && !FileManager.default.isExecutableFile(atPath: openssl) ? "\(openssl) is missing" : nil) {
@@ -60,7 +65,7 @@ final class NetworkStreamTestServer: @unchecked Sendable {
     /// An MJPEG-over-HTTP server with `arguments`, and the JPEG files it cycles through (written
     /// by its `--save-frames` into a temporary folder, read back, and the folder removed), so a
     /// test can check that what reached it is byte for byte the camera's. Nil as `start` is.
-    static func startMJPEGKeepingItsFrames(_ arguments: [String]) throws -> (NetworkStreamTestServer, Set<[UInt8]>)? {
+    package static func startMJPEGKeepingItsFrames(_ arguments: [String]) throws -> (NetworkStreamTestServer, Set<[UInt8]>)? {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("cvcam-mjpeg-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -72,7 +77,7 @@ final class NetworkStreamTestServer: @unchecked Sendable {
         return (server, frames)
     }
 
-    static let openssl = "/usr/bin/openssl"
+    package static let openssl = "/usr/bin/openssl"
 
     /// A fresh self-signed certificate (cert.pem) and unencrypted key (key.pem) for 127.0.0.1,
     /// valid for a day, in a new temporary folder.
@@ -146,7 +151,7 @@ final class NetworkStreamTestServer: @unchecked Sendable {
     }
 
     /// The PEM certificate the server presents, when `tls`.
-    var certificatePath: String? { certificateFolder?.appendingPathComponent("cert.pem").path }
+    package var certificatePath: String? { certificateFolder?.appendingPathComponent("cert.pem").path }
 
     deinit {
         stop()
@@ -154,19 +159,19 @@ final class NetworkStreamTestServer: @unchecked Sendable {
     }
 
     /// The stream's URL, with credentials when given.
-    func url(user: String? = nil, password: String? = nil) -> String {
+    package func url(user: String? = nil, password: String? = nil) -> String {
         let auth = user.map { u in password.map { "\(u):\($0)@" } ?? "\(u)@" } ?? ""
         return "\(scheme)://\(auth)127.0.0.1:\(port)/stream"
     }
 
     /// rtsp, rtsps, http or https.
-    var scheme: String {
+    package var scheme: String {
         (kind == .rtsp ? "rtsp" : "http") + (tls ? "s" : "")
     }
 
     /// Stops the server and returns how many frames it sent in all, as the MJPEG server says
     /// when it exits ("served N"); nil when it said nothing (the RTSP server, or it was killed).
-    func stopCountingFrames() -> Int? {
+    package func stopCountingFrames() -> Int? {
         stop()
         let text = String(decoding: output.readDataToEndOfFile(), as: UTF8.self)
         guard let line = text.split(separator: "\n").last(where: { $0.hasPrefix("served ") }) else { return nil }
@@ -174,7 +179,7 @@ final class NetworkStreamTestServer: @unchecked Sendable {
     }
 
     /// Stops the server (SIGTERM, then SIGKILL after 2 s) and waits for it to exit.
-    func stop() {
+    package func stop() {
         guard process.isRunning else { return }
         process.terminate()
         let deadline = Date(timeIntervalSinceNow: 2)
@@ -185,7 +190,7 @@ final class NetworkStreamTestServer: @unchecked Sendable {
 }
 
 /// A TCP port on loopback that nothing listens on (bound, then closed).
-func closedLoopbackPort() -> Int {
+package func closedLoopbackPort() -> Int {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     defer { close(fd) }
     var address = sockaddr_in()

@@ -9,29 +9,24 @@ let package = Package(
     name: "cvcam-fuzz",
     dependencies: [
         .package(name: "cvcam", path: "../.."),
+        // The tool's command tree (CVCamCommands), which links the daemon and the preview too.
+        .package(name: "cvcam-app", path: "../../App"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
-        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
     ],
     targets: [
         // Helpers the fuzz targets share (temporary files, fixture paths).
         .target(name: "FuzzSupport", dependencies: ["CLibFuzzer"]),
         .target(name: "CLibFuzzer"),
-        // The cvcam tool's own sources (linked in by Tools/fuzz: an executable target cannot be
-        // imported), with its `@main` renamed so that the fuzz target's `main` is the only one.
-        .target(
-            name: "CVCamCLI",
-            dependencies: [
-                .product(name: "CaptureKit", package: "cvcam"),
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: [.unsafeFlags(["-Xfrontend", "-entry-point-function-name", "-Xfrontend", "cvcam_main"])]
-        ),
         .executableTarget(name: "fuzz-image", dependencies: ["FuzzSupport", .product(name: "CaptureKit", package: "cvcam")], path: "Sources/FuzzImage"),
-        .executableTarget(name: "fuzz-spec", dependencies: ["FuzzSupport", "CVCamCLI"], path: "Sources/FuzzSpec"),
+        .executableTarget(
+            name: "fuzz-spec", dependencies: ["FuzzSupport", .product(name: "CVCamCommands", package: "cvcam-app")],
+            path: "Sources/FuzzSpec"),
         .executableTarget(
             name: "fuzz-cli",
-            dependencies: ["FuzzSupport", "CVCamCLI", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: [
+                "FuzzSupport", .product(name: "CVCamCommands", package: "cvcam-app"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             path: "Sources/FuzzCLI"),
         .executableTarget(name: "fuzz-video", dependencies: ["FuzzSupport", .product(name: "CaptureKit", package: "cvcam")], path: "Sources/FuzzVideo"),
         .executableTarget(

@@ -347,7 +347,7 @@ def scaling_notes(rows):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=os.path.join(ROOT, ".build", "bench"))
-    ap.add_argument("--bin", default=os.path.join(ROOT, ".build", "release"))
+    ap.add_argument("--bin", default=os.path.join(ROOT, "App", ".build", "release"))
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--frames", type=int, default=20)
     ap.add_argument("--live-frames", type=int, default=300)

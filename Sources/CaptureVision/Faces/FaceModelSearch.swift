@@ -84,15 +84,20 @@ public struct FaceModelSearch: Sendable, Equatable {
         return URL(fileURLWithPath: path)
     }
 
-    /// The package checkout above a binary in one of its build folders (`.build`, `.build-asan`, …):
-    /// the folder holding that build folder, when it has a Package.swift.
+    /// The checkout above a binary in one of its build folders (`.build`, `.build-asan`, …): the
+    /// folder holding that build folder when it has a Package.swift and Models/, or its parent
+    /// when the build folder is the App package's (`<checkout>/App/.build…`).
     static func checkout(containing executable: URL) -> URL? {
         let parts = executable.standardized.pathComponents
         guard let index = parts.lastIndex(where: { $0.hasPrefix(".build") }), index > 0 else { return nil }
-        let root = NSString.path(withComponents: Array(parts[..<index]))
-        guard FileManager.default.fileExists(atPath: (root as NSString).appendingPathComponent("Package.swift")) else {
-            return nil
+        var root = URL(fileURLWithPath: NSString.path(withComponents: Array(parts[..<index])))
+        let fm = FileManager.default
+        guard fm.fileExists(atPath: root.appendingPathComponent("Package.swift").path) else { return nil }
+        if !fm.fileExists(atPath: root.appendingPathComponent("Models").path),
+            fm.fileExists(atPath: root.deletingLastPathComponent().appendingPathComponent("Package.swift").path)
+        {
+            root.deleteLastPathComponent()
         }
-        return URL(fileURLWithPath: root)
+        return root
     }
 }

@@ -134,6 +134,13 @@ public final class PixelBuffer: @unchecked Sendable {
         return out
     }
 
+    /// Scales these pixels into `destination` (its size and pixel format, which must be this
+    /// buffer's), area-averaging when shrinking and bilinear otherwise. The corresponding C call is
+    /// `cvb_image_resize` (OpenCV's `cv::resize`). Thread-safe for distinct destinations.
+    public func resize(into destination: PixelBuffer) throws(CaptureError) {
+        try Imaging.resize(self, into: destination, "scaling a \(width)x\(height) frame to \(destination.width)x\(destination.height)")
+    }
+
     /// The channel values of one pixel (BGR: [b, g, r]; gray: [y]; BGRA: [b, g, r, a]).
     /// For YUYV and NV12 this returns the luma byte.
     public func pixel(x: Int, y: Int) -> [UInt8] {

@@ -1,7 +1,7 @@
 // Arbitrary argument lines (one argument per input line) through the whole command tree's
 // parsing and `validate()`, and the error text the tool would print. Nothing is run.
 import ArgumentParser
-@testable import CVCamCLI
+import CVCamCommands
 import FuzzSupport
 
 runFuzzer { data, count in

@@ -1,0 +1,92 @@
+import ArgumentParser
+import CaptureJobs
+import CaptureKit
+import Foundation
+import Logging
+
+/// `cvcam watch`: face-triggered automatic snapshots (`SnapshotTrigger` + `SnapshotStore`).
+struct Watch: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Take snapshots automatically when faces appear (or every --every seconds while they stay).",
+        discussion: """
+            A face counts when it passes every gate (--min-face-size, --min-score, --max-roll, \
+            --max-yaw, --min-sharpness). A new face opens a best-frame window of --best-of \
+            frames; the sharpest, most frontal frame of it is written to --dir as \
+            <camera>-<yyyyMMdd-HHmmss.mmm>-face<faceIDs>.jpg (the input's name and the frame's \
+            local wall time; an existing file is never replaced: a taken name gets -2, -3, …), \
+            full resolution, with the record (time, faceIDs, \
+            boxes, scores, reason) as JSON in EXIF UserComment and --pre-frames earlier frames \
+            as <name>-pre-NN.jpg. Each snapshot prints a `snapshot` event (path, reason, \
+            faceIDs). Files are written atomically. SIGINT or SIGTERM writes the snapshots still \
+            being chosen, then exits 0. Times are frame times, so a file gives the same \
+            snapshots on every run.
+
+            Exit codes: 0 ok; 1 runtime error (input failed, a snapshot could not be written); \
+            64 usage error.
+            """)
+
+    @OptionGroup var input: InputOptions
+    @OptionGroup var output: OutputOptions
+    @OptionGroup var faceOptions: FaceOptions
+
+    @OptionGroup var snapshot: SnapshotOptions
+
+    func validate() throws {
+        try input.requireSingleInput("watch")
+    }
+
+    func run() throws {
+        let folder = URL(fileURLWithPath: snapshot.dir, isDirectory: true)
+        do {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        } catch {
+            throw CLIError.message("Cannot create the snapshot folder \(snapshot.dir): \(error.localizedDescription)")
+        }
+        // Refused now, not at the first face hours later: snapshots need to create files in it.
+        guard access(folder.path, W_OK | X_OK) == 0 else {
+            throw CLIError.message("Cannot write snapshots to \(snapshot.dir): \(AtomicFile.advice(for: errno, folder: snapshot.dir)).")
+        }
+        let job = try CaptureJob(input: input, output: output)
+        var store = SnapshotStore(
+            folder: folder, quality: snapshot.quality, device: job.device, rotation: Int32(input.rotate.degrees), mirrored: input.mirror)
+        // Named by camera and wall time; a name taken (by this or another run) gets a suffix.
+        store.namePrefix = SnapshotStore.sanitizedName(job.device.localizedName)
+        store.frameClock = job.device.source.timestampClock
+        let watcher = SnapshotWatcher(
+            trigger: SnapshotTrigger(configuration: snapshot.triggerConfiguration), store: store, printer: job.printer)
+        // Every analysed frame with exactly its faces goes to the watcher (see FaceObservingStage).
+        let metadata = try faceOptions.faceOutput(for: input, latency: job) { frame, faces in
+            watcher.consider(frame, faces: faces)
+        }
+        job.statsCounts = { [session = job.session] in
+            .init(frames: session.capturedFrameCount, analysed: metadata.processedFrameCount, skipped: metadata.skippedFrameCount)
+        }
+        try job.add(metadata)
+        let total = job.expectedFrameCount
+        try job.run { [job] in
+            let done = metadata.processedFrameCount
+            let seconds = max(job.elapsed, 0.001)
+            var text = String(
+                format: "%.1f fps  skipped %d  snapshots %d", Double(done) / seconds, metadata.skippedFrameCount,
+                watcher.writtenCount)
+            if let total { text += "  " + StatusLine.progress(done: done, total: total, perSecond: Double(done) / seconds) }
+            return text
+        }
+        metadata.waitUntilIdle()
+        // The input ended or a signal stopped it: the windows still open decide now.
+        watcher.finish()
+        job.reportRuntimeError()
+        if !output.quiet || output.json {
+            var summary = job.summary(processed: metadata.processedFrameCount, skipped: metadata.skippedFrameCount)
+            summary.snapshots = watcher.writtenCount
+            summary.dir = folder.path
+            job.printer.emit(
+                summary,
+                text: String(
+                    format: "summary: %d frames, %d analysed at %.1f fps, %d skipped, %d snapshots in %@",
+                    job.session.capturedFrameCount, metadata.processedFrameCount, summary.fps,
+                    metadata.skippedFrameCount, watcher.writtenCount, folder.path) + job.formatSummary)
+        }
+        if job.runtimeError != nil || watcher.failedCount > 0 { throw ExitCode(ExitStatus.runtimeError) }
+    }
+}

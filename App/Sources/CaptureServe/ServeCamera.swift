@@ -1,0 +1,539 @@
+import CaptureJobs
+import CaptureKit
+import CapturePreview
+import Foundation
+import Logging
+
+/// One camera of `cvcam serve`: its own `CaptureSession` with a metadata output (faces and
+/// codes), snapshot rules, a photo output for the `snapshot` command and optional recording,
+/// publishing what happens to the camera's topics (`CameraTopics`).
+///
+/// A camera that fails (it cannot be opened, is unplugged and the session gives up, a stream
+/// stays down) goes `offline` and is opened again after 0.5 s, doubling to 30 s; the other
+/// cameras never notice. An input that ends by itself (a file, a finite synthetic scene) stays
+/// `offline`. An unplug the session rides out (`interrupted`) is `offline` until the camera is back.
+///
+/// Threading: `start`, `stop` and `handle(command:)` may be called from any thread; the camera
+/// runs on its own thread.
+package final class ServeCamera: @unchecked Sendable {
+    // @unchecked: the mutable state is guarded by `lock`; the rest is immutable.
+
+    package let config: ServeConfig.Camera
+    package let topics: CameraTopics
+    private let publisher: any ServePublisher
+    private let statsInterval: Double?
+    private let metrics: CameraMetricsSink?
+    private let preview: ServePreview?
+    private let logger: Logger
+
+    private let lock = NSLock()
+    private var running: Running?
+    private var stopping = false
+    private var isOnline = false
+    private var facesInView = Set<Int>()
+    private var thread: Thread?
+    private let wake = DispatchSemaphore(value: 0)
+    private let finished = DispatchSemaphore(value: 0)
+    /// Times the input was opened again after failing.
+    package private(set) var reconnects = 0
+
+    /// What one run of the session holds, for commands and stopping.
+    private struct Running {
+        package let session: CaptureSession
+        package let metadata: CaptureMetadataOutput
+        package let photo: CapturePhotoOutput
+        package let printer: EventPrinter
+        package let types: [MetadataObjectType]
+        package let device: CaptureDevice
+    }
+
+    package init(
+        config: ServeConfig.Camera, prefix: String, publisher: any ServePublisher, statsInterval: Double?,
+        metrics: CameraMetricsSink? = nil, preview: ServePreview? = nil
+    ) {
+        self.config = config
+        self.preview = preview
+        topics = CameraTopics(prefix: prefix, camera: config.name)
+        self.publisher = publisher
+        self.statsInterval = statsInterval
+        self.metrics = metrics
+        var logger = Logger(label: "cvcam.serve.\(config.name)")
+        logger[metadataKey: "camera"] = "\(config.name)"
+        self.logger = logger
+    }
+
+    package var online: Bool { lock.withLock { isOnline } }
+
+    /// The photo output of the running session, whose photos go to MQTT (tests).
+    package var snapshotOutput: CapturePhotoOutput? { lock.withLock { running?.photo } }
+
+    /// Starts the camera's thread.
+    package func start() {
+        let thread = Thread { [self] in
+            loop()
+            finished.signal()
+        }
+        thread.name = "cvcam.serve.\(config.name)"
+        lock.withLock { self.thread = thread }
+        thread.start()
+    }
+
+    /// Stops the session (snapshots being chosen are written, a recording is finished) and
+    /// waits for the camera's thread; publishes `offline`.
+    package func stop() {
+        let session: CaptureSession? = lock.withLock {
+            stopping = true
+            return running?.session
+        }
+        wake.signal()
+        try? session?.stopRunning()
+        if lock.withLock({ thread != nil }) { finished.wait() }
+    }
+
+    /// Publishes the retained state again (after the broker came back: it may have lost it).
+    package func republishState() {
+        let (available, faces) = lock.withLock { (isOnline, facesInView) }
+        publisher.publish(topic: topics.availability, text: available ? CameraTopics.online : CameraTopics.offline, retain: true, latestOnly: true)
+        publisher.publish(topic: topics.faces, text: FacesState(faceIDs: faces).json, retain: true, latestOnly: true)
+    }
+
+    // MARK: The run loop
+
+    private enum Outcome {
+        case stopped
+        case ended
+        case failed(String)
+    }
+
+    private var isStopping: Bool { lock.withLock { stopping } }
+
+    private func loop() {
+        var delay = 0.5
+        while !isStopping {
+            let started = Date()
+            let outcome = runOnce()
+            setOnline(false)
+            switch outcome {
+            case .stopped: return
+            case .ended:
+                logger.notice("the input ended; the camera stays offline until the daemon is reloaded")
+                return
+            case .failed(let message):
+                logger.error("\(TerminalText.escaped(message)); trying again in \(delay) s")
+                publishEvent(ErrorEvent(code: "cameraFailed", message: message + "; trying again in \(delay) s"))
+            }
+            // A camera that ran a good while failed afresh: start the backoff again.
+            if Date().timeIntervalSince(started) > 60 { delay = 0.5 }
+            _ = wake.wait(timeout: .now() + delay)
+            delay = min(delay * 2, 30)
+            guard !isStopping else { return }
+            lock.withLock { reconnects += 1 }
+            metrics?.inputReconnected()
+        }
+    }
+
+    /// Opens the input, runs the session until it stops, and says why it stopped.
+    private func runOnce() -> Outcome {
+        let input = config.inputOptions
+        let device: CaptureDevice
+        do { device = try input.makeDevice() } catch {
+            return .failed("cannot open \(input.input ?? input.device ?? "the camera"): \(Self.message(error))")
+        }
+        let session = CaptureSession()
+        metrics?.sessionRestarted()
+        let printer = EventPrinter(
+            json: true, preview: nil, statusLine: nil, clock: device.source.timestampClock,
+            sink: { [weak self] body, line in self?.route(body, line) })
+        var tap: (@Sendable (Double) -> Void)?
+        if let metrics { tap = { metrics.observeDetection(milliseconds: $0) } }
+        let latency = LatencyRecorder(tap: tap)
+        var watcher: SnapshotWatcher?
+        let metadata: CaptureMetadataOutput
+        let photo = CapturePhotoOutput()
+        let types: [MetadataObjectType]
+        var recorder: SegmentRecorder?
+        var previewCamera: PreviewCamera?
+        do {
+            try session.setSessionPreset(input.sessionPreset)
+            let deviceInput = try CaptureDeviceInput(device: device)
+            try session.addInput(deviceInput)
+            if let watch = config.snapshotOptions {
+                watcher = try makeWatcher(watch, device: device, input: input, printer: printer)
+            }
+            var faceStage: (any FaceMetadataStage)?
+            if let faces = config.faceOptions {
+                faces.applyModelsFolder()
+                let timed = TimedFaceStage(DefaultFaceStage(detector: try faces.detector(for: input)), recorder: latency)
+                if let watcher {
+                    faceStage = FaceObservingStage(wrapping: timed) { frame, found in watcher.consider(frame, faces: found) }
+                } else {
+                    faceStage = timed
+                }
+            }
+            let codeStage = try config.codes.map { _ in
+                TimedCodeStage(DefaultCodeStage(detector: try CodeDetector()), recorder: latency)
+            }
+            metadata = CaptureMetadataOutput(faceStage: faceStage, codeStage: codeStage)
+            types = try Self.types(config, available: metadata.availableMetadataObjectTypes)
+            try metadata.setMetadataObjectTypes(types)
+            metadata.rectOfInterest = input.regionOfInterest
+            if let faces = config.faces, let options = config.faceOptions {
+                metadata.faceUpdateInterval = faces.updateInterval
+                metadata.faceScanInterval = options.faceScanInterval
+            }
+            if let codes = config.codes { metadata.codeRepeatInterval = codes.repeatInterval }
+            let log = ServeMetadataLog(
+                faces: config.faces == nil ? nil : FaceLog(printer: printer, everyFrame: false),
+                codes: config.codes == nil ? nil : CodeLog(printer: printer, once: false, stop: {}))
+            metadata.setMetadataObjectsDelegate(log, queue: DispatchQueue(label: "cvcam.serve.\(config.name).events"))
+            for output in [metadata, photo] as [CaptureOutput] {
+                try session.addOutput(output)
+                input.orient(output)
+            }
+            if let preview {
+                // Its own video and photo outputs: the page's rotation and mirroring must not
+                // turn the snapshots published on MQTT.
+                let video = CaptureVideoDataOutput()
+                let photos = CapturePhotoOutput()
+                for output in [video, photos] as [CaptureOutput] {
+                    try session.addOutput(output)
+                    input.orient(output)
+                }
+                let camera = PreviewCamera(
+                    name: config.name, input: deviceInput, video: video, metadata: metadata,
+                    photos: photos, streamSettings: preview.stream, forwardsMetadata: true)
+                log.preview = camera.observer
+                previewCamera = camera
+            }
+            if let record = config.record {
+                recorder = try SegmentRecorder(
+                    settings: record, camera: config.name, session: session, printer: printer, input: input, logger: logger)
+            }
+        } catch {
+            return .failed("cannot set up \(config.name): \(Self.message(error))")
+        }
+
+        let events = CameraEvents(printer: printer)
+        let observation = session.observeEvents(on: events.queue) { [weak self] event in
+            events.handle(event)
+            switch event {
+            case .wasInterrupted: self?.setOnline(false)
+            case .interruptionEnded: self?.setOnline(true)
+            default: break
+            }
+        }
+        let proceed: Bool = lock.withLock {
+            guard !stopping else { return false }
+            running = Running(session: session, metadata: metadata, photo: photo, printer: printer, types: types, device: device)
+            return true
+        }
+        guard proceed else { return .stopped }
+        defer { lock.withLock { running = nil } }
+
+        let kind = input.inputKind
+        printer.emit(
+            StartEvent(
+                run: RunID.current, clock: printer.clockDescription.json,
+                input: .init(kind: kind, name: device.localizedName, size: device.activeFormat.dimensions.description)),
+            text: "")
+        do { try session.startRunning() } catch {
+            observation.cancel()
+            return .failed("cannot start \(config.name): \(Self.message(error))")
+        }
+        try? recorder?.start()
+        if let previewCamera { preview?.directory.attach(previewCamera) }
+        setOnline(true)
+        let stats = statsInterval.map { interval in
+            StatsReporter(interval: interval, printer: printer, latency: latency) {
+                .init(frames: session.capturedFrameCount, analysed: metadata.processedFrameCount, skipped: metadata.skippedFrameCount)
+            }
+        }
+        stats?.start()
+        let counting = metrics.map { sink in
+            MetricsPump(interval: 1) {
+                sink.update(
+                    frames: session.capturedFrameCount, analysed: metadata.processedFrameCount, skipped: metadata.skippedFrameCount)
+            }
+        }
+        session.waitUntilStopped()
+        if let previewCamera { preview?.directory.detach(previewCamera) }
+        stats?.stop()
+        counting?.stop()
+        metadata.waitUntilIdle()
+        watcher?.finish()
+        recorder?.finish()
+        events.queue.sync {}
+        observation.cancel()
+        setOnline(false)
+        let stoppedByUs = isStopping
+        // The faces of a camera that is gone are not in view any more.
+        let hadFaces = lock.withLock {
+            defer { facesInView = [] }
+            return !facesInView.isEmpty
+        }
+        if hadFaces || stoppedByUs {
+            publisher.publish(topic: topics.faces, text: FacesState(faceIDs: []).json, retain: true, latestOnly: true)
+        }
+        if stoppedByUs { return .stopped }
+        let error = events.stoppingError ?? session.lastRuntimeError
+        if let error, error.code != .deviceDisconnected { return .failed(error.message) }
+        return input.isFinite ? .ended : .failed("the session stopped")
+    }
+
+    private func makeWatcher(_ watch: SnapshotOptions, device: CaptureDevice, input: InputOptions, printer: EventPrinter) throws -> SnapshotWatcher {
+        let folder = URL(fileURLWithPath: watch.dir, isDirectory: true)
+        do { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) } catch {
+            throw CLIError.message("cannot create the snapshot folder \(watch.dir): \(error.localizedDescription)")
+        }
+        guard access(folder.path, W_OK | X_OK) == 0 else {
+            throw CLIError.message("cannot write snapshots to \(watch.dir): \(AtomicFile.advice(for: errno, folder: watch.dir))")
+        }
+        var store = SnapshotStore(
+            folder: folder, quality: watch.quality, device: device, rotation: Int32(input.rotate.degrees), mirrored: input.mirror)
+        store.namePrefix = config.name
+        store.frameClock = device.source.timestampClock
+        return SnapshotWatcher(trigger: SnapshotTrigger(configuration: watch.triggerConfiguration), store: store, printer: printer)
+    }
+
+    /// The metadata types the camera's config asks for, among those this build has.
+    package static func types(_ config: ServeConfig.Camera, available: [MetadataObjectType]) throws -> [MetadataObjectType] {
+        var types: [MetadataObjectType] = []
+        if config.faces != nil {
+            guard available.contains(.face) else { throw CLIError.noFaceModel }
+            types.append(.face)
+        }
+        if let codes = config.codes { types += try codes.types.resolved(available: available) }
+        return types
+    }
+
+    package static func message(_ error: any Error) -> String {
+        switch error {
+        case let e as CaptureError: e.message
+        case let e as CLIError: e.description
+        default: "\(error)"
+        }
+    }
+
+    // MARK: Publishing
+
+    private func setOnline(_ value: Bool) {
+        let changed = lock.withLock {
+            defer { isOnline = value }
+            return isOnline != value
+        }
+        guard changed else { return }
+        metrics?.setOnline(value)
+        publisher.publish(
+            topic: topics.availability, text: value ? CameraTopics.online : CameraTopics.offline, retain: true, latestOnly: true)
+    }
+
+    private func publishEvent<Body: EventBody>(_ body: Body) {
+        route(body, EventPrinter.encode(body))
+    }
+
+    /// Sends one event to its topic, and keeps the retained state that follows from it.
+    private func route(_ body: any EventBody, _ line: String) {
+        switch body {
+        case is StatsEvent:
+            publisher.publish(topic: topics.stats, text: line)
+            return
+        case let face as FaceEvent:
+            let state: FacesState? = lock.withLock {
+                let before = facesInView
+                if face.event == "enter" { facesInView.insert(face.face.faceID) }
+                if face.event == "leave" { facesInView.remove(face.face.faceID) }
+                return before == facesInView ? nil : FacesState(faceIDs: facesInView)
+            }
+            publisher.publish(topic: topics.events, text: line)
+            if let state { publisher.publish(topic: topics.faces, text: state.json, retain: true, latestOnly: true) }
+            return
+        case let code as CodeEvent where code.event == "appear":
+            publisher.publish(topic: topics.events, text: line)
+            publisher.publish(topic: topics.code, text: line, retain: true, latestOnly: true)
+            return
+        case let snapshot as SnapshotEvent:
+            publisher.publish(topic: topics.events, text: line)
+            // The file is on disk; its bytes go to the retained topic (a camera entity's image).
+            if let data = FileManager.default.contents(atPath: snapshot.path) {
+                publisher.publish(topic: topics.snapshot, payload: Array(data), retain: true, latestOnly: true)
+            }
+            return
+        default:
+            publisher.publish(topic: topics.events, text: line)
+        }
+    }
+
+    // MARK: Commands
+
+    /// Carries out a command from the camera's `set` topic: `snapshot`, `detect on|off`,
+    /// `roi x,y,w,h` (device space, 0…1) or `roi off`. Anything else, or a command the camera
+    /// cannot carry out now, is answered with an `error` event on the `error` topic.
+    package func handle(command payload: [UInt8]) {
+        let text = String(decoding: payload, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let words = text.split(separator: " ", maxSplits: 1).map(String.init)
+        let current = lock.withLock { running }
+        func refuse(_ why: String) {
+            let shown = text.count > 80 ? String(text.prefix(80)) + "…" : text
+            let event = ErrorEvent(code: "badCommand", message: "'\(shown)': \(why)")
+            publisher.publish(topic: topics.error, text: EventPrinter.encode(event))
+            logger.warning("command refused: \(TerminalText.escaped(event.message))")
+        }
+        let usage = "commands are snapshot, detect on|off, roi x,y,w,h (0…1) or roi off"
+        guard let verb = words.first else { return refuse("empty command; " + usage) }
+        switch (verb, words.count > 1 ? words[1] : nil) {
+        case ("snapshot", nil):
+            guard let current else { return refuse("the camera is offline") }
+            guard let watch = config.snapshotOptions else { return refuse("this camera has no snapshots folder (snapshots.dir)") }
+            takeSnapshot(current, folder: watch.dir, quality: watch.quality)
+        case ("detect", "on"?), ("detect", "off"?):
+            guard let current else { return refuse("the camera is offline") }
+            let on = words[1] == "on"
+            do { try current.metadata.setMetadataObjectTypes(on ? current.types : []) } catch { return refuse(error.message) }
+            if !on {
+                lock.withLock { facesInView = [] }
+                publisher.publish(topic: topics.faces, text: FacesState(faceIDs: []).json, retain: true, latestOnly: true)
+            }
+            logger.info("detection \(on ? "on" : "off")")
+        case ("roi", let argument?):
+            guard let current else { return refuse("the camera is offline") }
+            if argument == "off" {
+                current.metadata.rectOfInterest = CGRect(x: 0, y: 0, width: 1, height: 1)
+            } else if let rect = InputOptions.parseRect(argument) {
+                current.metadata.rectOfInterest = rect
+            } else {
+                return refuse("roi needs x,y,w,h: four numbers in 0…1 with w and h above 0, x+w ≤ 1 and y+h ≤ 1")
+            }
+        default:
+            refuse("unknown command; " + usage)
+        }
+    }
+
+    /// A photo of the next frame (`capturePhoto`), written beside the snapshots and published.
+    private func takeSnapshot(_ current: Running, folder: String, quality: Int) {
+        let wall = Date()
+        let base = "\(config.name)-\(LocalTimestamp(wall).fileNameStamp)-requested"
+        guard let url = RecordingFiles.freshURL(in: URL(fileURLWithPath: folder), base: base, pathExtension: "jpg") else {
+            let event = ErrorEvent(code: "snapshotFailed", message: "\(folder) already holds \(base).jpg to -\(SnapshotStore.maximumCollisionSuffix).jpg")
+            publisher.publish(topic: topics.error, text: EventPrinter.encode(event))
+            return
+        }
+        var settings = CapturePhotoSettings(codec: .jpeg(quality: quality), fileURL: url)
+        settings.replacesExistingFile = false
+        let delegate = RequestedPhoto(printer: current.printer, path: url.path, wall: wall) { [weak self] message in
+            guard let self else { return }
+            publisher.publish(topic: topics.error, text: EventPrinter.encode(ErrorEvent(code: "snapshotFailed", message: message)))
+        }
+        do { try current.photo.capturePhoto(with: settings, delegate: delegate) } catch {
+            publisher.publish(topic: topics.error, text: EventPrinter.encode(ErrorEvent(error)))
+        }
+    }
+}
+
+/// The `snapshot` command's photo: a `snapshot` event (reason `requested`) once it is on disk,
+/// which `ServeCamera.route` publishes with the file's bytes.
+///
+/// Threading: called on the photo output's delegate queue.
+private final class RequestedPhoto: CapturePhotoCaptureDelegate {
+    package let printer: EventPrinter
+    package let path: String
+    package let wall: Date
+    package let failed: @Sendable (String) -> Void
+
+    package init(printer: EventPrinter, path: String, wall: Date, failed: @escaping @Sendable (String) -> Void) {
+        self.printer = printer
+        self.path = path
+        self.wall = wall
+        self.failed = failed
+    }
+
+    package func photoOutput(_ output: CapturePhotoOutput, didFinishProcessingPhoto photo: CapturePhoto, error: CaptureError?) {
+        if let error { return failed("snapshot: \(error.message)") }
+        printer.emit(
+            SnapshotEvent(
+                path: path, time: eventTime(photo.timestamp), width: photo.resolvedSettings.photoDimensions.width,
+                height: photo.resolvedSettings.photoDimensions.height, faceIDs: [], reason: "requested"),
+            wall: wall, text: "")
+    }
+}
+
+/// Hands metadata events to the face log and the code log of one camera.
+///
+/// Threading: the metadata output's delegate queue (serial), as each log expects.
+package final class ServeMetadataLog: CaptureMetadataOutputObjectsDelegate, @unchecked Sendable {
+    // @unchecked: the logs are only called on the delegate's serial queue; `preview` is set
+    // before the session starts.
+    package let faces: FaceLog?
+    package let codes: CodeLog?
+    /// The camera's preview page, when the daemon serves one: it gets the same objects and events.
+    package var preview: PreviewMetadataObserver?
+
+    package init(faces: FaceLog?, codes: CodeLog?) {
+        self.faces = faces
+        self.codes = codes
+    }
+
+    package func metadataOutput(
+        _ output: CaptureMetadataOutput, didOutput metadataObjects: [any MetadataObject], from connection: CaptureConnection
+    ) {
+        preview?.metadataOutput(output, didOutput: metadataObjects, from: connection)
+    }
+
+    package func metadataOutput(_ output: CaptureMetadataOutput, didEmit events: [MetadataEvent], from connection: CaptureConnection) {
+        faces?.metadataOutput(output, didEmit: events, from: connection)
+        codes?.metadataOutput(output, didEmit: events, from: connection)
+        preview?.metadataOutput(output, didEmit: events, from: connection)
+    }
+}
+
+/// Calls `body` every `interval` seconds on its own queue until stopped.
+package final class MetricsPump: @unchecked Sendable {
+    // @unchecked: `timer` is set in init and cancelled in stop.
+    private let timer: DispatchSourceTimer
+    private let queue = DispatchQueue(label: "cvcam.serve.metrics")
+
+    package init(interval: Double, _ body: @escaping @Sendable () -> Void) {
+        timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now() + interval, repeating: interval)
+        timer.setEventHandler(handler: body)
+        timer.resume()
+    }
+
+    package func stop() {
+        timer.cancel()
+        queue.sync {}
+    }
+}
+
+/// What a camera reports to the metrics (`ServeMetrics`' per-camera handle).
+///
+/// Threading: thread-safe.
+package protocol CameraMetricsSink: Sendable {
+    /// Running totals of the current session (they start again from 0 when the camera reopens).
+    func update(frames: Int, analysed: Int, skipped: Int)
+    /// One frame's detection time.
+    func observeDetection(milliseconds: Double)
+    /// A new session: its running totals start from 0.
+    func sessionRestarted()
+    func inputReconnected()
+    func setOnline(_ online: Bool)
+}
+
+extension ServeMetrics.Camera: CameraMetricsSink {
+    package func observeDetection(milliseconds: Double) { recordDetectionLatency(.nanoseconds(Int64(milliseconds * 1e6))) }
+    package func inputReconnected() { recordReconnect() }
+}
+
+/// What a camera needs to show itself in the daemon's preview: the directory its sessions are
+/// attached to and how its video is streamed.
+///
+/// Threading: thread-safe.
+package struct ServePreview: Sendable {
+    package let directory: PreviewDirectory
+    package let stream: MJPEGFanOut.Settings
+
+    /// Creates the value from each of its properties.
+    package init(directory: PreviewDirectory, stream: MJPEGFanOut.Settings) {
+        self.directory = directory
+        self.stream = stream
+    }
+}

@@ -1,0 +1,692 @@
+import ArgumentParser
+import CaptureJobs
+import CaptureKit
+import CapturePreview
+import Foundation
+import Yams
+
+/// `cvcam serve`'s configuration file (YAML, read with Yams): the broker and the cameras.
+///
+/// Each camera's keys are the options of the commands it stands for, camelCased (`minScore` is
+/// `watch --min-score`), and are checked by those commands' own parsers, so a value means in
+/// the file what it means on the command line; a problem is reported with the file's line, the
+/// camera and the key (`ServeConfigError`), never with the option's name.
+///
+/// Value type; thread-safe. `Camera` is `Equatable` so a reload can tell which cameras changed.
+package struct ServeConfig: Equatable, Sendable {
+    package struct MQTT: Equatable, Sendable {
+        package var broker: String
+        package var clientID: String
+        package var username: String?
+        /// Read from `passwordFile` or the variable `passwordEnv` names; never printed.
+        package var password: String?
+        package var caFile: String?
+        package var certFile: String?
+        package var keyFile: String?
+        package var keepAlive: Int = 30
+        package var topicPrefix = "cvcam"
+        package var maxQueuedMessages = 10_000
+        package var maxQueuedBytes = 64 << 20
+        package var spool: String?
+        package var maxSpoolBytes = 1 << 30
+        /// Home Assistant's discovery prefix; nil: no discovery messages.
+        package var discoveryPrefix: String?
+
+        /// Creates the value from each of its properties.
+        package init(broker: String, clientID: String, username: String? = nil, password: String? = nil, caFile: String? = nil, certFile: String? = nil, keyFile: String? = nil, keepAlive: Int = 30, topicPrefix: String = "cvcam", maxQueuedMessages: Int = 10_000, maxQueuedBytes: Int = 64 << 20, spool: String? = nil, maxSpoolBytes: Int = 1 << 30, discoveryPrefix: String? = nil) {
+            self.broker = broker
+            self.clientID = clientID
+            self.username = username
+            self.password = password
+            self.caFile = caFile
+            self.certFile = certFile
+            self.keyFile = keyFile
+            self.keepAlive = keepAlive
+            self.topicPrefix = topicPrefix
+            self.maxQueuedMessages = maxQueuedMessages
+            self.maxQueuedBytes = maxQueuedBytes
+            self.spool = spool
+            self.maxSpoolBytes = maxSpoolBytes
+            self.discoveryPrefix = discoveryPrefix
+        }
+    }
+
+    package struct Faces: Equatable, Sendable {
+        /// `FaceOptions` arguments (`--face-detection`, `--face-scan-interval`, `--models`).
+        package var arguments: [String]
+        package var updateInterval = 1.0
+
+        /// Creates the value from each of its properties.
+        package init(arguments: [String], updateInterval: Double = 1.0) {
+            self.arguments = arguments
+            self.updateInterval = updateInterval
+        }
+    }
+
+    package struct Codes: Equatable, Sendable {
+        package var types: CodeTypeSelection
+        package var repeatInterval = 2.0
+
+        /// Creates the value from each of its properties.
+        package init(types: CodeTypeSelection, repeatInterval: Double = 2.0) {
+            self.types = types
+            self.repeatInterval = repeatInterval
+        }
+    }
+
+    package struct Record: Equatable, Sendable {
+        package var dir: String
+        /// Seconds of video per file; a new file follows.
+        package var segment = 600.0
+        package var quality = 80
+
+        /// Creates the value from each of its properties.
+        package init(dir: String, segment: Double = 600.0, quality: Int = 80) {
+            self.dir = dir
+            self.segment = segment
+            self.quality = quality
+        }
+    }
+
+    package struct Camera: Equatable, Sendable {
+        package var name: String
+        /// The name Home Assistant shows (default: `name`).
+        package var displayName: String
+        /// `InputOptions` arguments: the input and how it is shaped.
+        package var inputArguments: [String]
+        package var faces: Faces?
+        package var codes: Codes?
+        /// `watch` arguments: the folder and the snapshot rules.
+        package var snapshotArguments: [String]?
+        package var record: Record?
+
+        package var inputOptions: InputOptions { try! InputOptions.parse(inputArguments) }  // checked when loaded
+        package var faceOptions: FaceOptions? { faces.map { try! FaceOptions.parse($0.arguments) } }
+        package var snapshotOptions: SnapshotOptions? { snapshotArguments.map { try! SnapshotOptions.parse($0) } }
+
+        /// Creates the value from each of its properties.
+        package init(name: String, displayName: String, inputArguments: [String], faces: Faces? = nil, codes: Codes? = nil, snapshotArguments: [String]? = nil, record: Record? = nil) {
+            self.name = name
+            self.displayName = displayName
+            self.inputArguments = inputArguments
+            self.faces = faces
+            self.codes = codes
+            self.snapshotArguments = snapshotArguments
+            self.record = record
+        }
+    }
+
+    /// The browser preview of every camera (`cvcam preview`'s pages), when configured.
+    package struct Preview: Equatable, Sendable {
+        package var listen = ListenAddress.defaultValue
+        /// From `tokenFile` or the variable `tokenEnv` names; required beyond loopback; never printed.
+        package var token: String?
+        package var stream = MJPEGFanOut.Settings(maximumSize: nil, quality: 70, framesPerSecond: 15)
+
+        /// Creates the value from each of its properties.
+        package init(listen: ListenAddress = ListenAddress.defaultValue, token: String? = nil, stream: MJPEGFanOut.Settings = MJPEGFanOut.Settings(maximumSize: nil, quality: 70, framesPerSecond: 15)) {
+            self.listen = listen
+            self.token = token
+            self.stream = stream
+        }
+    }
+
+    package var mqtt: MQTT
+    /// Seconds between `stats` messages; nil: none.
+    package var statsInterval: Double? = 60
+    /// `host:port` of the Prometheus endpoint; nil: none.
+    package var metricsListen: String?
+    package var preview: Preview?
+    package var cameras: [Camera]
+
+    /// A camera's name as a topic level and file-name prefix.
+    package static func isValidName(_ name: String) -> Bool { name.wholeMatch(of: /[A-Za-z0-9_-]{1,64}/) != nil }
+
+    /// Reads and checks `path`; every problem in the file is reported at once.
+    package static func load(path: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(ServeConfigError) -> ServeConfig {
+        let text: String
+        do { text = try String(contentsOfFile: path, encoding: .utf8) } catch {
+            throw ServeConfigError(file: path, [.init(path: "", line: nil, message: "cannot read the file: \(error.localizedDescription)")])
+        }
+        return try parse(text, file: path, environment: environment)
+    }
+
+    package static func parse(_ text: String, file: String = "config", environment: [String: String] = [:]) throws(ServeConfigError) -> ServeConfig {
+        let root: Node?
+        do { root = try Yams.compose(yaml: text) } catch {
+            throw ServeConfigError(file: file, [.init(path: "", line: nil, message: "not valid YAML: \(error)")])
+        }
+        var reader = ConfigReader(environment: environment)
+        let config = reader.read(root)
+        guard reader.problems.isEmpty, let config else { throw ServeConfigError(file: file, reader.problems) }
+        return config
+    }
+
+    /// Creates the value from each of its properties.
+    package init(mqtt: MQTT, statsInterval: Double? = 60, metricsListen: String? = nil, preview: Preview? = nil, cameras: [Camera]) {
+        self.mqtt = mqtt
+        self.statsInterval = statsInterval
+        self.metricsListen = metricsListen
+        self.preview = preview
+        self.cameras = cameras
+    }
+}
+
+/// What is wrong with a configuration file: every problem, each with its line, camera and key.
+package struct ServeConfigError: Error, CustomStringConvertible {
+    package struct Problem: Equatable, Sendable {
+        /// `cameras[1] (door): snapshots.minScore`, `mqtt.broker`, or "" for the whole file.
+        package var path: String
+        package var line: Int?
+        package var message: String
+
+        /// Creates the value from each of its properties.
+        package init(path: String, line: Int? = nil, message: String) {
+            self.path = path
+            self.line = line
+            self.message = message
+        }
+    }
+
+    package var file: String
+    package var problems: [Problem]
+
+    package init(file: String, _ problems: [Problem]) {
+        self.file = file
+        self.problems = problems
+    }
+
+    package var description: String {
+        let lines = problems.map { p in
+            "  " + (p.line.map { "line \($0): " } ?? "") + (p.path.isEmpty ? "" : p.path + ": ") + p.message
+        }
+        return "\(file): \(problems.count == 1 ? "1 problem" : "\(problems.count) problems"); nothing was started:\n"
+            + lines.joined(separator: "\n")
+    }
+}
+
+/// Walks the YAML tree, collecting problems instead of stopping at the first.
+package struct ConfigReader {
+    package let environment: [String: String]
+    package var problems: [ServeConfigError.Problem] = []
+    /// Every camera name read, valid camera or not, to find the same name used twice.
+    package var names: [String] = []
+
+    package init(environment: [String: String]) { self.environment = environment }
+
+    package mutating func problem(_ path: String, _ node: Node?, _ message: String) {
+        problems.append(.init(path: path, line: node?.mark?.line, message: message))
+    }
+
+    /// The mapping at `node` with only `known` keys; nil (and a problem) otherwise.
+    package mutating func mapping(_ node: Node?, _ path: String, known: [String]) -> [(key: String, value: Node, keyNode: Node)]? {
+        guard let node, case .mapping(let mapping) = node else {
+            problem(path, node, "must be a mapping of keys (\(known.joined(separator: ", ")))")
+            return nil
+        }
+        var pairs: [(key: String, value: Node, keyNode: Node)] = []
+        for (key, value) in mapping {
+            let name = key.string ?? ""
+            guard known.contains(name) else {
+                problem(join(path, name), key, "unknown key; the keys here are \(known.joined(separator: ", "))")
+                continue
+            }
+            pairs.append((name, value, key))
+        }
+        return pairs
+    }
+
+    package func join(_ path: String, _ key: String) -> String { path.isEmpty ? key : path + "." + key }
+
+    package mutating func string(_ node: Node, _ path: String) -> String? {
+        guard case .scalar = node, let s = node.string, !s.isEmpty else {
+            problem(path, node, "must be a non-empty text value")
+            return nil
+        }
+        return s
+    }
+
+    package mutating func number(_ node: Node, _ path: String, _ range: ClosedRange<Double>) -> Double? {
+        guard case .scalar = node, let v = node.float ?? node.int.map(Double.init), range.contains(v) else {
+            problem(path, node, "must be a number in \(range.lowerBound)…\(range.upperBound) (got '\(node.string ?? "?")')")
+            return nil
+        }
+        return v
+    }
+
+    package mutating func integer(_ node: Node, _ path: String, _ range: ClosedRange<Int>) -> Int? {
+        guard case .scalar = node, let v = node.int, range.contains(v) else {
+            problem(path, node, "must be a whole number in \(range.lowerBound)…\(range.upperBound) (got '\(node.string ?? "?")')")
+            return nil
+        }
+        return v
+    }
+
+    package mutating func bytes(_ node: Node, _ path: String) -> Int? {
+        guard case .scalar = node, let text = node.string, let v = RecordingFiles.parseBytes(text), v <= Int64(Int.max) else {
+            problem(path, node, "must be a size in bytes, optionally with K, M or G (e.g. 64M; got '\(node.string ?? "?")')")
+            return nil
+        }
+        return Int(v)
+    }
+
+    /// A topic prefix: levels without wildcards, not starting or ending with "/".
+    package mutating func topicPrefix(_ node: Node, _ path: String) -> String? {
+        guard let s = string(node, path) else { return nil }
+        guard !s.contains("+"), !s.contains("#"), !s.hasPrefix("/"), !s.hasSuffix("/"), !s.contains("//"),
+            !s.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
+        else {
+            problem(path, node, "must be topic levels like cvcam or site/cvcam: no +, #, empty levels or control characters")
+            return nil
+        }
+        return s
+    }
+
+    package mutating func read(_ root: Node?) -> ServeConfig? {
+        guard let top = mapping(root, "", known: ["mqtt", "stats", "metrics", "preview", "cameras"]) else { return nil }
+        var mqtt: ServeConfig.MQTT?
+        var stats: Double? = 60
+        var metrics: String?
+        var preview: ServeConfig.Preview?
+        var cameras: [ServeConfig.Camera] = []
+        var sawCameras = false
+        for (key, value, _) in top {
+            switch key {
+            case "mqtt": mqtt = readMQTT(value)
+            case "stats":
+                stats = number(value, "stats", 0...86_400).flatMap { $0 == 0 ? nil : max($0, 0.1) }
+            case "metrics":
+                guard let m = mapping(value, "metrics", known: ["listen"]) else { break }
+                for (_, v, _) in m {
+                    guard let listen = string(v, "metrics.listen") else { continue }
+                    do {
+                        _ = try MetricsServer.Address(parsing: listen)
+                        metrics = listen
+                    } catch {
+                        problem("metrics.listen", v, "\(error); use HOST:PORT, e.g. 127.0.0.1:9464")
+                    }
+                }
+            case "preview": preview = readPreview(value)
+            case "cameras":
+                sawCameras = true
+                guard case .sequence(let list) = value, !list.isEmpty else {
+                    problem("cameras", value, "must be a list with at least one camera")
+                    break
+                }
+                for (i, item) in list.enumerated() { if let c = readCamera(item, index: i) { cameras.append(c) } }
+            default: break
+            }
+        }
+        if mqtt == nil && !top.contains(where: { $0.key == "mqtt" }) {
+            problem("mqtt", root, "missing: the broker to publish to (mqtt: {broker: mqtt://HOST:1883})")
+        }
+        if !sawCameras { problem("cameras", root, "missing: the list of cameras to run") }
+        var seen: [String: Int] = [:]
+        for name in names {
+            seen[name, default: 0] += 1
+            if seen[name] == 2 { problem("cameras", root, "the name '\(TerminalText.escaped(name))' is used by more than one camera; names must be unique") }
+        }
+        guard let mqtt else { return nil }
+        return ServeConfig(mqtt: mqtt, statsInterval: stats, metricsListen: metrics, preview: preview, cameras: cameras)
+    }
+
+    /// `preview:` — the options of `cvcam preview` that concern the server, camelCased.
+    package mutating func readPreview(_ node: Node) -> ServeConfig.Preview? {
+        let known = ["listen", "tokenFile", "tokenEnv", "streamSize", "streamQuality", "streamFps"]
+        guard let m = mapping(node, "preview", known: known) else { return nil }
+        var result = ServeConfig.Preview()
+        var ok = true
+        for (key, v, _) in m {
+            let path = "preview." + key
+            switch key {
+            case "listen":
+                guard let text = string(v, path) else { ok = false; continue }
+                guard let address = ListenAddress(text) else {
+                    problem(path, v, "must be HOST:PORT, [IPv6]:PORT or :PORT with a port from 0 to 65535 (got '\(TerminalText.escaped(text))')")
+                    ok = false
+                    continue
+                }
+                result.listen = address
+            case "tokenFile", "tokenEnv":
+                guard let name = string(v, path) else { ok = false; continue }
+                let token: String
+                if key == "tokenFile" {
+                    guard let data = FileManager.default.contents(atPath: name) else {
+                        problem(path, v, "cannot read the token file \(TerminalText.escaped(name)); check the path and its permissions")
+                        ok = false
+                        continue
+                    }
+                    token = PreviewToken.firstLine(data)
+                } else {
+                    guard let value = environment[name] else {
+                        problem(path, v, "the environment variable \(TerminalText.escaped(name)) is not set (the unit's EnvironmentFile or `export` should set it)")
+                        ok = false
+                        continue
+                    }
+                    token = value
+                }
+                // The problem names the rule, never the token.
+                if let why = PreviewToken.problem(token) { problem(path, v, "the token \(why)"); ok = false }
+                result.token = token
+            case "streamSize":
+                guard let text = string(v, path), let size = ViewSize(argument: text) else {
+                    problem(path, v, "must be WIDTHxHEIGHT, e.g. 1280x720")
+                    ok = false
+                    continue
+                }
+                result.stream.maximumSize = .init(width: size.width, height: size.height)
+            case "streamQuality": result.stream.quality = integer(v, path, 1...100) ?? result.stream.quality
+            default: result.stream.framesPerSecond = number(v, path, 0.1...120) ?? result.stream.framesPerSecond
+            }
+        }
+        if m.contains(where: { $0.key == "tokenFile" }) && m.contains(where: { $0.key == "tokenEnv" }) {
+            problem("preview.tokenFile", node, "use either tokenFile or tokenEnv, not both")
+            ok = false
+        }
+        if ok && !result.listen.isLoopback && result.token == nil {
+            problem(
+                "preview.listen", node,
+                "\(result.listen) can be reached from other machines: give tokenFile or tokenEnv, or listen on 127.0.0.1")
+            ok = false
+        }
+        return ok ? result : nil
+    }
+
+    package mutating func readMQTT(_ node: Node) -> ServeConfig.MQTT? {
+        let known = ["broker", "clientID", "username", "passwordFile", "passwordEnv", "caFile", "certFile", "keyFile", "keepAlive",
+                     "topicPrefix", "queue", "homeAssistant"]
+        guard let m = mapping(node, "mqtt", known: known) else { return nil }
+        let host = ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "host"
+        var result = ServeConfig.MQTT(broker: "", clientID: "cvcam-" + host)
+        var ok = true
+        for (key, v, _) in m {
+            let path = "mqtt." + key
+            switch key {
+            case "broker":
+                guard let url = string(v, path) else { ok = false; continue }
+                if let why = Self.brokerProblem(url) { problem(path, v, why); ok = false }
+                result.broker = url
+            case "clientID":
+                guard let id = string(v, path) else { ok = false; continue }
+                if id.utf8.count > 65_535 { problem(path, v, "is too long"); ok = false }
+                result.clientID = id
+            case "username": result.username = string(v, path)
+            case "passwordFile":
+                guard let file = string(v, path) else { continue }
+                do {
+                    result.password = try String(contentsOfFile: file, encoding: .utf8).trimmingCharacters(in: .newlines)
+                } catch {
+                    problem(path, v, "cannot read the password file \(file): \(error.localizedDescription)")
+                }
+            case "passwordEnv":
+                guard let name = string(v, path) else { continue }
+                if let value = environment[name] { result.password = value } else {
+                    problem(path, v, "the environment variable \(name) is not set (the unit's EnvironmentFile or `export` should set it)")
+                }
+            case "caFile", "certFile", "keyFile":
+                guard let file = string(v, path) else { continue }
+                if access(file, R_OK) != 0 { problem(path, v, "cannot read \(file): \(String(cString: strerror(errno)))") }
+                switch key {
+                case "caFile": result.caFile = file
+                case "certFile": result.certFile = file
+                default: result.keyFile = file
+                }
+            case "keepAlive": result.keepAlive = integer(v, path, 5...65_535) ?? result.keepAlive
+            case "topicPrefix": result.topicPrefix = topicPrefix(v, path) ?? result.topicPrefix
+            case "queue":
+                guard let q = mapping(v, path, known: ["maxMessages", "maxBytes", "spool", "maxSpoolBytes"]) else { continue }
+                for (qk, qv, _) in q {
+                    let qp = path + "." + qk
+                    switch qk {
+                    case "maxMessages": result.maxQueuedMessages = integer(qv, qp, 1...10_000_000) ?? result.maxQueuedMessages
+                    case "maxBytes": result.maxQueuedBytes = bytes(qv, qp) ?? result.maxQueuedBytes
+                    case "spool": result.spool = string(qv, qp)
+                    default: result.maxSpoolBytes = bytes(qv, qp) ?? result.maxSpoolBytes
+                    }
+                }
+            case "homeAssistant":
+                guard let h = mapping(v, path, known: ["discoveryPrefix", "enabled"]) else { continue }
+                var prefix: String? = "homeassistant"
+                var enabled = true
+                for (hk, hv, _) in h {
+                    if hk == "discoveryPrefix" { prefix = topicPrefix(hv, path + ".discoveryPrefix") }
+                    else if let b = hv.bool { enabled = b } else { problem(path + ".enabled", hv, "must be true or false") }
+                }
+                result.discoveryPrefix = enabled ? prefix : nil
+            default: break
+            }
+        }
+        if !m.contains(where: { $0.key == "broker" }) { problem("mqtt.broker", node, "missing: e.g. mqtt://127.0.0.1:1883"); ok = false }
+        if result.password != nil && result.username == nil { problem("mqtt.username", node, "missing: a password needs a username") }
+        if (result.certFile == nil) != (result.keyFile == nil) {
+            problem("mqtt.certFile", node, "certFile and keyFile go together (a client certificate and its key)")
+        }
+        return ok ? result : nil
+    }
+
+    /// Why `url` is not a broker address, or nil.
+    package static func brokerProblem(_ url: String) -> String? {
+        guard let c = URLComponents(string: url), let scheme = c.scheme?.lowercased(), ["mqtt", "mqtts"].contains(scheme) else {
+            return "must be mqtt://HOST[:PORT] or mqtts://HOST[:PORT] (got '\(url)')"
+        }
+        if c.user != nil || c.password != nil {
+            return "must not hold credentials; use mqtt.username with passwordFile or passwordEnv"
+        }
+        guard let host = c.host, !host.isEmpty else { return "has no host (got '\(url)')" }
+        if let port = c.port, !(1...65_535).contains(port) { return "port must be 1…65535" }
+        return nil
+    }
+
+    // MARK: Cameras
+
+    package static let cameraKeys = [
+        "name", "displayName", "input", "size", "fps", "pixelFormat", "setCtrl", "rotate", "mirror", "preset", "connectTimeout",
+        "rectOfInterest", "faces", "codes", "snapshots", "record",
+    ]
+    package static let snapshotKeys = [
+        "dir", "minFaceSize", "minScore", "maxRoll", "maxYaw", "minSharpness", "bestOf", "faceCooldown", "cooldown", "preFrames",
+        "maxPerWindow", "window", "every", "quality",
+    ]
+
+    package mutating func readCamera(_ node: Node, index: Int) -> ServeConfig.Camera? {
+        var label = "cameras[\(index)]"
+        let nameNode: Node? = if case .mapping = node { node["name"] } else { nil }
+        if let name = nameNode?.string { label += " (\(TerminalText.escaped(name)))" }
+        guard let m = mapping(node, label, known: Self.cameraKeys) else { return nil }
+        let before = problems.count
+        var name = ""
+        var display: String?
+        // Files and scenes play at their own rate, as a camera would.
+        var inputArgs: [String] = ["--realtime"]
+        var faces: ServeConfig.Faces?
+        var codes: ServeConfig.Codes?
+        var snapshots: [String]?
+        var record: ServeConfig.Record?
+        var optionKeys: [String: String] = [:]
+        for (key, v, _) in m {
+            let path = label + ": " + key
+            switch key {
+            case "name":
+                guard let n = string(v, path) else { continue }
+                if !ServeConfig.isValidName(n) {
+                    problem(path, v, "must be 1 to 64 letters, digits, - or _ (it is a topic level and a file name)")
+                }
+                name = n
+                names.append(n)
+            case "displayName": display = string(v, path)
+            case "input":
+                guard let input = string(v, path) else { continue }
+                // A camera by path, index or ID is --device; everything else --input.
+                let isDevice = input.hasPrefix("/dev/") || Int(input) != nil
+                inputArgs += [isDevice ? "--device" : "--input", input]
+                optionKeys[isDevice ? "device" : "input"] = "input"
+            case "mirror":
+                guard let b = v.bool else { problem(path, v, "must be true or false"); continue }
+                if b { inputArgs.append("--mirror") }
+            case "rectOfInterest":
+                let text: String?
+                if case .sequence(let list) = v { text = list.map { $0.string ?? "?" }.joined(separator: ",") } else { text = v.string }
+                inputArgs += ["--rect-of-interest", text ?? ""]
+                optionKeys["rect-of-interest"] = "rectOfInterest"
+            case "setCtrl":
+                let items: [Node] = if case .sequence(let list) = v { Array(list) } else { [v] }
+                for item in items { inputArgs += ["--set-ctrl", item.string ?? ""] }
+                optionKeys["set-ctrl"] = "setCtrl"
+            case "size", "fps", "pixelFormat", "rotate", "preset", "connectTimeout":
+                guard case .scalar = v, let s = v.string else { problem(path, v, "must be a single value"); continue }
+                let option = Self.kebab(key)
+                inputArgs += ["--" + option, s]
+                optionKeys[option] = key
+            case "faces": faces = readFaces(v, label)
+            case "codes": codes = readCodes(v, label)
+            case "snapshots": snapshots = readSnapshots(v, label)
+            case "record": record = readRecord(v, label)
+            default: break
+            }
+        }
+        if name.isEmpty && !m.contains(where: { $0.key == "name" }) { problem(label + ": name", node, "missing: every camera needs a name") }
+        if !m.contains(where: { $0.key == "input" }) {
+            problem(label + ": input", node, "missing: a camera (/dev/video0, its index or ID), a URL, a file or synthetic:SPEC")
+        }
+        // The input's own parser decides what the options mean together (and that a URL is one).
+        if let options = parsed(InputOptions.self, inputArgs, keys: optionKeys, section: "", label: label, node: node),
+            options.input == "-"
+        {
+            problem(label + ": input", node, "standard input cannot be a camera of the daemon")
+        }
+        if snapshots != nil && faces == nil {
+            problem(label + ": snapshots", node, "snapshots are taken when faces appear: add `faces: {}` to this camera")
+        }
+        if faces == nil && codes == nil {
+            problem(label, node, "detects nothing: add `faces: {}`, `codes: [qr]` or both")
+        }
+        guard problems.count == before else { return nil }
+        return ServeConfig.Camera(
+            name: name, displayName: display ?? name, inputArguments: inputArgs, faces: faces, codes: codes,
+            snapshotArguments: snapshots, record: record)
+    }
+
+    package mutating func readFaces(_ v: Node, _ label: String) -> ServeConfig.Faces? {
+        // `faces: true` or `faces: {}`: the defaults.
+        if let b = v.bool, case .scalar = v { return b ? ServeConfig.Faces(arguments: []) : nil }
+        guard let m = mapping(v, label + ": faces", known: ["detection", "scanInterval", "updateInterval", "models"]) else { return nil }
+        var result = ServeConfig.Faces(arguments: [])
+        var keys: [String: String] = [:]
+        for (key, value, _) in m {
+            let path = label + ": faces." + key
+            guard case .scalar = value, let s = value.string else { problem(path, value, "must be a single value"); continue }
+            switch key {
+            case "updateInterval": result.updateInterval = number(value, path, OptionRange.seconds) ?? result.updateInterval
+            case "detection": result.arguments += ["--face-detection", s]; keys["face-detection"] = key
+            case "scanInterval": result.arguments += ["--face-scan-interval", s]; keys["face-scan-interval"] = key
+            default: result.arguments += ["--models", s]; keys["models"] = key
+            }
+        }
+        guard parsed(FaceOptions.self, result.arguments, keys: keys, section: "faces.", label: label, node: v, pairs: m) != nil
+        else { return nil }
+        return result
+    }
+
+    package mutating func readCodes(_ v: Node, _ label: String) -> ServeConfig.Codes? {
+        let path = label + ": codes"
+        var typesNode: Node? = v
+        var result = ServeConfig.Codes(types: .only([.qr]))
+        if case .mapping = v {
+            guard let m = mapping(v, path, known: ["types", "repeatInterval"]) else { return nil }
+            typesNode = nil
+            for (key, value, _) in m {
+                if key == "types" { typesNode = value } else {
+                    result.repeatInterval = number(value, path + ".repeatInterval", OptionRange.seconds) ?? result.repeatInterval
+                }
+            }
+        } else if let b = v.bool, case .scalar = v {
+            return b ? result : nil
+        }
+        guard let typesNode else { return result }
+        let text: String
+        if case .sequence(let list) = typesNode { text = list.map { $0.string ?? "?" }.joined(separator: ",") } else {
+            text = typesNode.string ?? ""
+        }
+        guard let types = CodeTypeSelection(argument: text) else {
+            problem(path, typesNode, "must be code types from \(CodeTypeSelection.allValueStrings.joined(separator: ", ")) (got '\(text)')")
+            return nil
+        }
+        result.types = types
+        return result
+    }
+
+    package mutating func readSnapshots(_ v: Node, _ label: String) -> [String]? {
+        guard let m = mapping(v, label + ": snapshots", known: Self.snapshotKeys) else { return nil }
+        var args: [String] = []
+        var keys: [String: String] = [:]
+        for (key, value, _) in m {
+            guard case .scalar = value, let s = value.string else {
+                problem(label + ": snapshots." + key, value, "must be a single value")
+                continue
+            }
+            args += ["--" + Self.kebab(key), s]
+            keys[Self.kebab(key)] = key
+        }
+        guard m.contains(where: { $0.key == "dir" }) else {
+            problem(label + ": snapshots.dir", v, "missing: the folder snapshots are written to")
+            return nil
+        }
+        guard parsed(SnapshotOptions.self, args, keys: keys, section: "snapshots.", label: label, node: v, pairs: m) != nil else { return nil }
+        return args
+    }
+
+    package mutating func readRecord(_ v: Node, _ label: String) -> ServeConfig.Record? {
+        let path = label + ": record"
+        guard let m = mapping(v, path, known: ["dir", "segment", "quality"]) else { return nil }
+        var result = ServeConfig.Record(dir: "")
+        for (key, value, _) in m {
+            switch key {
+            case "dir": result.dir = string(value, path + ".dir") ?? ""
+            case "segment": result.segment = number(value, path + ".segment", 1...86_400) ?? result.segment
+            default: result.quality = integer(value, path + ".quality", 1...100) ?? result.quality
+            }
+        }
+        guard !result.dir.isEmpty else {
+            problem(path + ".dir", v, "missing: the folder recordings are written to")
+            return nil
+        }
+        return result
+    }
+
+    /// `args` read by `Command`'s own parser; a problem is reported in the file's words (`keys`
+    /// maps options to keys, prefixed by `section`), on the line of the key it names among
+    /// `pairs`, else on `node`'s.
+    package mutating func parsed<Command: ParsableArguments>(
+        _ type: Command.Type, _ args: [String], keys: [String: String], section: String, label: String, node: Node,
+        pairs: [(key: String, value: Node, keyNode: Node)] = []
+    ) -> Command? {
+        do { return try Command.parse(args) } catch {
+            let text = Self.reworded(Command.message(for: error), keys: keys, section: section)
+            problem(label, Self.node(named: text, in: pairs, section: section) ?? node, text)
+            return nil
+        }
+    }
+
+    /// The key a message names (`snapshots.minScore …`), for its line.
+    package static func node(named message: String, in pairs: [(key: String, value: Node, keyNode: Node)], section: String) -> Node? {
+        pairs.sorted { $0.key.count > $1.key.count }.first { message.contains(section + $0.key) }?.keyNode
+    }
+
+    /// `minFaceSize` → `min-face-size`.
+    package static func kebab(_ key: String) -> String {
+        key.unicodeScalars.map { CharacterSet.uppercaseLetters.contains($0) ? "-" + String($0).lowercased() : String($0) }.joined()
+    }
+
+    /// A command-line parser's message in the file's words: `--min-score` becomes `snapshots.minScore`.
+    package static func reworded(_ message: String, keys: [String: String], section: String) -> String {
+        var text = message
+        for (option, key) in keys.sorted(by: { $0.key.count > $1.key.count }) {
+            text = text.replacingOccurrences(of: "'--\(option)'", with: section + key)
+            text = text.replacingOccurrences(of: "--\(option)", with: section + key)
+        }
+        if let unknown = text.firstMatch(of: /Unknown option '--([a-z-]+)'/) {
+            text = "unknown key \(section)\(unknown.1)"
+        }
+        return text
+    }
+}

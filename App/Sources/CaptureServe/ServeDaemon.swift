@@ -1,0 +1,191 @@
+import CaptureJobs
+import CaptureKit
+import CapturePreview
+import Foundation
+import Logging
+
+/// The broker as the daemon uses it: publishing (`ServePublisher`), commands in, and the
+/// connection's life. `MQTTLink` is the real one (libmosquitto through CaptureMQTT).
+///
+/// Threading: thread-safe.
+package protocol ServeBrokerLink: ServePublisher {
+    func start()
+    /// `handler` gets (topic, payload) of every message matching `filter`, also after a reconnect.
+    func subscribe(_ filter: String, handler: @escaping @Sendable (String, [UInt8]) -> Void)
+    /// Runs on every (re)connect; what it publishes goes out before the backlog.
+    func onConnect(_ handler: @escaping @Sendable () -> Void)
+    /// Waits until everything queued is acknowledged; false on timeout.
+    func flush(timeout: Double) -> Bool
+    /// Disconnects cleanly (no last will).
+    func stop()
+}
+
+/// `cvcam serve`'s cameras and what they share: the broker link, the daemon's availability,
+/// Home Assistant discovery, commands, and reloading the configuration.
+///
+/// Threading: `start`, `reload` and `shutdown` may be called from any thread (they are
+/// serialised by `lock`); commands arrive on the link's thread.
+package final class ServeDaemon: @unchecked Sendable {
+    // @unchecked: `config` and `cameras` are guarded by `lock`.
+    private let lock = NSLock()
+    private var config: ServeConfig
+    private var cameras: [String: ServeCamera] = [:]
+    private let configPath: String?
+    private let link: any ServeBrokerLink
+    private let metrics: ServeMetrics?
+    private let preview: ServePreview?
+    private let logger = Logger(label: "cvcam.serve")
+    /// Seconds a shutdown waits for the broker to take the last messages.
+    package static let flushTimeout = 5.0
+
+    package init(
+        config: ServeConfig, configPath: String?, link: any ServeBrokerLink, metrics: ServeMetrics? = nil,
+        preview: PreviewDirectory? = nil
+    ) {
+        self.config = config
+        self.configPath = configPath
+        self.link = link
+        self.metrics = metrics
+        self.preview = preview.map { ServePreview(directory: $0, stream: config.preview?.stream ?? ServeConfig.Preview().stream) }
+    }
+
+    package var prefix: String { lock.withLock { config.mqtt.topicPrefix } }
+    package var daemonAvailability: String { CameraTopics.daemonAvailability(prefix: prefix) }
+
+    /// The preview's cameras, when the daemon serves them.
+    package var previewDirectory: PreviewDirectory? { preview?.directory }
+
+    /// The camera named `name`, while it runs (tests).
+    package func camera(_ name: String) -> ServeCamera? { lock.withLock { cameras[name] } }
+
+    /// Connects, subscribes to the cameras' `set` topics and starts every camera.
+    package func start() {
+        let prefix = self.prefix
+        link.onConnect { [weak self] in self?.connected() }
+        link.subscribe("\(prefix)/+/set") { [weak self] topic, payload in self?.command(topic: topic, payload: payload) }
+        link.start()
+        lock.withLock {
+            preview?.directory.list(config.cameras.map(\.name))
+            for camera in config.cameras { startCamera(camera) }
+        }
+    }
+
+    /// On every (re)connect: the daemon is online, each camera's state and discovery again
+    /// (a broker that restarted without persistence lost its retained messages).
+    private func connected() {
+        let (list, config) = lock.withLock { (Array(cameras.values), self.config) }
+        link.publish(topic: daemonAvailability, text: CameraTopics.online, retain: true, latestOnly: true)
+        for camera in list {
+            camera.republishState()
+            publishDiscovery(camera.config, config: config)
+        }
+    }
+
+    private func publishDiscovery(_ camera: ServeConfig.Camera, config: ServeConfig, removing: Bool = false) {
+        guard let discovery = config.mqtt.discoveryPrefix else { return }
+        // The names were checked when the file was read; a failure here is a bug, said once.
+        guard
+            let entities = try? HomeAssistantDiscovery(
+                topicPrefix: config.mqtt.topicPrefix, discoveryPrefix: discovery, cameraName: camera.name,
+                displayName: camera.displayName, model: Self.model(of: camera))
+        else {
+            logger.error("no Home Assistant discovery for \(camera.name): its names are not valid topic levels")
+            return
+        }
+        for message in removing ? entities.removalMessages() : entities.configMessages() {
+            link.publish(topic: message.topic, payload: message.payload, retain: true, latestOnly: true)
+        }
+    }
+
+    /// The device model Home Assistant shows: what kind of input the camera is.
+    package static func model(of camera: ServeConfig.Camera) -> String {
+        switch camera.inputOptions.inputKind {
+        case "camera": "V4L2 camera"
+        case "stream": "network camera"
+        case "synthetic": "synthetic camera"
+        case "folder", "image": "image folder"
+        default: "video file"
+        }
+    }
+
+    /// Call with `lock` held.
+    private func startCamera(_ camera: ServeConfig.Camera) {
+        let made = ServeCamera(
+            config: camera, prefix: config.mqtt.topicPrefix, publisher: link, statsInterval: config.statsInterval,
+            metrics: metrics?.camera(camera.name), preview: preview)
+        cameras[camera.name] = made
+        made.republishState()
+        publishDiscovery(camera, config: config)
+        made.start()
+        logger.info("camera \(camera.name) started")
+    }
+
+    private func command(topic: String, payload: [UInt8]) {
+        let levels = topic.split(separator: "/", omittingEmptySubsequences: false)
+        guard levels.count >= 2 else { return }
+        let name = String(levels[levels.count - 2])
+        guard let camera = lock.withLock({ cameras[name] }) else {
+            logger.warning("a command for the unknown camera '\(TerminalText.escaped(name))' was ignored")
+            return
+        }
+        camera.handle(command: payload)
+    }
+
+    /// Reads the configuration file again: cameras whose settings changed restart, removed
+    /// ones stop (and leave Home Assistant), new ones start; unchanged ones keep running. A
+    /// file with problems changes nothing (they are logged). Broker settings need a restart.
+    @discardableResult
+    package func reload() -> Bool {
+        guard let configPath else { return false }
+        let fresh: ServeConfig
+        do { fresh = try ServeConfig.load(path: configPath) } catch {
+            logger.error("reload refused; the running configuration stays:\n\(TerminalText.escaped(error.description))")
+            return false
+        }
+        lock.withLock {
+            if fresh.mqtt != config.mqtt {
+                logger.warning("the mqtt settings changed; they take effect when the daemon restarts")
+            }
+            if fresh.preview != config.preview {
+                logger.warning("the preview settings changed; they take effect when the daemon restarts")
+            }
+            let wanted = Dictionary(fresh.cameras.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+            var stopping: [ServeCamera] = []
+            for (name, running) in cameras where wanted[name] != running.config || fresh.statsInterval != config.statsInterval {
+                stopping.append(running)
+                cameras[name] = nil
+                if wanted[name] == nil { publishDiscovery(running.config, config: config, removing: true) }
+            }
+            Self.stopAll(stopping)
+            preview?.directory.list(fresh.cameras.map(\.name))
+            let old = config
+            config.cameras = fresh.cameras
+            config.statsInterval = fresh.statsInterval
+            for camera in fresh.cameras where cameras[camera.name] == nil { startCamera(camera) }
+            let changed = stopping.count
+            logger.notice(
+                "configuration reloaded: \(fresh.cameras.count) camera(s), \(changed) stopped or restarted, \(fresh.cameras.filter { c in old.cameras.contains(c) }.count) unchanged")
+        }
+        return true
+    }
+
+    /// Stops every camera (snapshots written, recordings finished), publishes `offline` for
+    /// each and for the daemon, waits for the broker to take it all, and disconnects.
+    package func shutdown() {
+        let list = lock.withLock {
+            defer { cameras = [:] }
+            return Array(cameras.values)
+        }
+        Self.stopAll(list)
+        link.publish(topic: daemonAvailability, text: CameraTopics.offline, retain: true, latestOnly: true)
+        if !link.flush(timeout: Self.flushTimeout) {
+            logger.warning("the broker did not take every message within \(Self.flushTimeout) s; the rest is lost (or spooled)")
+        }
+        link.stop()
+    }
+
+    /// Stops cameras side by side: each may wait for a file to finish.
+    private static func stopAll(_ cameras: [ServeCamera]) {
+        DispatchQueue.concurrentPerform(iterations: cameras.count) { cameras[$0].stop() }
+    }
+}

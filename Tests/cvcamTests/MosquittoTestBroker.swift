@@ -1,1 +1,0 @@
-../CaptureMQTTTests/MosquittoTestBroker.swift

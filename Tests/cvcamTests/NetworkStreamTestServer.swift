@@ -1,1 +1,0 @@
-../CaptureKitTests/NetworkStreamTestServer.swift
