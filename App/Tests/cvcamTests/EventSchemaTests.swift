@@ -9,7 +9,7 @@ import Testing
 import AppTestSupport
 
 /// The typed `--json` schema: every event type encodes and decodes back to itself, and the
-/// README's examples are lines these types produce, so the README and the code cannot drift.
+/// Docs/ndjson.md's examples are lines these types produce, so the documentation and the code cannot drift.
 @Suite struct EventSchemaTests {
     static let input = CaptureInput.ID(rawValue: 1)
 
@@ -111,12 +111,12 @@ import AppTestSupport
         #expect(throws: DecodingError.self) { try JSONDecoder().decode(Event<DropEvent>.self, from: Data(future.utf8)) }
     }
 
-    // MARK: The README
+    // MARK: The schema's documentation (Docs/ndjson.md)
 
-    /// The lines of the fenced block after `heading` in the README.
+    /// The lines of the fenced block after `heading` in Docs/ndjson.md.
     func readmeBlock(after heading: String) throws -> [String] {
-        let readme = try String(contentsOf: CLI.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
-        let start = try #require(readme.range(of: heading), "README has no '\(heading)'")
+        let readme = try String(contentsOf: CLI.packageRoot.appendingPathComponent("Docs/ndjson.md"), encoding: .utf8)
+        let start = try #require(readme.range(of: heading), "Docs/ndjson.md has no '\(heading)'")
         let lines = readme[start.upperBound...].split(separator: "\n", omittingEmptySubsequences: false)
         let open = try #require(lines.firstIndex { $0.hasPrefix("```") })
         let close = try #require(lines[(open + 1)...].firstIndex { $0.hasPrefix("```") })
@@ -155,10 +155,10 @@ import AppTestSupport
         var seen = Set<EventType>()
         for line in lines {
             let (type, again) = try reencoded(line)
-            #expect(again == line, "README example differs from what cvcam prints")
+            #expect(again == line, "Docs/ndjson.md example differs from what cvcam prints")
             seen.insert(type)
         }
-        #expect(seen == Set(EventType.allCases), "README examples lack \(Set(EventType.allCases).subtracting(seen))")
+        #expect(seen == Set(EventType.allCases), "Docs/ndjson.md examples lack \(Set(EventType.allCases).subtracting(seen))")
     }
 
     @Test func theReadmesPhotoRecordIsWhatThePhotoOutputWrites() throws {

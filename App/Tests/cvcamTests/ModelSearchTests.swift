@@ -4,7 +4,7 @@ import Testing
 import AppTestSupport
 
 /// A cvcam binary copied out of the build tree finds its face models through each step of the
-/// documented search order (`FaceModelSearch`, README "Install"), as `cvcam doctor` reports.
+/// documented search order (`FaceModelSearch`, Docs/install.md), as `cvcam doctor` reports.
 @Suite struct ModelSearchTests {
     /// A fresh folder holding a copy of the binary at `relativeBinary`.
     private func copiedBinary(_ relativeBinary: String) throws -> (root: URL, binary: URL) {

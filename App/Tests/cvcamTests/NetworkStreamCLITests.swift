@@ -112,7 +112,7 @@ import AppTestSupport
         #expect((summary["frames"] as? Int ?? 0) > 10, "summary: \(summary)")
     }
 
-    /// What the README says about certificates: cvcam accepts any (FFmpeg's tls_verify is off),
+    /// What Docs/cli.md says about certificates: cvcam accepts any (FFmpeg's tls_verify is off),
     /// and a user asks for verification of https:// through OpenCV's OPENCV_FFMPEG_CAPTURE_OPTIONS:
     /// then the self-signed certificate is refused, unless it is given as the CA.
     @Test func httpsVerificationIsOffUnlessAskedForThroughOpenCV() throws {
