@@ -31,12 +31,17 @@ package final class MosquittoTestBroker: @unchecked Sendable {
     package let tlsPort: Int?
     package let username: String
     package let password: String
+    /// The address it listens on (127.0.0.1 unless a test puts it on another host's address).
+    package let host: String
+    /// What `mosquitto` is run under, e.g. `ip netns exec NAME` to start it in another network
+    /// namespace (empty: run directly).
+    package let launchPrefix: [String]
     private var process: Process?
 
     /// The PEM CA certificate that signed the TLS listener's certificate, when `tls`.
     package var caFile: String? { tlsPort == nil ? nil : folder.appendingPathComponent("ca.pem").path }
     /// `mqtt://127.0.0.1:PORT`.
-    package var url: String { "mqtt://127.0.0.1:\(port)" }
+    package var url: String { "mqtt://\(host):\(port)" }
     /// `mqtts://127.0.0.1:TLSPORT`, when `tls`.
     package var tlsURL: String? { tlsPort.map { "mqtts://127.0.0.1:\($0)" } }
 
@@ -51,24 +56,28 @@ package final class MosquittoTestBroker: @unchecked Sendable {
 
     /// Starts a broker, or returns nil after printing why when Mosquitto is not installed and the
     /// tests are not running under CI (under CI that throws: Tools/setup installs it).
-    package static func start(tls: Bool = false, username: String = "cvcam", password: String = "pw-\(UUID().uuidString)")
-        throws -> MosquittoTestBroker?
-    {
+    package static func start(
+        tls: Bool = false, username: String = "cvcam", password: String = "pw-\(UUID().uuidString)",
+        host: String = "127.0.0.1", port: Int? = nil, launchPrefix: [String] = []
+    ) throws -> MosquittoTestBroker? {
         if let missing = missing ?? (tls && !FileManager.default.isExecutableFile(atPath: openssl) ? "\(openssl) is missing" : nil) {
             if ProcessInfo.processInfo.environment["CI"] != nil { throw Unavailable(description: missing) }
             print("skipping MQTT broker test: \(missing)")
             return nil
         }
-        return try MosquittoTestBroker(tls: tls, username: username, password: password)
+        return try MosquittoTestBroker(
+            tls: tls, username: username, password: password, host: host, port: port, launchPrefix: launchPrefix)
     }
 
-    private init(tls: Bool, username: String, password: String) throws {
+    private init(tls: Bool, username: String, password: String, host: String, port: Int?, launchPrefix: [String]) throws {
         self.username = username
         self.password = password
+        self.host = host
+        self.launchPrefix = launchPrefix
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("cvcam-mosquitto-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         do {
-            port = try Self.freePort()
+            self.port = try port ?? Self.freePort()
             tlsPort = tls ? try Self.freePort() : nil
             try Self.run(Self.passwordTool, ["-c", "-b", path("passwords"), username, password])
             if tls { try makeCertificates() }
@@ -129,7 +138,7 @@ package final class MosquittoTestBroker: @unchecked Sendable {
             "persistence true",
             "persistence_location \(folder.path)/",
             "max_queued_messages 100000",
-            "listener \(port) 127.0.0.1",
+            "listener \(port) \(host)",
         ]
         // Started as root, Mosquitto would drop to the `mosquitto` user, who cannot read this folder.
         if getuid() == 0 { lines.insert("user root", at: 0) }
@@ -145,8 +154,13 @@ package final class MosquittoTestBroker: @unchecked Sendable {
     /// Starts /usr/sbin/mosquitto and waits (up to 10 s) until every listener accepts connections.
     private func launch() throws {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.executable)
-        process.arguments = ["-c", path("mosquitto.conf")]
+        if launchPrefix.isEmpty {
+            process.executableURL = URL(fileURLWithPath: Self.executable)
+            process.arguments = ["-c", path("mosquitto.conf")]
+        } else {
+            process.executableURL = URL(fileURLWithPath: launchPrefix[0])
+            process.arguments = Array(launchPrefix.dropFirst()) + [Self.executable, "-c", path("mosquitto.conf")]
+        }
         if !FileManager.default.fileExists(atPath: path("mosquitto.log")) {
             guard FileManager.default.createFile(atPath: path("mosquitto.log"), contents: nil) else {
                 throw Unavailable(description: "cannot create \(path("mosquitto.log"))")
@@ -160,7 +174,7 @@ package final class MosquittoTestBroker: @unchecked Sendable {
         self.process = process
         let deadline = Date(timeIntervalSinceNow: 10)
         for port in [port] + (tlsPort.map { [$0] } ?? []) {
-            while !Self.accepts(port) {
+            while !Self.accepts(port, host: host) {
                 guard process.isRunning, Date() < deadline else {
                     let said = (try? String(contentsOfFile: path("mosquitto.log"), encoding: .utf8)) ?? ""
                     kill()
@@ -196,14 +210,14 @@ package final class MosquittoTestBroker: @unchecked Sendable {
         }
     }
 
-    private static func accepts(_ port: Int) -> Bool {
+    private static func accepts(_ port: Int, host: String) -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return false }
         defer { close(fd) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_addr.s_addr = inet_addr(host)
         return withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                 connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
@@ -255,7 +269,7 @@ package final class MosquittoTestBroker: @unchecked Sendable {
         return process.terminationStatus == 0 ? text.trimmingCharacters(in: .newlines) : nil
     }
 
-    package var credentials: [String] { ["-h", "127.0.0.1", "-p", String(port), "-u", username, "-P", password] }
+    package var credentials: [String] { ["-h", host, "-p", String(port), "-u", username, "-P", password] }
 
     @discardableResult
     package static func run(_ tool: String, _ arguments: [String]) throws -> String {

@@ -12,8 +12,14 @@ package final class ServeProcess: @unchecked Sendable {
     private let errText = LockedText()
     private let outText = LockedText()
 
-    package init(config: String) throws {
-        let (process, out, err) = CLI.process(["serve", "--config", config])
+    /// `cvcam serve --config config`, run under `prefix` when one is given (the first word the
+    /// executable, e.g. `TestHosts.Host.command`'s `ip netns exec …`).
+    package init(config: String, prefix: [String] = []) throws {
+        let arguments = ["serve", "--config", config]
+        let (process, out, err) =
+            prefix.isEmpty
+            ? CLI.process(arguments)
+            : CLI.process(Array(prefix.dropFirst()) + [CLI.binary.path] + arguments, executable: URL(fileURLWithPath: prefix[0]))
         self.process = process
         self.err = err
         out.fileHandleForReading.readabilityHandler = { [outText] handle in
