@@ -48,6 +48,11 @@ var devsetPath: String?
 var devsetOnly = false
 var noDevset = false
 var listMisses = false
+var zxing3Python: String?
+var codesDevsetPath: String?
+var noCodesDevset = false
+var codesOnly: Set<String>?
+if CommandLine.arguments.dropFirst().first == "--zxing14-worker" { runZXing14Worker() }
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
 while let a = arguments.next() {
     switch a {
@@ -68,8 +73,12 @@ while let a = arguments.next() {
     case "--devset-only": devsetOnly = true
     case "--no-devset": noDevset = true
     case "--misses": listMisses = true
+    case "--zxing3": zxing3Python = arguments.next()
+    case "--codes-devset": codesDevsetPath = arguments.next()
+    case "--no-codes-devset": noCodesDevset = true
+    case "--codes-only": codesOnly = Set((arguments.next() ?? "").split(separator: ",").map(String.init))
     default:
-        FileHandle.standardError.write("usage: bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--no-zxing-gate] [--gate-offset LEVELS|none] [--gate-row-step N] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--area-module PX] [--finders] [--profile [--only CATEGORIES]] [--profile-code-free] [--devset DIR] [--devset-only] [--no-devset] [--misses]\n".data(using: .utf8)!)
+        FileHandle.standardError.write("usage: bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--no-zxing-gate] [--gate-offset LEVELS|none] [--gate-row-step N] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--area-module PX] [--finders] [--profile [--only CATEGORIES]] [--profile-code-free] [--devset DIR] [--devset-only] [--no-devset] [--misses] [--zxing3 PYTHON] [--codes-devset DIR] [--no-codes-devset] [--codes-only SYMBOLOGIES]\n".data(using: .utf8)!)
         exit(64)
     }
 }
@@ -196,8 +205,26 @@ if let fullFinderOffset { cvcamPasses.fullSizeFinderThresholdOffset = fullFinder
 if let areaModule { cvcamPasses.areaModuleSize = areaModule }
 let cvcam = try CodeDetector(passes: cvcamPasses)
 
-print("# bench-codes: cvcam CodeDetector vs plain ZBar and plain zxing-cpp")
+print("# bench-codes: cvcam CodeDetector vs plain ZBar, plain zxing-cpp 1.4 and zxing-cpp 3.x")
 print("")
+if let python = zxing3Python {
+    let peer = ChildReader(
+        name: "zxing-cpp 3.x", executable: python, arguments: [root.appendingPathComponent("Tools/baseline/zxing3_peer.py").path])
+    if let version = peer.ask("version")?["version"] as? String {
+        print("zxing-cpp \(version) (PyPI, `read_barcodes` with its defaults, TextMode.Plain) measured in a child process; its times are its own CPU time around the read.")
+        zxing3 = peer
+    } else {
+        print("zxing-cpp 3.x: \(python) could not start Tools/baseline/zxing3_peer.py; left out.")
+    }
+} else {
+    print("zxing-cpp 3.x: not measured (Tools/bench-codes installs it; or pass --zxing3 PYTHON).")
+}
+print("")
+if !noCodesDevset {
+    let dir = codesDevsetPath ?? root.deletingLastPathComponent().appendingPathComponent("shared/devsets/codes").path
+    try runCodesDevSet(directory: dir, only: codesOnly)
+}
+if codesOnly != nil { exit(0) }
 if !noDevset {
     let dir = devsetPath ?? root.deletingLastPathComponent().appendingPathComponent("shared/devsets/qr").path
     try runDevSet(directory: dir)
@@ -279,29 +306,45 @@ if CommandLine.arguments.contains("--profile") {
     exit(0)
 }
 
-print("| category | codes | plain ZBar | plain zxing-cpp | cvcam | cvcam ms (median) | ZBar ms (median) | zxing-cpp ms (median) |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|")
-var totalCodes = 0, totalZBar = 0, totalZXing = 0, totalCvcam = 0
+print("Codes read exactly (wrong payloads: outputs matching no code of the frame); median ms per frame.")
+print("")
+print("| category | codes | plain ZBar | plain zxing-cpp 1.4 | zxing-cpp 3.x | cvcam | cvcam ms | ZBar ms | zxing-cpp 1.4 ms | zxing-cpp 3.x ms |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+var totalCodes = 0, totalZBar = 0, totalZXing = 0, totalZXing3 = 0, totalCvcam = 0
+var totalWrong = [0, 0, 0, 0]
 for (category, samples) in samplesByCategory {
-    var codes = 0, z = 0, x = 0, c = 0
-    var zt: [Double] = [], xt: [Double] = [], ct: [Double] = []
+    var codes = 0, z = 0, x = 0, x3 = 0, c = 0
+    var wrong = [0, 0, 0, 0]
+    var zt: [Double] = [], xt: [Double] = [], x3t: [Double] = [], ct: [Double] = []
     for s in samples {
         codes += s.codes.count
-        var zf: [[UInt8]] = [], xf: [[UInt8]] = [], cf: [[UInt8]] = []
+        var zf: [[UInt8]] = [], xf: [[UInt8]] = [], x3f: [[UInt8]] = [], cf: [[UInt8]] = []
         zt.append(milliseconds { zf = zbar.payloads(s.image) })
         xt.append(milliseconds { xf = zxing.payloads(s.image) })
+        if let z3 = zxing3, let r = z3.read(try CodeImaging.gray(s.image), formats: "QRCode,MicroQRCode") {
+            x3f = r.codes.map(\.bytes)
+            x3t.append(r.ms)
+        }
         ct.append(milliseconds { cf = (try? cvcam.detect(in: s.image))?.map(\.payload) ?? [] })
         z += hits(s.expectedPayloads, zf)
         x += hits(s.expectedPayloads, xf)
+        x3 += hits(s.expectedPayloads, x3f)
         c += hits(s.expectedPayloads, cf)
+        for (k, found) in [zf, xf, x3f, cf].enumerated() {
+            wrong[k] += Set(found).subtracting(s.expectedPayloads).count
+        }
     }
     totalCodes += codes
     totalZBar += z
     totalZXing += x
+    totalZXing3 += x3
     totalCvcam += c
-    print("| \(category) | \(codes) | \(percent(z, codes)) | \(percent(x, codes)) | \(percent(c, codes)) | \(f(median(ct))) | \(f(median(zt))) | \(f(median(xt))) |")
+    for k in 0..<4 { totalWrong[k] += wrong[k] }
+    func cell(_ n: Int, _ k: Int) -> String { "\(n)" + (wrong[k] > 0 ? " (\(wrong[k]) wrong)" : "") }
+    print("| \(category) | \(codes) | \(cell(z, 0)) | \(cell(x, 1)) | \(zxing3 == nil ? "–" : cell(x3, 2)) | \(cell(c, 3)) | \(f(median(ct))) | \(f(median(zt))) | \(f(median(xt))) | \(f(median(x3t))) |")
 }
-print("| **all** | \(totalCodes) | **\(percent(totalZBar, totalCodes))** | **\(percent(totalZXing, totalCodes))** | **\(percent(totalCvcam, totalCodes))** | | | |")
+@MainActor func totalCell(_ n: Int, _ k: Int) -> String { "**\(n)** (\(percent(n, totalCodes)))" + (totalWrong[k] > 0 ? ", \(totalWrong[k]) wrong" : "") }
+print("| **all** | \(totalCodes) | \(totalCell(totalZBar, 0)) | \(totalCell(totalZXing, 1)) | \(zxing3 == nil ? "–" : totalCell(totalZXing3, 2)) | \(totalCell(totalCvcam, 3)) | | | | |")
 print("")
 
 // MARK: False decodes
@@ -310,13 +353,14 @@ for path in photoPaths { negatives.append((URL(fileURLWithPath: path).lastPathCo
 for i in 0..<20 {
     negatives.append(("clutter-\(i)", try QRTestCorpus.background(width: 640, height: 480, seed: seed &+ UInt64(i))))
 }
-var zFalse = 0, xFalse = 0, cFalse = 0
+var zFalse = 0, xFalse = 0, x3False = 0, cFalse = 0
 for (_, image) in negatives {
     zFalse += zbar.payloads(image).count
     xFalse += zxing.payloads(image).count
+    x3False += zxing3?.read(try CodeImaging.gray(image), formats: "QRCode,MicroQRCode")?.codes.count ?? 0
     cFalse += (try cvcam.detect(in: image)).count
 }
-print("False decodes on \(negatives.count) code-free frames (\(photoPaths.count) fixture photos + 20 generated clutter frames): plain ZBar \(zFalse), plain zxing-cpp \(xFalse), cvcam \(cFalse).")
+print("False decodes on \(negatives.count) code-free frames (\(photoPaths.count) fixture photos + 20 generated clutter frames): plain ZBar \(zFalse), plain zxing-cpp 1.4 \(xFalse), zxing-cpp 3.x \(zxing3 == nil ? "–" : String(x3False)), cvcam \(cFalse).")
 print("")
 
 /// Code-free textured frames: seeded gray noise (mean 112, σ 14, like a room in a webcam) and
@@ -351,8 +395,8 @@ if CommandLine.arguments.contains("--finders") {
 }
 
 // MARK: Timing at fixed sizes
-print("| frame size | frames | plain ZBar ms | plain zxing-cpp ms | cvcam ms | cvcam / ZBar |")
-print("|---|---:|---:|---:|---:|---:|")
+print("| frame size | frames | plain ZBar ms | plain zxing-cpp 1.4 ms | zxing-cpp 3.x ms | cvcam ms | cvcam / ZBar | cvcam / zxing-cpp 3.x |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|")
 for (w, h) in [(640, 480), (1280, 720)] {
     for kind in ["with codes", "no codes (photos)", "no codes (noise, clutter)"] {
         var frames: [PixelBuffer] = []
@@ -363,16 +407,18 @@ for (w, h) in [(640, 480), (1280, 720)] {
         } else {
             for path in photoPaths { frames.append(try QRTestCorpus.photo(at: path, width: w, height: h)) }
         }
-        var zt: [Double] = [], xt: [Double] = [], ct: [Double] = []
+        var zt: [Double] = [], xt: [Double] = [], x3t: [Double] = [], ct: [Double] = []
+        let grays = try frames.map { b throws(CaptureError) in try CodeImaging.gray(b) }
         for _ in 0..<3 {
-            for frame in frames {
+            for (frame, gray) in zip(frames, grays) {
                 zt.append(milliseconds { _ = zbar.payloads(frame) })
                 xt.append(milliseconds { _ = zxing.payloads(frame) })
+                if let r = zxing3?.read(gray, formats: "QRCode,MicroQRCode") { x3t.append(r.ms) }
                 ct.append(milliseconds { _ = try? cvcam.detect(in: frame) })
             }
         }
         let label = "\(w)x\(h) \(kind)"
-        print("| \(label) | \(frames.count) | \(f(median(zt))) | \(f(median(xt))) | \(f(median(ct))) | \(f(median(ct) / median(zt))) |")
+        print("| \(label) | \(frames.count) | \(f(median(zt))) | \(f(median(xt))) | \(f(median(x3t))) | \(f(median(ct))) | \(f(median(ct) / median(zt))) | \(f(median(ct) / median(x3t))) |")
     }
 }
 print("")
