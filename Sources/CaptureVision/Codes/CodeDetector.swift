@@ -203,8 +203,11 @@ public final class CodeDetector: Sendable {
                 s.configured = s.types
             }
             let space = DeviceSpace(pixelBuffer)
-            // Under 8 pixels a side no code can be read.
-            guard let roi = space.wholePixels(s.rectOfInterest), roi.width >= 8, roi.height >= 8, !s.types.isEmpty
+            // Under 8 pixels a side no 2-D code can be read; a linear one can be a strip of a
+            // few rows (a line-scan crop).
+            let linear = !s.types.isSubset(of: ZXingFormat.matrixTypes)
+            guard let roi = space.wholePixels(s.rectOfInterest), !s.types.isEmpty,
+                linear ? max(roi.width, roi.height) >= 8 : min(roi.width, roi.height) >= 8
             else { return [] }
             var gray = try CodeImaging.gray(pixelBuffer)
             if roi != PixelRect(x: 0, y: 0, width: pixelBuffer.width, height: pixelBuffer.height) {

@@ -53,6 +53,21 @@ var codesDevsetPath: String?
 var noCodesDevset = false
 var codesOnly: Set<String>?
 if CommandLine.arguments.dropFirst().first == "--zxing14-worker" { runZXing14Worker() }
+// --read TYPES PATH...: what cvcam reads in each image (type, quality, payload), a development aid.
+if CommandLine.arguments.dropFirst().first == "--read" {
+    let names = CommandLine.arguments[2]
+    let types = names == "all" ? CodeDetector.availableMetadataObjectTypes
+        : Set(names.split(separator: ",").map { MetadataObjectType(rawValue: String($0)) })
+    let d = try CodeDetector(metadataObjectTypes: types)
+    for path in CommandLine.arguments.dropFirst(3) {
+        let frame = try QRTestCorpus.photo(at: path)
+        var codes: [CodeDetection] = []
+        let ms = milliseconds { codes = (try? d.detections(in: frame)) ?? [] }
+        print("\(URL(fileURLWithPath: path).lastPathComponent) (\(f(ms)) ms):")
+        for c in codes { print("  \(c.type) q\(c.quality) \((c.stringValue ?? "<\(c.payload.count) bytes>").prefix(60).debugDescription)") }
+    }
+    exit(0)
+}
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
 while let a = arguments.next() {
     switch a {
