@@ -152,6 +152,52 @@ struct ScanRun {
         return along >= 0.6 * min(a1 - a0, b1 - b0) && gap <= 0.25 * length
     }
 
+    /// The longest side of a frame that `scanOtherTypes` also reads at twice its size.
+    static let upscaleLimit = 640
+
+    /// The types with finder patterns, read by `scan` with its gated passes.
+    static let qrTypes: Set<MetadataObjectType> = [.qr, .microQR]
+
+    /// Every type but QR and Micro QR: zxing-cpp reads the frame once for the 2-D ones (Data
+    /// Matrix, Aztec, PDF417) and, when it read none, its negative (zxing-cpp 1.4 has no
+    /// inversion of its own); ZBar scans it once for the linear ones, and zxing-cpp reads a
+    /// linear code where ZBar read none (one per read); then EAN/UPC misreads are resolved.
+    mutating func scanOtherTypes(_ gray: PixelBuffer) throws(CaptureError) {
+        if !zxingTypes.isEmpty {
+            if try !zxingRead(gray, mapping: nil, hints: .defaults(zxingTypes)) && passes.inverted {
+                _ = try zxingRead(try CodeImaging.inverted(gray), mapping: nil, hints: .defaults(zxingTypes))
+            }
+            // zxing-cpp 1.4's Data Matrix and Aztec detectors lose codes of a few pixels per module
+            // seen at an angle; twice the pixels (bilinear) gives its edge tracing room. Only for
+            // small frames (long side ≤ `Self.upscaleLimit`), where a read costs little.
+            if !found.contains(where: { zxingTypes.contains($0.type) }), passes.locate,
+                max(gray.width, gray.height) <= Self.upscaleLimit
+            {
+                let double = try CodeImaging.resized(
+                    gray, width: gray.width * 2, height: gray.height * 2, interpolation: Int32(CVB_INTER_LINEAR))
+                _ = try zxingRead(double, mapping: .scaling(0.5, 0.5), hints: .defaults(zxingTypes))
+            }
+        }
+        if !types.isEmpty {
+            let linear = { (s: [ScannedSymbol]) in s.contains { !ZXingFormat.matrixTypes.contains($0.type) } }
+            add(try zbarScan(gray), mapping: nil)
+            // Bars that are too fine or too soft at full size: the half-size frame (its area
+            // filter averages out print and sensor noise), then an unsharp-masked copy.
+            if !linear(found), passes.halfScale, min(gray.width, gray.height) >= 360 {
+                let half = try halfImage(gray)
+                let scale = Homography.scaling(Double(gray.width) / Double(half.width), Double(gray.height) / Double(half.height))
+                add(try zbarScan(half), mapping: scale)
+            }
+            if !linear(found), passes.binarize {
+                add(try zbarScan(try CodeImaging.sharpened(gray, sigma: 2, amount: 1.5)), mapping: nil)
+            }
+        }
+        if !zxingLinearTypes.isEmpty && !found.contains(where: { zxingLinearTypes.contains($0.type) }) {
+            _ = try zxingRead(gray, mapping: nil, hints: .defaults(zxingLinearTypes))
+        }
+        try resolveRetailConflicts(gray)
+    }
+
     /// One zxing-cpp read, counted; true when it read a new symbol.
     mutating func zxingRead(_ image: PixelBuffer, mapping: Homography?, hints: ZXingHints) throws(CaptureError) -> Bool {
         counts.zxingReads += 1

@@ -74,7 +74,7 @@ while let a = arguments.next() {
     case "--samples": samplesPerCategory = Int(arguments.next() ?? "") ?? samplesPerCategory
     case "--seed": seed = UInt64(arguments.next() ?? "") ?? seed
     case "--ablation": ablation = true
-    case "--explore", "--finders", "--profile", "--profile-code-free": break
+    case "--explore", "--finders", "--profile", "--profile-code-free", "--type-costs": break
     case "--only": _ = arguments.next()
     case "--no-finder-gate": finderGate = false
     case "--no-zxing-gate": zxingGate = false
@@ -270,6 +270,10 @@ for category in QRTestCorpus.Category.allCases {
     }
 }
 
+if CommandLine.arguments.contains("--type-costs") {
+    try typeSetCosts()
+    exit(0)
+}
 if CommandLine.arguments.contains("--profile-code-free") {
     var frames = try noiseFrames(width: 640, height: 480)
     for path in photoPaths { frames.append(try QRTestCorpus.photo(at: path, width: 640, height: 480)) }
@@ -437,6 +441,36 @@ for (w, h) in [(640, 480), (1280, 720)] {
     }
 }
 print("")
+
+// MARK: Cost of the type sets `cvcam scan` could default to
+/// CPU ms per 640x480 frame of a detector for each type set, on frames with a QR code and on
+/// code-free frames (fixture photos, noise, clutter), interleaved so that load hits all alike.
+@MainActor func typeSetCosts() throws {
+    let sets: [(String, Set<MetadataObjectType>)] = [
+        ("qr (the default before)", [.qr]),
+        ("qr, microqr", [.qr, .microQR]),
+        ("every 2-D type", CodeDetector.twoDimensionalTypes),
+        ("every type (`--types all`)", CodeDetector.availableMetadataObjectTypes),
+    ]
+    let detectors = try sets.map { try CodeDetector(metadataObjectTypes: $0.1, passes: cvcamPasses) }
+    var empty = try noiseFrames(width: 640, height: 480)
+    for path in photoPaths { empty.append(try QRTestCorpus.photo(at: path, width: 640, height: 480)) }
+    let coded = try codedFrames(width: 640, height: 480)
+    var te = [[Double]](repeating: [], count: sets.count), tc = te
+    for _ in 0..<3 {
+        for frame in empty { for (k, d) in detectors.enumerated() { te[k].append(milliseconds { _ = try? d.detect(in: frame) }) } }
+        for frame in coded { for (k, d) in detectors.enumerated() { tc[k].append(milliseconds { _ = try? d.detect(in: frame) }) } }
+    }
+    print("Cost per 640x480 frame by type set (CPU ms, median; \(empty.count) code-free frames, \(coded.count) frames with QR codes, three rounds interleaved):")
+    print("")
+    print("| types | code-free ms | ratio to qr | with a code ms | ratio to qr |")
+    print("|---|---:|---:|---:|---:|")
+    for (k, set) in sets.enumerated() {
+        print("| \(set.0) | \(f(median(te[k]))) | \(f(median(te[k]) / median(te[0]))) | \(f(median(tc[k]))) | \(f(median(tc[k]) / median(tc[0]))) |")
+    }
+    print("")
+}
+try typeSetCosts()
 
 // MARK: Ablation: what each pass adds
 if ablation {
