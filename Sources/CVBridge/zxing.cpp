@@ -27,6 +27,7 @@ cvb_zxing_hints cvb_zxing_default_hints(void) {
     h.binarizer = static_cast<int32_t>(d.binarizer());
     h.is_pure = d.isPure();
     h.max_number_of_symbols = d.maxNumberOfSymbols();
+    h.return_codabar_start_end = d.returnCodabarStartEnd();
     return h;
 }
 
@@ -58,6 +59,7 @@ int32_t cvb_zxing_read(cvb_zxing_reader *reader, const cvb_image *gray, const cv
         h.setTryDownscale(hints->try_downscale != 0);
         h.setBinarizer(static_cast<ZXing::Binarizer>(hints->binarizer));
         h.setIsPure(hints->is_pure != 0);
+        h.setReturnCodabarStartEnd(hints->return_codabar_start_end != 0);
         if (hints->max_number_of_symbols > 0)
             h.setMaxNumberOfSymbols(static_cast<uint8_t>(std::min(hints->max_number_of_symbols, 255)));
         ZXing::ImageView view(gray->data, gray->width, gray->height, ZXing::ImageFormat::Lum, gray->stride);

@@ -37,6 +37,13 @@ public enum QRTestCorpus {
         case nonUTF8
         /// Mixed conditions in 1920×1080 frames.
         case large
+        /// Tilted 30–50° away from the camera about a horizontal or vertical axis (foreshortened,
+        /// edges converging), module size 3–6 px, 640×480.
+        case tilted
+        /// Versions 25–40 filling most of a 640×480 frame (modules about 2–3 px).
+        case highVersion
+        /// Versions 25–40 in 1920×1080 frames, module size 2.5–5 px.
+        case highVersionLarge
 
         public var description: String { rawValue }
     }
@@ -115,7 +122,7 @@ public enum QRTestCorpus {
     private static func makeSample(_ category: Category, index: Int, rng: inout SplitMix64) throws(CaptureError)
         -> Sample
     {
-        let large = category == .small || category == .large
+        let large = category == .small || category == .large || category == .highVersionLarge
         let (w, h) = large ? (1920, 1080) : (640, 480)
         let frame = try makeBackground(width: w, height: h, rng: &rng)
         let count = category == .multiple ? 2 + rng.int(3) : 1
@@ -157,6 +164,7 @@ public enum QRTestCorpus {
         let minimumVersion = (byteCapacity[correction].firstIndex { $0 >= payload.count } ?? 19) + 1
         let maxVersion = category == .small ? 6 : (codesInFrame > 1 ? 8 : 20)
         var version = max(minimumVersion, min(maxVersion, minimumVersion + rng.int(3)))
+        if category == .highVersion || category == .highVersionLarge { version = max(version, 25 + rng.int(16)) }
         // OpenCV's encoder counts capacity a little differently from the table: step up until it fits.
         var encoded: PixelBuffer?
         while encoded == nil && version <= 40 {
@@ -174,6 +182,9 @@ public enum QRTestCorpus {
         case .small: module = 2
         case .plain, .inverted, .nonUTF8: module = Double(3 + rng.int(6))
         case .multiple: module = rng.double(2.5, 4.5)  // small enough for up to four per frame
+        case .tilted: module = rng.double(3, 6)
+        case .highVersion: module = 3  // shrunk below to fit the frame
+        case .highVersionLarge: module = rng.double(2.5, 5)
         default: module = rng.double(3, 7)
         }
         // Shrink until the code and its quiet zone fit in the frame with room to spare.
@@ -209,6 +220,25 @@ public enum QRTestCorpus {
             corners[a] = lerp(corners[a], corners[b], shorten / 2)
             corners[b] = lerp(corners[b], corners[a], shorten / 2)
         }
+        if category == .tilted {
+            // Turn the square about its horizontal or vertical centre line by 30–50° and project
+            // it with a focal length of the frame's width: one edge shrinks, the others converge.
+            let tilt = rng.double(30, 50) * .pi / 180, aboutHorizontal = rng.int(2) == 0, away = rng.int(2) == 0
+            let focal = fw
+            corners = corners.map { p -> CGPoint in
+                var u = Double(p.x) - Double(center.x), v = Double(p.y) - Double(center.y)
+                let depth: Double
+                if aboutHorizontal {
+                    depth = (away ? 1 : -1) * v * sin(tilt)
+                    v *= cos(tilt)
+                } else {
+                    depth = (away ? 1 : -1) * u * sin(tilt)
+                    u *= cos(tilt)
+                }
+                let k = focal / (focal + depth)
+                return CGPoint(x: Double(center.x) + u * k, y: Double(center.y) + v * k)
+            }
+        }
         let box = DeviceSpace.boundingBox(of: corners).insetBy(dx: -module * 5, dy: -module * 5)
         guard !occupied.contains(where: { $0.intersects(box) }) else { return nil }
 
@@ -227,7 +257,7 @@ public enum QRTestCorpus {
             CGPoint(x: quiet, y: sw - quiet),
         ]
         let h = try CodeImaging.homography(from: symbolCorners, to: corners)
-        let interpolation = angle == 0 && category != .perspective ? Interpolation.nearest : Interpolation.linear
+        let interpolation = angle == 0 && category != .perspective && category != .tilted ? Interpolation.nearest : Interpolation.linear
         try CodeImaging.warp(src, into: frame, homography: h, interpolation: interpolation)
         return Code(payload: payload, version: version, correction: correction, moduleSize: module, corners: corners)
     }

@@ -32,6 +32,7 @@ typedef struct {
     int32_t binarizer;            ///< `setBinarizer`, a CVB_ZXING_BINARIZER_* value
     int32_t is_pure;              ///< `setIsPure`: the image is one unrotated code on a clean background
     int32_t max_number_of_symbols;///< `setMaxNumberOfSymbols` (0: zxing-cpp's default)
+    int32_t return_codabar_start_end; ///< `setReturnCodabarStartEnd`: Codabar text with its start/stop characters
 } cvb_zxing_hints;
 
 /// zxing-cpp's library defaults (`ZXing::DecodeHints()`), for `cvb_zxing_read`.
@@ -44,6 +45,12 @@ void cvb_zxing_reader_destroy(cvb_zxing_reader *reader);
 
 /// Reads an 8-bit GRAY image (`ZXing::ImageView(ImageFormat::Lum)`, `ZXing::ReadBarcodes`) and
 /// keeps the valid results. Returns how many, or -1 with `err` filled.
+///
+/// zxing-cpp 1.4 aborts the process (a failed assertion in `Result::operator==`) when one read
+/// finds the same linear code twice (two identical labels, or one seen in two downscaled
+/// layers) and on most GS1 DataBar symbols. The caller must read linear formats with
+/// `max_number_of_symbols` 1 and leave DataBar and DataBar Expanded out; this shim only
+/// marshals.
 int32_t cvb_zxing_read(cvb_zxing_reader *reader, const cvb_image *gray, const cvb_zxing_hints *hints,
                        cvb_error *err);
 

@@ -53,6 +53,9 @@ public final class CodeDetector: Sendable {
         set { state.withLock { $0.passes.inverted = newValue } }
     }
 
+    /// The 2-D code types (matrix and stacked): QR, Micro QR, Data Matrix, Aztec, PDF417.
+    public static let twoDimensionalTypes: Set<MetadataObjectType> = [.qr, .microQR, .dataMatrix, .aztec, .pdf417]
+
     /// The code types this machine's ZBar can read (probed once with
     /// `zbar_image_scanner_set_config(type, ZBAR_CFG_ENABLE, 1)`), and the 2-D types zxing-cpp reads.
     public static var availableMetadataObjectTypes: Set<MetadataObjectType> { available }
@@ -166,7 +169,10 @@ public final class CodeDetector: Sendable {
 
     private struct State: ~Copyable {
         var counts = PassCounts()
+        /// ZBar for QR (every pass of `ScanRun`), and for the linear types (one scan per frame):
+        /// two scanners, so that the QR passes do not pay for the linear decoders on every line.
         var scanner: ZBarScanner
+        var linearScanner: ZBarScanner
         var zxing: ZXingReader
         var configured: Set<MetadataObjectType>?
         var types: Set<MetadataObjectType>
@@ -184,10 +190,12 @@ public final class CodeDetector: Sendable {
     /// A detector running only `passes` (for `bench-codes`).
     @_spi(Benchmark) public init(metadataObjectTypes: Set<MetadataObjectType> = [.qr], passes: Passes) throws(CaptureError) {
         let scanner = try ZBarScanner()
+        let linearScanner = try ZBarScanner()
         let zxing = try ZXingReader()
         state = Mutex(
             State(
-                scanner: scanner, zxing: zxing, types: metadataObjectTypes.intersection(Self.available),
+                scanner: scanner, linearScanner: linearScanner, zxing: zxing,
+                types: metadataObjectTypes.intersection(Self.available),
                 passes: passes))
     }
 
@@ -199,22 +207,40 @@ public final class CodeDetector: Sendable {
     public func detections(in pixelBuffer: PixelBuffer) throws(CaptureError) -> [CodeDetection] {
         try state.withLock { (s: inout State) throws(CaptureError) -> [CodeDetection] in
             if s.configured != s.types {
-                s.scanner.enable(s.types)
+                s.scanner.enable(s.types.intersection(ScanRun.qrTypes))
+                s.linearScanner.enable(s.types.subtracting(ScanRun.qrTypes))
                 s.configured = s.types
             }
             let space = DeviceSpace(pixelBuffer)
-            // Under 8 pixels a side no code can be read.
-            guard let roi = space.wholePixels(s.rectOfInterest), roi.width >= 8, roi.height >= 8, !s.types.isEmpty
+            // Under 8 pixels a side no 2-D code can be read; a linear one can be a strip of a
+            // few rows (a line-scan crop).
+            let linear = !s.types.isSubset(of: ZXingFormat.matrixTypes)
+            guard let roi = space.wholePixels(s.rectOfInterest), !s.types.isEmpty,
+                linear ? max(roi.width, roi.height) >= 8 : min(roi.width, roi.height) >= 8
             else { return [] }
             var gray = try CodeImaging.gray(pixelBuffer)
             if roi != PixelRect(x: 0, y: 0, width: pixelBuffer.width, height: pixelBuffer.height) {
                 gray = try CodeImaging.crop(gray, roi)
             }
-            var run = ScanRun(scanner: s.scanner, zxing: s.zxing, passes: s.passes, types: s.types)
-            defer { s.counts = run.counts }
-            run.counts = s.counts
-            try run.scan(gray)
-            return run.found.compactMap { symbol -> CodeDetection? in
+            // QR and Micro QR (finder patterns: gated passes), then the other types (one read
+            // each), merged; each part runs only for the types asked for.
+            var found: [ScannedSymbol] = []
+            let qr = s.types.intersection(ScanRun.qrTypes), others = s.types.subtracting(ScanRun.qrTypes)
+            if !qr.isEmpty {
+                var run = ScanRun(scanner: s.scanner, zxing: s.zxing, passes: s.passes, types: qr)
+                run.counts = s.counts
+                defer { s.counts = run.counts }
+                try run.scan(gray)
+                found = run.found
+            }
+            if !others.isEmpty {
+                var run = ScanRun(scanner: s.linearScanner, zxing: s.zxing, passes: s.passes, types: others)
+                run.counts = s.counts
+                defer { s.counts = run.counts }
+                try run.scanOtherTypes(gray)
+                found += run.found
+            }
+            return found.compactMap { symbol -> CodeDetection? in
                 let corners = symbol.points.map {
                     space.devicePoint(fromPixel: CGPoint(x: Double($0.x) + Double(roi.x), y: Double($0.y) + Double(roi.y)))
                 }

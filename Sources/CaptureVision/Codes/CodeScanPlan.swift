@@ -32,6 +32,10 @@ struct ScanRun {
     /// zxing-cpp the 2-D types.
     let types: Set<MetadataObjectType>
     let zxingTypes: Set<MetadataObjectType>
+    /// The linear types zxing-cpp reads where ZBar read no linear code (one code per read).
+    let zxingLinearTypes: Set<MetadataObjectType>
+    /// Every type the detector looks for (payload conventions depend on it).
+    let requested: Set<MetadataObjectType>
     /// Symbols found so far, in the gray image's pixels.
     var found: [ScannedSymbol] = []
     var counts = CodeDetector.PassCounts()
@@ -54,7 +58,9 @@ struct ScanRun {
         self.zxing = zxing
         self.passes = passes
         self.types = types.filter { CodeSymbology.zbar($0) != nil }
-        self.zxingTypes = passes.zxing ? types.intersection(ZXingFormat.types) : []
+        self.zxingTypes = passes.zxing ? types.intersection(ZXingFormat.matrixTypes) : []
+        self.zxingLinearTypes = passes.zxing ? types.intersection(ZXingFormat.linearTypes) : []
+        self.requested = types
     }
 
     mutating func scan(_ gray: PixelBuffer) throws(CaptureError) {
@@ -80,6 +86,11 @@ struct ScanRun {
         if !types.isEmpty {
             try scanWithZBar(gray)
         }
+        // A linear code ZBar missed (damaged bars, ITF with a tail, a blurred Codabar).
+        if !zxingLinearTypes.isEmpty && !found.contains(where: { zxingLinearTypes.contains($0.type) }) {
+            _ = try zxingRead(gray, mapping: nil, hints: .defaults(zxingLinearTypes))
+        }
+        try resolveRetailConflicts(gray)
         // zxing-cpp 1.4 has no inversion of its own: the inverted frame, when nothing was read
         // and a light-centred finder shows (any frame, for types without finder patterns).
         if found.isEmpty, passes.inverted, !zxingTypes.isEmpty {
@@ -88,6 +99,103 @@ struct ScanRun {
                 _ = try zxingRead(try CodeImaging.inverted(gray), mapping: nil, hints: .defaults(zxingTypes))
             }
         }
+    }
+
+    /// Two different EAN/UPC numbers read over the same bars are one misread: a symbol holds one
+    /// number, and a digit or parity misjudged on a damaged line can still satisfy the single
+    /// check digit. zxing-cpp reads the area around both; the number it reads stays, or, when it
+    /// reads neither, the one ZBar read on more scan lines (its quality).
+    mutating func resolveRetailConflicts(_ gray: PixelBuffer) throws(CaptureError) {
+        let retail = found.indices.filter { CodeConventions.retailTypes.contains(found[$0].type) }
+        guard retail.count >= 2 else { return }
+        var dropped = Set<Int>()
+        for a in retail {
+            for b in retail where b > a && !dropped.contains(a) && !dropped.contains(b) {
+                let boxA = DeviceSpace.boundingBox(of: found[a].points), boxB = DeviceSpace.boundingBox(of: found[b].points)
+                guard Self.overBarsOfOneCode(boxA, boxB),
+                    CodeConventions.gtin(found[a]) != CodeConventions.gtin(found[b])
+                else { continue }
+                let union = boxA.union(boxB)
+                let pad = max(union.width, union.height) / 2 + 8
+                let area = union.insetBy(dx: -pad, dy: -pad).intersection(CGRect(x: 0, y: 0, width: gray.width, height: gray.height))
+                var confirmed: [Bool] = [false, false]
+                if zxingLinearTypes.isEmpty == false || passes.zxing, area.width >= 8, area.height >= 1 {
+                    let region = PixelRect(
+                        x: Int(area.minX), y: Int(area.minY), width: Int(area.width.rounded(.down)),
+                        height: Int(area.height.rounded(.down)))
+                    counts.zxingReads += 1
+                    let reads = try zxing.read(try CodeImaging.crop(gray, region), hints: .defaults([.ean13, .ean8, .upca, .upce]))
+                        .map { CodeConventions.gtin(CodeConventions.normalised($0, requested: requested)) }
+                    confirmed = [a, b].map { reads.contains(CodeConventions.gtin(found[$0])) }
+                }
+                if confirmed[0] != confirmed[1] {
+                    dropped.insert(confirmed[0] ? b : a)
+                } else {
+                    dropped.insert(found[a].quality >= found[b].quality ? b : a)
+                }
+            }
+        }
+        found = found.enumerated().filter { !dropped.contains($0.offset) }.map(\.element)
+    }
+
+    /// Whether two linear reads lie over the same bars: along the reading direction (the longer
+    /// side) they overlap by most of the shorter read, and across it they are at most a quarter
+    /// of the code's length apart (each decoder's polygon may be a few scan lines, not the
+    /// whole bar height). Two codes side by side, or one above the other, are not.
+    static func overBarsOfOneCode(_ a: CGRect, _ b: CGRect) -> Bool {
+        let horizontal = max(a.width, b.width) >= max(a.height, b.height)
+        let (a0, a1, b0, b1) = horizontal ? (a.minX, a.maxX, b.minX, b.maxX) : (a.minY, a.maxY, b.minY, b.maxY)
+        let (c0, c1, d0, d1) = horizontal ? (a.minY, a.maxY, b.minY, b.maxY) : (a.minX, a.maxX, b.minX, b.maxX)
+        let along = min(a1, b1) - max(a0, b0)
+        let length = max(a1 - a0, b1 - b0)
+        let gap = max(0, max(c0, d0) - min(c1, d1))
+        return along >= 0.6 * min(a1 - a0, b1 - b0) && gap <= 0.25 * length
+    }
+
+    /// The longest side of a frame that `scanOtherTypes` also reads at twice its size.
+    static let upscaleLimit = 640
+
+    /// The types with finder patterns, read by `scan` with its gated passes.
+    static let qrTypes: Set<MetadataObjectType> = [.qr, .microQR]
+
+    /// Every type but QR and Micro QR: zxing-cpp reads the frame once for the 2-D ones (Data
+    /// Matrix, Aztec, PDF417) and, when it read none, its negative (zxing-cpp 1.4 has no
+    /// inversion of its own); ZBar scans it once for the linear ones, and zxing-cpp reads a
+    /// linear code where ZBar read none (one per read); then EAN/UPC misreads are resolved.
+    mutating func scanOtherTypes(_ gray: PixelBuffer) throws(CaptureError) {
+        if !zxingTypes.isEmpty {
+            if try !zxingRead(gray, mapping: nil, hints: .defaults(zxingTypes)) && passes.inverted {
+                _ = try zxingRead(try CodeImaging.inverted(gray), mapping: nil, hints: .defaults(zxingTypes))
+            }
+            // zxing-cpp 1.4's Data Matrix and Aztec detectors lose codes of a few pixels per module
+            // seen at an angle; twice the pixels (bilinear) gives its edge tracing room. Only for
+            // small frames (long side ≤ `Self.upscaleLimit`), where a read costs little.
+            if !found.contains(where: { zxingTypes.contains($0.type) }), passes.locate,
+                max(gray.width, gray.height) <= Self.upscaleLimit
+            {
+                let double = try CodeImaging.resized(
+                    gray, width: gray.width * 2, height: gray.height * 2, interpolation: Int32(CVB_INTER_LINEAR))
+                _ = try zxingRead(double, mapping: .scaling(0.5, 0.5), hints: .defaults(zxingTypes))
+            }
+        }
+        if !types.isEmpty {
+            let linear = { (s: [ScannedSymbol]) in s.contains { !ZXingFormat.matrixTypes.contains($0.type) } }
+            add(try zbarScan(gray), mapping: nil)
+            // Bars that are too fine or too soft at full size: the half-size frame (its area
+            // filter averages out print and sensor noise), then an unsharp-masked copy.
+            if !linear(found), passes.halfScale, min(gray.width, gray.height) >= 360 {
+                let half = try halfImage(gray)
+                let scale = Homography.scaling(Double(gray.width) / Double(half.width), Double(gray.height) / Double(half.height))
+                add(try zbarScan(half), mapping: scale)
+            }
+            if !linear(found), passes.binarize {
+                add(try zbarScan(try CodeImaging.sharpened(gray, sigma: 2, amount: 1.5)), mapping: nil)
+            }
+        }
+        if !zxingLinearTypes.isEmpty && !found.contains(where: { zxingLinearTypes.contains($0.type) }) {
+            _ = try zxingRead(gray, mapping: nil, hints: .defaults(zxingLinearTypes))
+        }
+        try resolveRetailConflicts(gray)
     }
 
     /// One zxing-cpp read, counted; true when it read a new symbol.
@@ -563,6 +671,7 @@ struct ScanRun {
     /// Adds symbols not already found, mapping their points back into the frame's pixels.
     mutating func add(_ symbols: [ScannedSymbol], mapping: Homography?) {
         for var symbol in symbols {
+            symbol = CodeConventions.normalised(symbol, requested: requested)
             if let mapping { symbol.points = symbol.points.map(mapping.apply) }
             if !found.contains(where: { $0.isSameCode(as: symbol) }) { found.append(symbol) }
         }

@@ -43,8 +43,12 @@ struct ScannedSymbol: Sendable {
     /// or the same text (ZBar hands over an ECI-declared payload already converted to UTF-8,
     /// zxing-cpp the bytes as encoded). A code nested in another overlaps it but differs in both.
     func isSameCode(as other: ScannedSymbol) -> Bool {
+        let box = DeviceSpace.boundingBox(of: points)
+        // A linear code's polygon may be a single scan line, each decoder's a different one:
+        // for those, near is within half the code's length.
+        let margin = ZXingFormat.linearTypes.contains(type) || type == .dataBar ? max(4, max(box.width, box.height) / 2) : 4
         guard type == other.type,
-            DeviceSpace.boundingBox(of: points).insetBy(dx: -4, dy: -4).intersects(DeviceSpace.boundingBox(of: other.points))
+            box.insetBy(dx: -margin, dy: -margin).intersects(DeviceSpace.boundingBox(of: other.points))
         else { return false }
         if bytes == other.bytes { return true }
         guard let text else { return false }

@@ -2,12 +2,21 @@ import CVBridge
 import Foundation
 
 /// zxing-cpp's format bits (`ZXing::BarcodeFormat` in BarcodeFormat.h) for the code types
-/// CaptureKit lets zxing-cpp read: the 2-D ones (ZBar reads the linear ones).
+/// CaptureKit lets zxing-cpp read: the 2-D ones, and the linear ones but GS1 DataBar (zxing-cpp
+/// 1.4 aborts on DataBar symbols; ZBar reads them).
 enum ZXingFormat {
-    static let table: [(MetadataObjectType, UInt32)] = [
+    static let matrix: [(MetadataObjectType, UInt32)] = [
         (.qr, 1 << 13), (.microQR, 1 << 16), (.dataMatrix, 1 << 7), (.aztec, 1 << 0), (.pdf417, 1 << 12),
     ]
+    static let linear: [(MetadataObjectType, UInt32)] = [
+        (.codabar, 1 << 1), (.code39, 1 << 2), (.code93, 1 << 3), (.code128, 1 << 4), (.ean8, 1 << 8),
+        (.ean13, 1 << 9), (.interleaved2of5, 1 << 10), (.upca, 1 << 14), (.upce, 1 << 15),
+    ]
+    static var table: [(MetadataObjectType, UInt32)] { matrix + linear }
+    /// Every type zxing-cpp reads here.
     static var types: Set<MetadataObjectType> { Set(table.map(\.0)) }
+    static var matrixTypes: Set<MetadataObjectType> { Set(matrix.map(\.0)) }
+    static var linearTypes: Set<MetadataObjectType> { Set(linear.map(\.0)) }
     /// The mask for `types` (0 when zxing-cpp reads none of them).
     static func mask(_ types: Set<MetadataObjectType>) -> UInt32 {
         table.reduce(0) { types.contains($1.0) ? $0 | $1.1 : $0 }
@@ -52,15 +61,33 @@ final class ZXingReader {
 
     /// Reads a gray image (`cvb_zxing_read` → `ZXing::ReadBarcodes`) and copies every valid
     /// result out, corners clockwise from the symbol's top-left as zxing-cpp gives them.
+    ///
+    /// The 2-D types are read in one call, every symbol of the image. The linear types are read
+    /// in a call of their own that stops at the first symbol (`setMaxNumberOfSymbols(1)`):
+    /// zxing-cpp 1.4 aborts the process when one read finds the same linear code twice (two
+    /// identical labels in a picture), a failed assertion nothing can catch. ZBar reads every
+    /// linear code of the frame; zxing-cpp adds the one ZBar missed.
     func read(_ gray: PixelBuffer, hints: ZXingHints) throws(CaptureError) -> [ScannedSymbol] {
-        let mask = ZXingFormat.mask(hints.types)
-        guard mask != 0 else { return [] }
+        let matrix = ZXingFormat.mask(hints.types.intersection(ZXingFormat.matrixTypes))
+        let linear = ZXingFormat.mask(hints.types.intersection(ZXingFormat.linearTypes))
+        var out: [ScannedSymbol] = []
+        if matrix != 0 { out += try read(gray, mask: matrix, maxSymbols: 0, hints: hints) }
+        if linear != 0 { out += try read(gray, mask: linear, maxSymbols: 1, hints: hints) }
+        return out
+    }
+
+    private func read(_ gray: PixelBuffer, mask: UInt32, maxSymbols: Int32, hints: ZXingHints) throws(CaptureError)
+        -> [ScannedSymbol]
+    {
         var h = cvb_zxing_default_hints()
         h.formats = mask
         h.try_harder = hints.tryHarder ? 1 : 0
         h.try_rotate = hints.tryRotate ? 1 : 0
         h.try_downscale = hints.tryDownscale ? 1 : 0
         h.is_pure = hints.isPure ? 1 : 0
+        h.max_number_of_symbols = maxSymbols
+        // Codabar with its start and stop characters, as ZBar reports it (`CodeConventions`).
+        h.return_codabar_start_end = 1
         var err = cvb_error()
         let n = gray.withBridgeImage { image in cvb_zxing_read(handle, &image, &h, &err) }
         guard n >= 0 else { throw CaptureError(.decodeFailed, "zxing-cpp could not read the image", bridge: err) }

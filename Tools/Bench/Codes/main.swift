@@ -48,13 +48,33 @@ var devsetPath: String?
 var devsetOnly = false
 var noDevset = false
 var listMisses = false
+var zxing3Python: String?
+var codesDevsetPath: String?
+var noCodesDevset = false
+var codesOnly: Set<String>?
+if CommandLine.arguments.dropFirst().first == "--zxing14-worker" { runZXing14Worker() }
+// --read TYPES PATH...: what cvcam reads in each image (type, quality, payload), a development aid.
+if CommandLine.arguments.dropFirst().first == "--read" {
+    let names = CommandLine.arguments[2]
+    let types = names == "all" ? CodeDetector.availableMetadataObjectTypes
+        : Set(names.split(separator: ",").map { MetadataObjectType(rawValue: String($0)) })
+    let d = try CodeDetector(metadataObjectTypes: types)
+    for path in CommandLine.arguments.dropFirst(3) {
+        let frame = try QRTestCorpus.photo(at: path)
+        var codes: [CodeDetection] = []
+        let ms = milliseconds { codes = (try? d.detections(in: frame)) ?? [] }
+        print("\(URL(fileURLWithPath: path).lastPathComponent) (\(f(ms)) ms):")
+        for c in codes { print("  \(c.type) q\(c.quality) \((c.stringValue ?? "<\(c.payload.count) bytes>").prefix(60).debugDescription)") }
+    }
+    exit(0)
+}
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
 while let a = arguments.next() {
     switch a {
     case "--samples": samplesPerCategory = Int(arguments.next() ?? "") ?? samplesPerCategory
     case "--seed": seed = UInt64(arguments.next() ?? "") ?? seed
     case "--ablation": ablation = true
-    case "--explore", "--finders", "--profile", "--profile-code-free": break
+    case "--explore", "--finders", "--profile", "--profile-code-free", "--type-costs": break
     case "--only": _ = arguments.next()
     case "--no-finder-gate": finderGate = false
     case "--no-zxing-gate": zxingGate = false
@@ -68,8 +88,12 @@ while let a = arguments.next() {
     case "--devset-only": devsetOnly = true
     case "--no-devset": noDevset = true
     case "--misses": listMisses = true
+    case "--zxing3": zxing3Python = arguments.next()
+    case "--codes-devset": codesDevsetPath = arguments.next()
+    case "--no-codes-devset": noCodesDevset = true
+    case "--codes-only": codesOnly = Set((arguments.next() ?? "").split(separator: ",").map(String.init))
     default:
-        FileHandle.standardError.write("usage: bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--no-zxing-gate] [--gate-offset LEVELS|none] [--gate-row-step N] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--area-module PX] [--finders] [--profile [--only CATEGORIES]] [--profile-code-free] [--devset DIR] [--devset-only] [--no-devset] [--misses]\n".data(using: .utf8)!)
+        FileHandle.standardError.write("usage: bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--no-zxing-gate] [--gate-offset LEVELS|none] [--gate-row-step N] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--area-module PX] [--finders] [--profile [--only CATEGORIES]] [--profile-code-free] [--devset DIR] [--devset-only] [--no-devset] [--misses] [--zxing3 PYTHON] [--codes-devset DIR] [--no-codes-devset] [--codes-only SYMBOLOGIES]\n".data(using: .utf8)!)
         exit(64)
     }
 }
@@ -196,8 +220,26 @@ if let fullFinderOffset { cvcamPasses.fullSizeFinderThresholdOffset = fullFinder
 if let areaModule { cvcamPasses.areaModuleSize = areaModule }
 let cvcam = try CodeDetector(passes: cvcamPasses)
 
-print("# bench-codes: cvcam CodeDetector vs plain ZBar and plain zxing-cpp")
+print("# bench-codes: cvcam CodeDetector vs plain ZBar, plain zxing-cpp 1.4 and zxing-cpp 3.x")
 print("")
+if let python = zxing3Python {
+    let peer = ChildReader(
+        name: "zxing-cpp 3.x", executable: python, arguments: [root.appendingPathComponent("Tools/baseline/zxing3_peer.py").path])
+    if let version = peer.ask("version")?["version"] as? String {
+        print("zxing-cpp \(version) (PyPI, `read_barcodes` with its defaults, TextMode.Plain) measured in a child process; its times are its own CPU time around the read.")
+        zxing3 = peer
+    } else {
+        print("zxing-cpp 3.x: \(python) could not start Tools/baseline/zxing3_peer.py; left out.")
+    }
+} else {
+    print("zxing-cpp 3.x: not measured (Tools/bench-codes installs it; or pass --zxing3 PYTHON).")
+}
+print("")
+if !noCodesDevset {
+    let dir = codesDevsetPath ?? root.deletingLastPathComponent().appendingPathComponent("shared/devsets/codes").path
+    try runCodesDevSet(directory: dir, only: codesOnly)
+}
+if codesOnly != nil { exit(0) }
 if !noDevset {
     let dir = devsetPath ?? root.deletingLastPathComponent().appendingPathComponent("shared/devsets/qr").path
     try runDevSet(directory: dir)
@@ -223,11 +265,16 @@ for category in QRTestCorpus.Category.allCases {
 
 /// The frames with codes timed at a fixed size: six samples of every category, resized.
 @MainActor func codedFrames(width: Int, height: Int) throws -> [PixelBuffer] {
-    try samplesByCategory.flatMap { _, samples in
+    // The categories the cost tables have always used, so that runs of older builds compare.
+    try samplesByCategory.filter { ![.tilted, .highVersion, .highVersionLarge].contains($0.0) }.flatMap { _, samples in
         try samples.prefix(6).map { s throws(CaptureError) in try QRTestCorpus.resized(s.image, width: width, height: height) }
     }
 }
 
+if CommandLine.arguments.contains("--type-costs") {
+    try typeSetCosts()
+    exit(0)
+}
 if CommandLine.arguments.contains("--profile-code-free") {
     var frames = try noiseFrames(width: 640, height: 480)
     for path in photoPaths { frames.append(try QRTestCorpus.photo(at: path, width: 640, height: 480)) }
@@ -279,29 +326,45 @@ if CommandLine.arguments.contains("--profile") {
     exit(0)
 }
 
-print("| category | codes | plain ZBar | plain zxing-cpp | cvcam | cvcam ms (median) | ZBar ms (median) | zxing-cpp ms (median) |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|")
-var totalCodes = 0, totalZBar = 0, totalZXing = 0, totalCvcam = 0
+print("Codes read exactly (wrong payloads: outputs matching no code of the frame); median ms per frame.")
+print("")
+print("| category | codes | plain ZBar | plain zxing-cpp 1.4 | zxing-cpp 3.x | cvcam | cvcam ms | ZBar ms | zxing-cpp 1.4 ms | zxing-cpp 3.x ms |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+var totalCodes = 0, totalZBar = 0, totalZXing = 0, totalZXing3 = 0, totalCvcam = 0
+var totalWrong = [0, 0, 0, 0]
 for (category, samples) in samplesByCategory {
-    var codes = 0, z = 0, x = 0, c = 0
-    var zt: [Double] = [], xt: [Double] = [], ct: [Double] = []
+    var codes = 0, z = 0, x = 0, x3 = 0, c = 0
+    var wrong = [0, 0, 0, 0]
+    var zt: [Double] = [], xt: [Double] = [], x3t: [Double] = [], ct: [Double] = []
     for s in samples {
         codes += s.codes.count
-        var zf: [[UInt8]] = [], xf: [[UInt8]] = [], cf: [[UInt8]] = []
+        var zf: [[UInt8]] = [], xf: [[UInt8]] = [], x3f: [[UInt8]] = [], cf: [[UInt8]] = []
         zt.append(milliseconds { zf = zbar.payloads(s.image) })
         xt.append(milliseconds { xf = zxing.payloads(s.image) })
+        if let z3 = zxing3, let r = z3.read(try CodeImaging.gray(s.image), formats: "QRCode,MicroQRCode") {
+            x3f = r.codes.map(\.bytes)
+            x3t.append(r.ms)
+        }
         ct.append(milliseconds { cf = (try? cvcam.detect(in: s.image))?.map(\.payload) ?? [] })
         z += hits(s.expectedPayloads, zf)
         x += hits(s.expectedPayloads, xf)
+        x3 += hits(s.expectedPayloads, x3f)
         c += hits(s.expectedPayloads, cf)
+        for (k, found) in [zf, xf, x3f, cf].enumerated() {
+            wrong[k] += Set(found).subtracting(s.expectedPayloads).count
+        }
     }
     totalCodes += codes
     totalZBar += z
     totalZXing += x
+    totalZXing3 += x3
     totalCvcam += c
-    print("| \(category) | \(codes) | \(percent(z, codes)) | \(percent(x, codes)) | \(percent(c, codes)) | \(f(median(ct))) | \(f(median(zt))) | \(f(median(xt))) |")
+    for k in 0..<4 { totalWrong[k] += wrong[k] }
+    func cell(_ n: Int, _ k: Int) -> String { "\(n)" + (wrong[k] > 0 ? " (\(wrong[k]) wrong)" : "") }
+    print("| \(category) | \(codes) | \(cell(z, 0)) | \(cell(x, 1)) | \(zxing3 == nil ? "–" : cell(x3, 2)) | \(cell(c, 3)) | \(f(median(ct))) | \(f(median(zt))) | \(f(median(xt))) | \(f(median(x3t))) |")
 }
-print("| **all** | \(totalCodes) | **\(percent(totalZBar, totalCodes))** | **\(percent(totalZXing, totalCodes))** | **\(percent(totalCvcam, totalCodes))** | | | |")
+@MainActor func totalCell(_ n: Int, _ k: Int) -> String { "**\(n)** (\(percent(n, totalCodes)))" + (totalWrong[k] > 0 ? ", \(totalWrong[k]) wrong" : "") }
+print("| **all** | \(totalCodes) | \(totalCell(totalZBar, 0)) | \(totalCell(totalZXing, 1)) | \(zxing3 == nil ? "–" : totalCell(totalZXing3, 2)) | \(totalCell(totalCvcam, 3)) | | | | |")
 print("")
 
 // MARK: False decodes
@@ -310,13 +373,14 @@ for path in photoPaths { negatives.append((URL(fileURLWithPath: path).lastPathCo
 for i in 0..<20 {
     negatives.append(("clutter-\(i)", try QRTestCorpus.background(width: 640, height: 480, seed: seed &+ UInt64(i))))
 }
-var zFalse = 0, xFalse = 0, cFalse = 0
+var zFalse = 0, xFalse = 0, x3False = 0, cFalse = 0
 for (_, image) in negatives {
     zFalse += zbar.payloads(image).count
     xFalse += zxing.payloads(image).count
+    x3False += zxing3?.read(try CodeImaging.gray(image), formats: "QRCode,MicroQRCode")?.codes.count ?? 0
     cFalse += (try cvcam.detect(in: image)).count
 }
-print("False decodes on \(negatives.count) code-free frames (\(photoPaths.count) fixture photos + 20 generated clutter frames): plain ZBar \(zFalse), plain zxing-cpp \(xFalse), cvcam \(cFalse).")
+print("False decodes on \(negatives.count) code-free frames (\(photoPaths.count) fixture photos + 20 generated clutter frames): plain ZBar \(zFalse), plain zxing-cpp 1.4 \(xFalse), zxing-cpp 3.x \(zxing3 == nil ? "–" : String(x3False)), cvcam \(cFalse).")
 print("")
 
 /// Code-free textured frames: seeded gray noise (mean 112, σ 14, like a room in a webcam) and
@@ -351,8 +415,8 @@ if CommandLine.arguments.contains("--finders") {
 }
 
 // MARK: Timing at fixed sizes
-print("| frame size | frames | plain ZBar ms | plain zxing-cpp ms | cvcam ms | cvcam / ZBar |")
-print("|---|---:|---:|---:|---:|---:|")
+print("| frame size | frames | plain ZBar ms | plain zxing-cpp 1.4 ms | zxing-cpp 3.x ms | cvcam ms | cvcam / ZBar | cvcam / zxing-cpp 3.x |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|")
 for (w, h) in [(640, 480), (1280, 720)] {
     for kind in ["with codes", "no codes (photos)", "no codes (noise, clutter)"] {
         var frames: [PixelBuffer] = []
@@ -363,19 +427,51 @@ for (w, h) in [(640, 480), (1280, 720)] {
         } else {
             for path in photoPaths { frames.append(try QRTestCorpus.photo(at: path, width: w, height: h)) }
         }
-        var zt: [Double] = [], xt: [Double] = [], ct: [Double] = []
+        var zt: [Double] = [], xt: [Double] = [], x3t: [Double] = [], ct: [Double] = []
+        let grays = try frames.map { b throws(CaptureError) in try CodeImaging.gray(b) }
         for _ in 0..<3 {
-            for frame in frames {
+            for (frame, gray) in zip(frames, grays) {
                 zt.append(milliseconds { _ = zbar.payloads(frame) })
                 xt.append(milliseconds { _ = zxing.payloads(frame) })
+                if let r = zxing3?.read(gray, formats: "QRCode,MicroQRCode") { x3t.append(r.ms) }
                 ct.append(milliseconds { _ = try? cvcam.detect(in: frame) })
             }
         }
         let label = "\(w)x\(h) \(kind)"
-        print("| \(label) | \(frames.count) | \(f(median(zt))) | \(f(median(xt))) | \(f(median(ct))) | \(f(median(ct) / median(zt))) |")
+        print("| \(label) | \(frames.count) | \(f(median(zt))) | \(f(median(xt))) | \(f(median(x3t))) | \(f(median(ct))) | \(f(median(ct) / median(zt))) | \(f(median(ct) / median(x3t))) |")
     }
 }
 print("")
+
+// MARK: Cost of the type sets `cvcam scan` could default to
+/// CPU ms per 640x480 frame of a detector for each type set, on frames with a QR code and on
+/// code-free frames (fixture photos, noise, clutter), interleaved so that load hits all alike.
+@MainActor func typeSetCosts() throws {
+    let sets: [(String, Set<MetadataObjectType>)] = [
+        ("qr (the default before)", [.qr]),
+        ("qr, microqr", [.qr, .microQR]),
+        ("every 2-D type", CodeDetector.twoDimensionalTypes),
+        ("every type (`--types all`)", CodeDetector.availableMetadataObjectTypes),
+    ]
+    let detectors = try sets.map { try CodeDetector(metadataObjectTypes: $0.1, passes: cvcamPasses) }
+    var empty = try noiseFrames(width: 640, height: 480)
+    for path in photoPaths { empty.append(try QRTestCorpus.photo(at: path, width: 640, height: 480)) }
+    let coded = try codedFrames(width: 640, height: 480)
+    var te = [[Double]](repeating: [], count: sets.count), tc = te
+    for _ in 0..<3 {
+        for frame in empty { for (k, d) in detectors.enumerated() { te[k].append(milliseconds { _ = try? d.detect(in: frame) }) } }
+        for frame in coded { for (k, d) in detectors.enumerated() { tc[k].append(milliseconds { _ = try? d.detect(in: frame) }) } }
+    }
+    print("Cost per 640x480 frame by type set (CPU ms, median; \(empty.count) code-free frames, \(coded.count) frames with QR codes, three rounds interleaved):")
+    print("")
+    print("| types | code-free ms | ratio to qr | with a code ms | ratio to qr |")
+    print("|---|---:|---:|---:|---:|")
+    for (k, set) in sets.enumerated() {
+        print("| \(set.0) | \(f(median(te[k]))) | \(f(median(te[k]) / median(te[0]))) | \(f(median(tc[k]))) | \(f(median(tc[k]) / median(tc[0]))) |")
+    }
+    print("")
+}
+try typeSetCosts()
 
 // MARK: Ablation: what each pass adds
 if ablation {
