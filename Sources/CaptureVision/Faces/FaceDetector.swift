@@ -70,8 +70,15 @@ public struct FaceDetection: Sendable, Hashable {
 /// when YuNet cannot be loaded. Any YuNet file can be given to `init(configuration:yuNetModel:haarCascade:)`,
 /// including YuNet 2022mar (through `cv::FaceDetectorYN`).
 ///
-/// What cvcam adds to plain YuNet; each part is kept only because it pays on the real-photo dev
-/// set (`Tools/bench-faces`, figures in `Tools/Bench/README.md`):
+/// What cvcam adds to plain YuNet. Each part was chosen on one real-photo split (`faces/`) and
+/// kept only because it also pays on another it was not chosen on (`faces-validate/`;
+/// `Tools/bench-faces`, figures in `Tools/Bench/README.md`):
+/// - **Mirrored search, fused** `searchesMirroredImage` (`standard`): the image is also searched
+///   mirrored left-right, and the two searches are fused (weighted box fusion): a face's score
+///   is the mean of its two scores, a view that missed it counting 0; box and landmarks are the
+///   score-weighted mean. A face looks like a face both ways round, while YuNet's mistakes on
+///   texture and clutter rarely repeat in the mirror image, so agreement sorts them better than
+///   one score does. Twice the cost of a search; video presets leave it off.
 /// - **Detection resolution.** The image (or the region of interest) is scaled so its long side
 ///   lies in `minimumDetectionDimension…maximumDetectionDimension`: `standard` searches photos
 ///   up to 2048 px at their own size; `realTime` reduces every video frame to a 640 px long
@@ -88,7 +95,7 @@ public struct FaceDetection: Sendable, Hashable {
 /// - **Content gate.** A frame whose luma standard deviation is below `minimumFrameContrast`
 ///   (black, a lens cap) is not searched at all: it costs nothing, and YuNet 2022mar reports
 ///   phantom faces on such frames.
-/// - **Optional checks** (off by default: on the dev set they cost recall with YuNet-n and
+/// - **Optional checks** (off by default: on both splits they cost recall with YuNet-n and
 ///   removed no false face): a box contrast floor `minimumContrast`, and the landmark geometry
 ///   check `checksLandmarkGeometry` (landmarks inside the box, nose below the eyes, mouth below
 ///   the nose, eyes at most `maximumEyeDistanceRatio` of the width apart), with a second look
@@ -121,8 +128,13 @@ public final class FaceDetector: @unchecked Sendable {
 
     /// Tunable policy. Value type; thread-safe.
     public struct Configuration: Sendable, Hashable {
-        /// Faces scoring below this are dropped (YuNet scores 0…1).
+        /// Faces scoring below this are dropped (YuNet scores 0…1; with `searchesMirroredImage`,
+        /// the fused score).
         public var scoreThreshold: Double
+        /// Also search the image mirrored left-right and fuse the two searches (see
+        /// `FaceDetector`): a face keeps a high score only when both views agree. Whole-image
+        /// searches only (`detect(in:regionOfInterest:)`); twice their cost.
+        public var searchesMirroredImage: Bool
         /// Faces shorter than this many pixels of the image are dropped; 0 keeps all. (A reduced
         /// image has YuNet's own floor too: about 10 px at the detection scale.)
         public var minimumFaceSize: Double
@@ -174,7 +186,8 @@ public final class FaceDetector: @unchecked Sendable {
 
         /// Creates a configuration; the defaults are `standard`.
         public init(
-            scoreThreshold: Double = 0.7, minimumFaceSize: Double = 15, checksLandmarkGeometry: Bool = false,
+            scoreThreshold: Double = 0.7, searchesMirroredImage: Bool = true, minimumFaceSize: Double = 15,
+            checksLandmarkGeometry: Bool = false,
             uprightRecheckScore: Double? = nil, minimumDetectionDimension: Int? = nil,
             maximumDetectionDimension: Int? = 2048, tileSize: Int? = nil, tileOverlap: Double = 0.25,
             largeFaceDimension: Int? = 640, largeFaceMinimumSize: Double = 60, largeFaceScoreThreshold: Double = 0.8,
@@ -183,6 +196,7 @@ public final class FaceDetector: @unchecked Sendable {
             haarScaleFactor: Double = 1.1, haarMinimumNeighbours: Int = 4
         ) {
             self.scoreThreshold = scoreThreshold
+            self.searchesMirroredImage = searchesMirroredImage
             self.minimumFaceSize = minimumFaceSize
             self.checksLandmarkGeometry = checksLandmarkGeometry
             self.uprightRecheckScore = uprightRecheckScore
@@ -209,10 +223,12 @@ public final class FaceDetector: @unchecked Sendable {
         /// For live video: frames are reduced to a 640 px long side, so faces keep up with a
         /// 720p30 camera on a two-core board, at the price of the smallest face found (about
         /// 10 px × the frame's long side / 640, YuNet's own floor). `CaptureMetadataOutput`'s default.
-        public static let realTime = Configuration(maximumDetectionDimension: 640, largeFaceDimension: nil)
+        public static let realTime = Configuration(
+            searchesMirroredImage: false, maximumDetectionDimension: 640, largeFaceDimension: nil)
         /// `standard` at most 1280 px, plus full-resolution 640 px tiles for larger frames
         /// (distant faces in 1080p video), at roughly 3–4× the cost of a 1280 px search.
-        public static let tiled = Configuration(maximumDetectionDimension: 1280, tileSize: 640, largeFaceDimension: nil)
+        public static let tiled = Configuration(
+            searchesMirroredImage: false, maximumDetectionDimension: 1280, tileSize: 640, largeFaceDimension: nil)
         /// `standard` plus roll refined for up to two tilted faces per image (error ≤ 5° up to
         /// ±30° instead of up to 25° too much), at one 160×160 YuNet run per refined face.
         public static let accurateAngles = Configuration(maximumRollRefinements: 2)
@@ -220,9 +236,17 @@ public final class FaceDetector: @unchecked Sendable {
         /// threshold (0.9 is OpenCV's sample default for 2022mar). For comparisons.
         public static func plain(scoreThreshold: Double = 0.9) -> Configuration {
             Configuration(
-                scoreThreshold: scoreThreshold, minimumFaceSize: 0, checksLandmarkGeometry: false, uprightRecheckScore: nil,
+                scoreThreshold: scoreThreshold, searchesMirroredImage: false, minimumFaceSize: 0, checksLandmarkGeometry: false,
+                uprightRecheckScore: nil,
                 minimumDetectionDimension: nil, maximumDetectionDimension: nil, largeFaceDimension: nil, minimumFrameContrast: 0,
                 minimumContrast: 0, rollRefinementThreshold: .infinity)
+        }
+
+        /// The score the networks report candidates down to: `scoreThreshold`, or with the
+        /// mirrored search the least score that can still fuse to `scoreThreshold` (the other
+        /// view scoring at most 1), but not under 0.3.
+        var candidateThreshold: Double {
+            searchesMirroredImage ? max(0.3, 2 * scoreThreshold - 1) : scoreThreshold
         }
     }
 
@@ -254,6 +278,9 @@ public final class FaceDetector: @unchecked Sendable {
     /// (a video needs four or five sizes) instead of a new allocation per search. Used only
     /// while `lock` is held; nothing returned to callers refers to them.
     var scratch: [Int: PixelBuffer] = [:]
+    /// The mirrored copy of the image a whole search makes (`searchesMirroredImage`), kept for
+    /// the next image of its size. Used only while `lock` is held.
+    var mirrorScratch: PixelBuffer?
 
     private static let logger = Logger(label: "cvcam.faces")
     private static let fallbackAnnounced = Atomic<Bool>(false)
@@ -267,7 +294,7 @@ public final class FaceDetector: @unchecked Sendable {
         if let yuNetModel {
             if FileManager.default.fileExists(atPath: yuNetModel.path),
                 let network = YuNetNetwork(
-                    model: yuNetModel.path, width: 320, height: 320, scoreThreshold: configuration.scoreThreshold,
+                    model: yuNetModel.path, width: 320, height: 320, scoreThreshold: configuration.candidateThreshold,
                     nmsThreshold: configuration.nmsThreshold, topK: 5000, error: &err)
             {
                 yuNet = network
