@@ -60,7 +60,7 @@ func enterFrames(_ clip: HoldClip, hold: Int, models: URL) throws -> [Int] {
 }
 
 /// Prints the live-hold table: false enters on the face-free clips and the delay of the first
-/// real enter on the face clips, for holds of 1 (none) to 4 frames.
+/// real enter on the face clips, for holds of 1 (none) to 3 frames.
 func liveHoldReport(negatives: [(name: String, path: String)], faces: [(name: String, path: String)], models: URL) throws {
     let negativeClips = try negatives.map { try holdClip($0.path, name: $0.name, appearsAt: 0, frames: 45) }
     let faceClips = try faces.map { try holdClip($0.path, name: $0.name, appearsAt: 0.5, frames: 45) }
@@ -70,7 +70,7 @@ func liveHoldReport(negatives: [(name: String, path: String)], faces: [(name: St
         + "Delay: frames from the photo's first frame to the first `faceEntered` (at 30 fps one frame is 33 ms).\n")
     print("| hold (frames) | false enters on face-free clips | face-free clips with one | face clips entered | delay of the first enter, median (max) | false-enter clips |")
     print("|---|---|---|---|---|---|")
-    for hold in 1...4 {
+    for hold in 1...3 {
         var falseEnters = 0
         var firing: [String] = []
         for clip in negativeClips {

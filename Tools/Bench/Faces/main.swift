@@ -7,7 +7,8 @@
 //
 // Run it with Tools/bench-faces (release build). Prints Markdown. Options: --devset DIR (the
 // tuning split), --validate DIR (the validate split), --devset-only, --no-devset, --no-levers
-// (skip the table of what each part does), --live-hold (first, the live hold measured on clips),
+// (skip the table of what each part does), --all-levers (that table with the older parts too),
+// --live-hold (first, the live hold measured on clips),
 // --live-hold-only, --details (cvcam's misses on the fixtures).
 import CaptureKit
 import Foundation
