@@ -307,6 +307,30 @@ struct FaceDetectorTests {
         #expect(a.count == m.count && zip(a, m).contains { abs($0 - $1) > 1e-4 }, "one search scored both views alike: \(a) \(m)")
     }
 
+    /// The cat-face check (`catFaceVeto`) runs OpenCV's cat-face cascade where a face was found:
+    /// it sees the cat in chelsea.png where the cascade finds its head, and gives every human
+    /// face of the fixtures fewer votes than the veto, so the default drops none of them.
+    @Test func theCatFaceCheckSeesACatAndLeavesTheFixtureFacesAlone() throws {
+        let cat = try FaceFixtures.image("negatives/chelsea.png")
+        #expect(try detector.catFaceVotes(in: cat, box: CGRect(x: 214, y: 193, width: 100, height: 100)) >= 1)
+        let veto = try #require(FaceDetector.Configuration.standard.catFaceVeto)
+        var unchecked = FaceDetector.Configuration.standard
+        unchecked.catFaceVeto = nil
+        let plain = try FaceFixtures.detector(unchecked)
+        var faces = 0
+        for entry in FaceFixtures.manifest.images where !entry.negative {
+            let image = try FaceFixtures.image(entry.image)
+            let found = try plain.detect(in: image)
+            for face in found {
+                let votes = try detector.catFaceVotes(in: image, box: FaceFixtures.pixels(face.bounds, image))
+                #expect(votes < veto, "\(entry.image): \(votes) cat-face votes")
+                faces += 1
+            }
+            #expect(try detector.detect(in: image).count == found.count, "\(entry.image)")
+        }
+        #expect(faces >= 14)
+    }
+
     /// Fusion: a face both searches found keeps the mean of its scores and a score-weighted
     /// box; one only a single search found keeps half its score; a candidate from the mirror
     /// image comes back with the person's eyes and mouth corners in YuNet's order.
