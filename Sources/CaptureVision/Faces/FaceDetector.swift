@@ -102,8 +102,8 @@ public struct FaceDetection: Sendable, Hashable {
 /// - **Content gate.** A frame whose luma standard deviation is below `minimumFrameContrast`
 ///   (black, a lens cap) is not searched at all: it costs nothing, and YuNet 2022mar reports
 ///   phantom faces on such frames.
-/// - **Optional checks** (off by default: on both splits they cost recall with YuNet-n and
-///   removed no false face): a box contrast floor `minimumContrast`, and the landmark geometry
+/// - **Optional checks** (off by default: on the tuning split they cost recall with YuNet-n and
+///   removed no false face; `bench-faces --all-levers` measures them on both splits): a box contrast floor `minimumContrast`, and the landmark geometry
 ///   check `checksLandmarkGeometry` (landmarks inside the box, nose below the eyes, mouth below
 ///   the nose, eyes at most `maximumEyeDistanceRatio` of the width apart), with a second look
 ///   turned upright for faces scoring at least `uprightRecheckScore`.
