@@ -278,6 +278,82 @@ struct FaceDetectorTests {
         #expect(abs(frontal) < 15)
     }
 
+    /// The default searches the photo and its mirror image and fuses the two, so a mirrored
+    /// photo gives exactly the mirrored faces with the same scores (the same two searches run);
+    /// one search alone scores the two views differently.
+    @Test func aMirroredPhotoGivesTheMirroredFacesWithTheSameScores() throws {
+        let image = try FaceFixtures.image("images/maksssksksss523.jpg")
+        let mirrored = try PixelBuffer(width: image.width, height: image.height, pixelFormat: .bgr)
+        var src = FaceFixtures.bridge(image)
+        var dst = FaceFixtures.bridge(mirrored)
+        var err = cvb_error()
+        #expect(cvb_image_rotate_mirror(&src, &dst, 0, 1, &err) == 0)
+        func sorted(_ faces: [FaceDetection]) -> [FaceDetection] { faces.sorted { $0.bounds.midX < $1.bounds.midX } }
+        let faces = sorted(try detector.detect(in: image))
+        let back = sorted(try detector.detect(in: mirrored)).reversed().map { f in
+            CGRect(x: 1 - f.bounds.maxX, y: f.bounds.minY, width: f.bounds.width, height: f.bounds.height)
+        }
+        let scores = sorted(try detector.detect(in: mirrored)).reversed().map(\.confidence)
+        #expect(faces.count == 2 && back.count == 2)
+        for (f, (b, score)) in zip(faces, zip(back, scores)) {
+            #expect(f.bounds.intersectionOverUnion(b) > 0.999, "\(f.bounds) vs mirrored \(b)")
+            #expect(abs(f.confidence - score) < 1e-6)
+        }
+        var single = FaceDetector.Configuration.standard
+        single.searchesMirroredImage = false
+        let one = try FaceFixtures.detector(single)
+        let a = sorted(try one.detect(in: image)).map(\.confidence)
+        let m = sorted(try one.detect(in: mirrored)).reversed().map(\.confidence)
+        #expect(a.count == m.count && zip(a, m).contains { abs($0 - $1) > 1e-4 }, "one search scored both views alike: \(a) \(m)")
+    }
+
+    /// The cat-face check (`catFaceVeto`) runs OpenCV's cat-face cascade where a face was found:
+    /// it sees the cat in chelsea.png where the cascade finds its head, and gives every human
+    /// face of the fixtures fewer votes than the veto, so the default drops none of them.
+    @Test func theCatFaceCheckSeesACatAndLeavesTheFixtureFacesAlone() throws {
+        let cat = try FaceFixtures.image("negatives/chelsea.png")
+        #expect(try detector.catFaceVotes(in: cat, box: CGRect(x: 214, y: 193, width: 100, height: 100)) >= 1)
+        let veto = try #require(FaceDetector.Configuration.standard.catFaceVeto)
+        var unchecked = FaceDetector.Configuration.standard
+        unchecked.catFaceVeto = nil
+        let plain = try FaceFixtures.detector(unchecked)
+        var faces = 0
+        for entry in FaceFixtures.manifest.images where !entry.negative {
+            let image = try FaceFixtures.image(entry.image)
+            let found = try plain.detect(in: image)
+            for face in found {
+                let votes = try detector.catFaceVotes(in: image, box: FaceFixtures.pixels(face.bounds, image))
+                #expect(votes < veto, "\(entry.image): \(votes) cat-face votes")
+                faces += 1
+            }
+            #expect(try detector.detect(in: image).count == found.count, "\(entry.image)")
+        }
+        #expect(faces >= 14)
+    }
+
+    /// Fusion: a face both searches found keeps the mean of its scores and a score-weighted
+    /// box; one only a single search found keeps half its score; a candidate from the mirror
+    /// image comes back with the person's eyes and mouth corners in YuNet's order.
+    @Test func fusionAveragesAgreeingSearchesAndHalvesALoneOne() {
+        func marks(_ x: CGFloat) -> [CGPoint] {
+            [CGPoint(x: x + 3, y: 4), CGPoint(x: x + 7, y: 4), CGPoint(x: x + 5, y: 6), CGPoint(x: x + 3.5, y: 8), CGPoint(x: x + 6.5, y: 8)]
+        }
+        let a = FaceDetector.Candidate(box: CGRect(x: 10, y: 0, width: 10, height: 12), landmarks: marks(10), score: 0.9)
+        let b = FaceDetector.Candidate(box: CGRect(x: 11, y: 0, width: 10, height: 12), landmarks: marks(11), score: 0.6)
+        let lone = FaceDetector.Candidate(box: CGRect(x: 60, y: 0, width: 10, height: 12), landmarks: marks(60), score: 0.8)
+        let fused = FaceDetector.fuse([[a, lone], [b]], minimumIoU: 0.5).sorted { $0.box.minX < $1.box.minX }
+        #expect(fused.count == 2)
+        #expect(abs(fused[0].score - 0.75) < 1e-9)
+        #expect(abs(Double(fused[0].box.minX) - (10 * 0.9 + 11 * 0.6) / 1.5) < 1e-9)
+        #expect(abs(fused[1].score - 0.4) < 1e-9)
+        let mirrored = a.mirrored(width: 100)
+        #expect(mirrored.box == CGRect(x: 80, y: 0, width: 10, height: 12))
+        let m = mirrored.landmarks ?? []
+        // Right eye (image left) first: the mirror of the left eye at x 17 is at 83.
+        #expect(m.map(\.x) == [83, 87, 85, 83.5, 86.5])
+        #expect(m[0].x < m[1].x && m[3].x < m[4].x)
+    }
+
     /// maksssksksss523.jpg mirrored: YuNet 2022mar put a mouth corner of the left face (tilted
     /// ~27°) outside its box, so the landmark geometry check needed an upright second look to
     /// keep it. YuNet-n reads those landmarks right: both faces pass the check (now optional)

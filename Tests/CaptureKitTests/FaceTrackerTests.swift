@@ -154,6 +154,53 @@ struct FaceTrackerTests {
         if case .updated(let f) = updates.last?.1 { #expect(f.bounds.minX > entry.bounds.minX) }
     }
 
+    @Test func aFaceSeenInOneFrameOfVideoNeverEnters() {
+        var tracker = FaceTracker(configuration: .video)
+        var events: [FaceTracker.Event] = []
+        // A flicker: one frame, two frames, then nothing; each time somewhere else.
+        for i in 0..<20 {
+            let flicker: [FaceDetection] = i == 3 ? [face(0.1)] : (i == 8 || i == 9) ? [face(0.6)] : []
+            events += tracker.update(with: flicker, at: time(i), inputID: input)
+            #expect(tracker.faces.isEmpty)
+        }
+        #expect(events.isEmpty)
+        _ = tracker.reset()
+    }
+
+    @Test func aFaceThatStaysEntersOnItsThirdFrameWithTheFirstUnusedID() {
+        var tracker = FaceTracker(configuration: .video)
+        var other = FaceTracker()
+        var otherID: Int?
+        var events: [(Int, FaceTracker.Event)] = []
+        for i in 0..<10 {
+            events += tracker.update(with: [face(0.3 + 0.004 * Double(i))], at: time(i), inputID: input).map { (i, $0) }
+            // Another face enters elsewhere while this one is held back.
+            if i == 1 { otherID = other.update(with: [face(0.5)], at: time(i), inputID: input).first?.face.faceID }
+        }
+        guard case .entered(let entry)? = events.first?.1 else {
+            Issue.record("expected an enter first, got \(events)")
+            return
+        }
+        #expect(events.first?.0 == 2)
+        #expect(entry.time == time(2))
+        #expect(abs(Double(entry.bounds.minX) - (0.3 + 0.008)) < 1e-9)
+        #expect(tracker.faces.map(\.faceID) == [entry.faceID])
+        // The ID is taken when the face enters, not when it is first seen.
+        #expect(entry.faceID > (otherID ?? .max))
+        // Leaving reports the face that entered; a held face leaves without a word.
+        let left = tracker.update(with: [face(0.1, size: 0.05)], at: time(10), inputID: input)
+        #expect(left.isEmpty)
+        #expect(tracker.reset().map(\.face.faceID) == [entry.faceID])
+    }
+
+    @Test func aStillPhotoIsNotHeldBack() {
+        var tracker = FaceTracker(configuration: .video)
+        let events = tracker.update(with: [face(0.3)], at: time(0), inputID: input, holdsNewFaces: false)
+        #expect(events.count == 1)
+        if case .entered = events.first {} else { Issue.record("expected an enter, got \(events)") }
+        #expect(tracker.faces.count == 1)
+    }
+
     @Test func faceIDsAreNeverReusedAcrossTrackers() {
         var a = FaceTracker()
         var b = FaceTracker()

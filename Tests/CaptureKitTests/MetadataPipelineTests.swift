@@ -73,7 +73,8 @@ import CaptureKitTesting
                     inputID: CaptureInput.ID(rawValue: 1)))
             let result = try stage.process(
                 frame, regionOfInterest: CGRect(x: 0, y: 0, width: 1, height: 1), updateInterval: 1, scanInterval: 0.1)
-            #expect(result.faces.count == 1, "frame \(i)")
+            // The face enters on its third frame (the hold before a new face in video enters).
+            #expect(result.faces.count == (i < 2 ? 0 : 1), "frame \(i)")
             conversions.append(frame.conversionCount)
         }
         let counts = stage.searchCounts

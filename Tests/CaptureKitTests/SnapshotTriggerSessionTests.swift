@@ -112,9 +112,12 @@ import Testing
         #expect(Self.scene().visibleSprites(atFrame: 29).count == 1 && Self.scene().visibleSprites(atFrame: 30).isEmpty)
         #expect(Self.scene().visibleSprites(atFrame: 40).count == 1 && Self.scene().visibleSprites(atFrame: 60).isEmpty)
 
-        // No cooldown: one snapshot per track, on its first frame; two distinct faceIDs.
+        // A new face enters on its third frame in view (the live hold, 0.2 s at 10 fps): the
+        // faces are reported from 1.2 s and 4.2 s.
+        let first = 1200, second = 4200
+        // No cooldown: one snapshot per track, on its first frame reported; two distinct faceIDs.
         let plain = try run(.init())
-        #expect(plain.taken == [Taken(ms: 1000, reason: .newFace, tracks: [1]), Taken(ms: 4000, reason: .newFace, tracks: [2])])
+        #expect(plain.taken == [Taken(ms: first, reason: .newFace, tracks: [1]), Taken(ms: second, reason: .newFace, tracks: [2])])
         #expect(plain.faceIDs.count == 2 && plain.faceIDs[0] < plain.faceIDs[1])
         // Named by input, wall time (for a scene: when written) and faces, in the order taken.
         let pattern = /snapshot-\d{8}-\d{6}\.\d{3}-face(\d+)\.jpg/
@@ -123,28 +126,30 @@ import Testing
         // Per-faceID cooldown of 0.5 s: each track triggers again every 0.5 s while it stays.
         let perFace = try run(.init(faceCooldown: 0.5))
         #expect(perFace.taken == [
-            Taken(ms: 1000, reason: .newFace, tracks: [1]), Taken(ms: 1500, reason: .faceCooldownElapsed, tracks: [1]),
-            Taken(ms: 2000, reason: .faceCooldownElapsed, tracks: [1]), Taken(ms: 2500, reason: .faceCooldownElapsed, tracks: [1]),
-            Taken(ms: 4000, reason: .newFace, tracks: [2]), Taken(ms: 4500, reason: .faceCooldownElapsed, tracks: [2]),
-            Taken(ms: 5000, reason: .faceCooldownElapsed, tracks: [2]), Taken(ms: 5500, reason: .faceCooldownElapsed, tracks: [2]),
+            Taken(ms: first, reason: .newFace, tracks: [1]), Taken(ms: first + 500, reason: .faceCooldownElapsed, tracks: [1]),
+            Taken(ms: first + 1000, reason: .faceCooldownElapsed, tracks: [1]),
+            Taken(ms: first + 1500, reason: .faceCooldownElapsed, tracks: [1]),
+            Taken(ms: second, reason: .newFace, tracks: [2]), Taken(ms: second + 500, reason: .faceCooldownElapsed, tracks: [2]),
+            Taken(ms: second + 1000, reason: .faceCooldownElapsed, tracks: [2]),
+            Taken(ms: second + 1500, reason: .faceCooldownElapsed, tracks: [2]),
         ])
 
-        // Global cooldown of 3.5 s: the returning face waits until 1.0 + 3.5 s.
+        // Global cooldown of 3.5 s: the returning face waits until 1.2 + 3.5 s.
         let global = try run(.init(globalCooldown: 3.5))
-        #expect(global.taken == [Taken(ms: 1000, reason: .newFace, tracks: [1]), Taken(ms: 4500, reason: .newFace, tracks: [2])])
+        #expect(global.taken == [Taken(ms: first, reason: .newFace, tracks: [1]), Taken(ms: first + 3500, reason: .newFace, tracks: [2])])
 
-        // Every 0.75 s while a face is present: 1.0, 1.8, 2.6, then 4.0, 4.8, 5.6.
+        // Every 0.75 s while a face is present (frames are 0.1 s apart): 1.2, 2.0, 2.8, then 4.2, 5.0, 5.8.
         let periodic = try run(.init(mode: .interval(seconds: 0.75)))
-        #expect(periodic.taken == [1000, 1800, 2600].map { Taken(ms: $0, reason: .interval, tracks: [1]) }
-            + [4000, 4800, 5600].map { Taken(ms: $0, reason: .interval, tracks: [2]) })
+        #expect(periodic.taken == [first, first + 800, first + 1600].map { Taken(ms: $0, reason: .interval, tracks: [1]) }
+            + [second, second + 800, second + 1600].map { Taken(ms: $0, reason: .interval, tracks: [2]) })
 
-        // At most 3 snapshots in any 2 s (with a 0.5 s per-face cooldown): 2.5 s and 5.5 s are refused.
+        // At most 3 snapshots in any 2 s (with a 0.5 s per-face cooldown): 2.7 s and 5.7 s are refused.
         let capped = try run(.init(faceCooldown: 0.5, maximumSnapshotsPerWindow: 3, snapshotWindow: 2))
         #expect(capped.taken == [
-            Taken(ms: 1000, reason: .newFace, tracks: [1]), Taken(ms: 1500, reason: .faceCooldownElapsed, tracks: [1]),
-            Taken(ms: 2000, reason: .faceCooldownElapsed, tracks: [1]),
-            Taken(ms: 4000, reason: .newFace, tracks: [2]), Taken(ms: 4500, reason: .faceCooldownElapsed, tracks: [2]),
-            Taken(ms: 5000, reason: .faceCooldownElapsed, tracks: [2]),
+            Taken(ms: first, reason: .newFace, tracks: [1]), Taken(ms: first + 500, reason: .faceCooldownElapsed, tracks: [1]),
+            Taken(ms: first + 1000, reason: .faceCooldownElapsed, tracks: [1]),
+            Taken(ms: second, reason: .newFace, tracks: [2]), Taken(ms: second + 500, reason: .faceCooldownElapsed, tracks: [2]),
+            Taken(ms: second + 1000, reason: .faceCooldownElapsed, tracks: [2]),
         ])
     }
 

@@ -16,16 +16,21 @@ public final class AnalysisFrame: Sendable {
     private let bgrView = Mutex<PixelBuffer?>(nil)
     private let grayView = Mutex<PixelBuffer?>(nil)
     private let madeConversions = Atomic<Int>(0)
+    /// Whether the frame is a still of its own (a photo from a folder or an image file), not a
+    /// frame of video: nothing seen in it can be confirmed by the next frame.
+    public let isIndependentStill: Bool
 
     /// Wraps `sample`; views come from `converter`'s pools.
-    init(_ sample: SampleBuffer, converter: FrameConverter) {
+    init(_ sample: SampleBuffer, converter: FrameConverter, isIndependentStill: Bool = false) {
         self.sample = sample
         self.converter = converter
+        self.isIndependentStill = isIndependentStill
     }
 
-    /// Wraps one sample with pools of its own (a single frame, tests, tools).
-    public convenience init(_ sample: SampleBuffer) {
-        self.init(sample, converter: FrameConverter())
+    /// Wraps one sample with pools of its own (a single frame, tests, tools); `isIndependentStill`
+    /// for a photo rather than a frame of video.
+    public convenience init(_ sample: SampleBuffer, isIndependentStill: Bool = false) {
+        self.init(sample, converter: FrameConverter(), isIndependentStill: isIndependentStill)
     }
 
     /// The captured pixels, in the source's format.

@@ -2,7 +2,8 @@ import Foundation
 import Synchronization
 
 /// The default face stage: `FaceDetector` (YuNet-n 2023 from Models/, Haar alt2 as the
-/// fallback) followed by `FaceTracker`.
+/// fallback) followed by `FaceTracker` (`FaceTracker.Configuration.video`: in video a new face
+/// enters once seen in 3 consecutive frames; a still photo's faces enter at once).
 ///
 /// A whole-frame search begins every `scanInterval` of frame time. On video whose frames come
 /// at least three per `scanInterval` (with a quarter of slack: 25 fps and faster at the default
@@ -49,7 +50,7 @@ public final class DefaultFaceStage: FaceMetadataStage {
     }
 
     /// Wraps a detector and a tracker configuration.
-    public init(detector: FaceDetector, tracking: FaceTracker.Configuration = .init()) {
+    public init(detector: FaceDetector, tracking: FaceTracker.Configuration = .video) {
         self.detector = detector
         state = Mutex(State(tracker: FaceTracker(configuration: tracking)))
     }
@@ -130,7 +131,8 @@ public final class DefaultFaceStage: FaceMetadataStage {
             }
             if followed != nil { s.counts.nearTrackedFaces += 1 }
             s.tracker.configuration.updateInterval = updateInterval
-            let events = s.tracker.update(with: detections, at: time, inputID: inputID).map(Self.event)
+            let events = s.tracker.update(with: detections, at: time, inputID: inputID, holdsNewFaces: !frame.isIndependentStill)
+                .map(Self.event)
             // Faces seen in this frame (tracks briefly missed are not reported for it).
             return (s.tracker.faces.filter { $0.time == time }, events)
         }

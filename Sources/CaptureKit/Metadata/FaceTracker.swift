@@ -16,6 +16,12 @@ import Synchronization
 /// cost). Unmatched detections start tracks; a track unmatched for more than
 /// `maximumMissedFrames` frames or `maximumMissedDuration` seconds leaves.
 ///
+/// A new track is held back until it has been matched in `framesToEnter` consecutive frames:
+/// until then it is followed and matched like any other, but reported nowhere (no event, not
+/// in `faces`, no `faceID` spent), and a single miss drops it silently. A face that a detector
+/// reports in one frame of video and not the next (a texture that looks like a face for an
+/// instant) never enters; a face that stays enters `framesToEnter` − 1 frames later.
+///
 /// Each track also follows its face in pixels of the frames it was found in (the detector's own
 /// box, moved by a velocity in pixels), so the search near tracked faces gets boxes that never
 /// went through device space; device space is only what the tracker reports and matches on.
@@ -36,18 +42,27 @@ public struct FaceTracker: Sendable {
         public var minimumIoU: Double
         /// Largest centre distance, in predicted-box sides, to match without overlap.
         public var maximumCentreDistance: Double
+        /// Consecutive frames a new face must be matched in before it enters (1: at once).
+        public var framesToEnter: Int
 
-        /// Creates a configuration.
+        /// Creates a configuration. `framesToEnter` is 1 here (the tracker alone reports what it
+        /// is given); `video` holds new faces for 3 frames.
         public init(
             maximumMissedFrames: Int = 5, maximumMissedDuration: Double = 0.5, updateInterval: Double = 0.25,
-            minimumIoU: Double = 0.2, maximumCentreDistance: Double = 0.75
+            minimumIoU: Double = 0.2, maximumCentreDistance: Double = 0.75, framesToEnter: Int = 1
         ) {
+            self.framesToEnter = framesToEnter
             self.maximumMissedFrames = maximumMissedFrames
             self.maximumMissedDuration = maximumMissedDuration
             self.updateInterval = updateInterval
             self.minimumIoU = minimumIoU
             self.maximumCentreDistance = maximumCentreDistance
         }
+
+        /// For video (`DefaultFaceStage`'s default): a new face enters once matched in 3
+        /// consecutive frames, 67 ms late at 30 fps (see `Tools/Bench/README.md` for the clips it
+        /// was measured on).
+        public static let video = Configuration(framesToEnter: 3)
     }
 
     /// What happened to a face in one frame.
@@ -76,6 +91,8 @@ public struct FaceTracker: Sendable {
         var lastSeen: Double
         var missedFrames: Int
         var lastReported: Double
+        /// Consecutive frames matched so far while held back; nil once entered.
+        var heldFrames: Int?
     }
 
     /// The policy in force.
@@ -89,11 +106,12 @@ public struct FaceTracker: Sendable {
         self.configuration = configuration
     }
 
-    /// The faces currently tracked, as last seen (including those briefly missed).
-    public var faces: [MetadataFaceObject] { tracks.map(\.face) }
+    /// The faces currently tracked, as last seen (including those briefly missed); faces still
+    /// held back (`framesToEnter`) are not among them.
+    public var faces: [MetadataFaceObject] { tracks.filter { $0.heldFrames == nil }.map(\.face) }
 
-    /// Where each tracked face is expected at `time`: its last box moved by its velocity (the
-    /// prediction matching uses), in device space.
+    /// Where each tracked face, entered or still held back, is expected at `time`: its last box
+    /// moved by its velocity (the prediction matching uses), in device space.
     public func predictedBounds(at time: MediaTime) -> [CGRect] {
         tracks.map { predictedBox($0, at: time.seconds) }
     }
@@ -118,9 +136,13 @@ public struct FaceTracker: Sendable {
 
     /// Feeds one frame's detections (device space) taken at `time` from `inputID`; returns the
     /// events, in this order: `left` (faces gone), `entered` (new faces), `updated`.
+    /// `holdsNewFaces` false lets new faces enter at once, whatever `framesToEnter` says (a
+    /// still photo: there is no next frame to confirm it in).
     public mutating func update(
-        with detections: [FaceDetection], at time: MediaTime, inputID: CaptureInput.ID
+        with detections: [FaceDetection], at time: MediaTime, inputID: CaptureInput.ID, holdsNewFaces: Bool = true
     ) -> [Event] {
+        let framesToEnter = holdsNewFaces ? max(1, configuration.framesToEnter) : 1
+        var entered: [Event] = []
         let now = time.seconds
         let predicted = tracks.map { predictedBox($0, at: now) }
         var pairs: [(affinity: Double, track: Int, detection: Int)] = []
@@ -154,7 +176,16 @@ public struct FaceTracker: Sendable {
             t.face = Self.object(d, faceID: t.face.faceID, time: time, inputID: inputID)
             t.lastSeen = now
             t.missedFrames = 0
-            if now - t.lastReported >= configuration.updateInterval {
+            if let held = t.heldFrames {
+                if held + 1 >= framesToEnter {
+                    t.heldFrames = nil
+                    t.face = Self.object(d, faceID: Self.nextID.add(1, ordering: .relaxed).oldValue, time: time, inputID: inputID)
+                    t.lastReported = now
+                    entered.append(.entered(t.face))
+                } else {
+                    t.heldFrames = held + 1
+                }
+            } else if now - t.lastReported >= configuration.updateInterval {
                 t.lastReported = now
                 updated.append(.updated(t.face))
             }
@@ -164,6 +195,8 @@ public struct FaceTracker: Sendable {
         var kept: [Track] = []
         for (i, var t) in tracks.enumerated() {
             if !trackTaken.contains(i) {
+                // A face held back must be seen in consecutive frames: it goes without a word.
+                if t.heldFrames != nil { continue }
                 t.missedFrames += 1
                 if t.missedFrames > configuration.maximumMissedFrames
                     || now - t.lastSeen > configuration.maximumMissedDuration
@@ -175,23 +208,25 @@ public struct FaceTracker: Sendable {
             kept.append(t)
         }
         tracks = kept
-        var entered: [Event] = []
         for (di, d) in detections.enumerated() where !detectionTaken.contains(di) {
-            let id = Self.nextID.add(1, ordering: .relaxed).oldValue
+            let enters = framesToEnter <= 1
+            // A face held back gets its faceID when it enters: IDs stay consecutive for what is reported.
+            let id = enters ? Self.nextID.add(1, ordering: .relaxed).oldValue : 0
             let face = Self.object(d, faceID: id, time: time, inputID: inputID)
             tracks.append(
                 Track(
                     face: face, velocity: CGSize.zero, pixelBox: d.pixelBox, lastSeen: now, missedFrames: 0,
-                    lastReported: now))
-            entered.append(.entered(face))
+                    lastReported: now, heldFrames: enters ? nil : 1))
+            if enters { entered.append(.entered(face)) }
         }
         return left + entered + updated
     }
 
-    /// Ends every track (e.g. when the session stops): `left` events for all current faces.
+    /// Ends every track (e.g. when the session stops): `left` events for all faces that entered
+    /// (those still held back go without a word).
     public mutating func reset() -> [Event] {
         defer { tracks = [] }
-        return tracks.map { .left($0.face) }
+        return tracks.filter { $0.heldFrames == nil }.map { .left($0.face) }
     }
 
     private func affinity(_ predicted: CGRect, _ detected: CGRect) -> Double {

@@ -301,7 +301,9 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
                 connection: connection, codeTypes: codeTypes, regionOfInterest: c.rectOfInterest,
                 faceUpdateInterval: c.faceUpdateInterval, faceScanInterval: c.faceScanInterval,
                 codeRepeatInterval: c.codeRepeatInterval, independent: c.framesAreIndependent)
-            return .init(frame: AnalysisFrame(sample, converter: converter), lanes: lanes, context: context)
+            return .init(
+                frame: AnalysisFrame(sample, converter: converter, isIndependentStill: c.framesAreIndependent), lanes: lanes,
+                context: context)
         }
         guard let job else { return }
         let mayWait = canWait && canWaitForFrames.load(ordering: .relaxed)

@@ -41,6 +41,7 @@ extension FaceDetector {
             else {
                 continue
             }
+            if let veto = configuration.catFaceVeto, try catFaceVotes(source, c.box) >= veto { continue }
             if configuration.minimumContrast > 0 {
                 let contrast = try regionStats(source, c.box.roundedOutwards, sample: 16, nearest: false).stddev
                 if contrast < configuration.minimumContrast { continue }
@@ -74,5 +75,51 @@ extension FaceDetector {
             faces.append(face)
         }
         return faces.sorted { $0.confidence > $1.confidence }
+    }
+
+    /// The cat-face cascade's neighbour votes for a cat where `box` (pixels) is: a square of
+    /// twice the box's longer side around its centre, scaled to 160 px (`cvb_image_warp_rotated`),
+    /// searched by the cascade (`cvb_cascade_detect`, scale step 1.1, windows from 30 px); the
+    /// most votes of a cat box overlapping the face's (IoU ≥ 0.25). 0 without the cascade.
+    /// Call with `lock` held.
+    func catFaceVotes(_ image: PixelBuffer, _ box: CGRect) throws(CaptureError) -> Int {
+        guard let catCascade, box.width > 0, box.height > 0 else { return 0 }
+        let side = 160
+        let crop = try scratchBuffer(width: side, height: side)
+        let scale = Double(side) / (2 * Double(max(box.width, box.height)))
+        var err = cvb_error()
+        let warped = PixelBuffer.withBridgeImages(image, crop) { src, dst in
+            cvb_image_warp_rotated(&src, Double(box.midX), Double(box.midY), 0, scale, &dst, &err)
+        }
+        guard warped == 0 else { throw CaptureError(.detectionFailed, "cannot cut out the face for the cat check", bridge: err) }
+        let capacity = 64
+        var rects = [Int32](repeating: 0, count: capacity * 4)
+        var votes = [Int32](repeating: 0, count: capacity)
+        var count: Int32 = 0
+        let status = crop.withBridgeImage { img in
+            rects.withUnsafeMutableBufferPointer { r in
+                votes.withUnsafeMutableBufferPointer { v in
+                    cvb_cascade_detect(catCascade, &img, 1.1, 1, 30, 30, 0, 0, r.baseAddress, v.baseAddress, Int32(capacity), &count, &err)
+                }
+            }
+        }
+        guard status == 0 else { throw CaptureError(.detectionFailed, "the cat-face cascade failed", bridge: err) }
+        let face = CGRect(
+            x: Double(side) / 2 - Double(box.width) * scale / 2, y: Double(side) / 2 - Double(box.height) * scale / 2,
+            width: Double(box.width) * scale, height: Double(box.height) * scale)
+        var most = 0
+        for i in 0..<min(Int(count), capacity) {
+            let cat = CGRect(x: Int(rects[4 * i]), y: Int(rects[4 * i + 1]), width: Int(rects[4 * i + 2]), height: Int(rects[4 * i + 3]))
+            if cat.intersectionOverUnion(face) >= 0.25 { most = max(most, Int(votes[i])) }
+        }
+        return most
+    }
+
+    /// `catFaceVotes` for a face `box` (pixels) of a BGR `image`, for measuring the check
+    /// (bench-faces). Thread-safe.
+    package func catFaceVotes(in image: PixelBuffer, box: CGRect) throws(CaptureError) -> Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return try catFaceVotes(image, box)
     }
 }

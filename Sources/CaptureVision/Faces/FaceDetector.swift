@@ -70,8 +70,15 @@ public struct FaceDetection: Sendable, Hashable {
 /// when YuNet cannot be loaded. Any YuNet file can be given to `init(configuration:yuNetModel:haarCascade:)`,
 /// including YuNet 2022mar (through `cv::FaceDetectorYN`).
 ///
-/// What cvcam adds to plain YuNet; each part is kept only because it pays on the real-photo dev
-/// set (`Tools/bench-faces`, figures in `Tools/Bench/README.md`):
+/// What cvcam adds to plain YuNet. Each part was chosen on one real-photo split (`faces/`) and
+/// kept only because it also pays on another it was not chosen on (`faces-validate/`;
+/// `Tools/bench-faces`, figures in `Tools/Bench/README.md`):
+/// - **Mirrored search, fused** `searchesMirroredImage` (`standard`): the image is also searched
+///   mirrored left-right, and the two searches are fused (weighted box fusion): a face's score
+///   is the mean of its two scores, a view that missed it counting 0; box and landmarks are the
+///   score-weighted mean. A face looks like a face both ways round, while YuNet's mistakes on
+///   texture and clutter rarely repeat in the mirror image, so agreement sorts them better than
+///   one score does. Twice the cost of a search; video presets leave it off.
 /// - **Detection resolution.** The image (or the region of interest) is scaled so its long side
 ///   lies in `minimumDetectionDimension…maximumDetectionDimension`: `standard` searches photos
 ///   up to 2048 px at their own size; `realTime` reduces every video frame to a 640 px long
@@ -83,13 +90,20 @@ public struct FaceDetection: Sendable, Hashable {
 ///   overlapping tiles.
 /// - **Smallest face** `minimumFaceSize`: candidates shorter than 15 px of the image are
 ///   dropped. Below that YuNet's boxes are mostly texture, not faces.
-/// - **Score threshold** `scoreThreshold`, 0.7. The 2023 models' scores top out near 0.93, so
-///   OpenCV's 0.9 for 2022mar would drop most faces.
+/// - **Score threshold** `scoreThreshold`: 0.71 on the fused score (`standard`), 0.7 on one
+///   search's (`realTime`, `tiled`). The 2023 models' scores top out near 0.93, so OpenCV's 0.9
+///   for 2022mar would drop most faces.
+/// - **Cat-face check** `catFaceVeto` (`standard`): a face that OpenCV's cat-face cascade
+///   (Models/haarcascade_frontalcatface_extended.xml) finds again with 22 or more neighbour votes
+///   is dropped. Every YuNet scores cat and dog faces like human ones (their landmarks fit a human
+///   template, so geometry does not tell them apart, nor does YuNet-s or 2022mar); a detector
+///   trained on cats does. 22 is one more vote than the cascade gave any human face of the
+///   tuning split. Dogs have no such second opinion here.
 /// - **Content gate.** A frame whose luma standard deviation is below `minimumFrameContrast`
 ///   (black, a lens cap) is not searched at all: it costs nothing, and YuNet 2022mar reports
 ///   phantom faces on such frames.
-/// - **Optional checks** (off by default: on the dev set they cost recall with YuNet-n and
-///   removed no false face): a box contrast floor `minimumContrast`, and the landmark geometry
+/// - **Optional checks** (off by default: on the tuning split they cost recall with YuNet-n and
+///   removed no false face; `bench-faces --all-levers` measures them on both splits): a box contrast floor `minimumContrast`, and the landmark geometry
 ///   check `checksLandmarkGeometry` (landmarks inside the box, nose below the eyes, mouth below
 ///   the nose, eyes at most `maximumEyeDistanceRatio` of the width apart), with a second look
 ///   turned upright for faces scoring at least `uprightRecheckScore`.
@@ -121,8 +135,13 @@ public final class FaceDetector: @unchecked Sendable {
 
     /// Tunable policy. Value type; thread-safe.
     public struct Configuration: Sendable, Hashable {
-        /// Faces scoring below this are dropped (YuNet scores 0…1).
+        /// Faces scoring below this are dropped (YuNet scores 0…1; with `searchesMirroredImage`,
+        /// the fused score).
         public var scoreThreshold: Double
+        /// Also search the image mirrored left-right and fuse the two searches (see
+        /// `FaceDetector`): a face keeps a high score only when both views agree. Whole-image
+        /// searches only (`detect(in:regionOfInterest:)`); twice their cost.
+        public var searchesMirroredImage: Bool
         /// Faces shorter than this many pixels of the image are dropped; 0 keeps all. (A reduced
         /// image has YuNet's own floor too: about 10 px at the detection scale.)
         public var minimumFaceSize: Double
@@ -155,6 +174,10 @@ public final class FaceDetector: @unchecked Sendable {
         public var nmsThreshold: Double
         /// Frames whose luma standard deviation is below this are not searched (0: off).
         public var minimumFrameContrast: Double
+        /// Faces that OpenCV's cat-face cascade finds again with at least this many neighbour
+        /// votes (in a 160 px square of twice the face) are dropped as cats; nil: no check. Needs
+        /// the cascade file (see `init(configuration:yuNetModel:haarCascade:catFaceCascade:)`).
+        public var catFaceVeto: Int?
         /// A face box shrunk to 16×16 must have at least this luma standard deviation (0: off).
         public var minimumContrast: Double
         /// Largest eye distance as a fraction of the box width.
@@ -174,15 +197,17 @@ public final class FaceDetector: @unchecked Sendable {
 
         /// Creates a configuration; the defaults are `standard`.
         public init(
-            scoreThreshold: Double = 0.7, minimumFaceSize: Double = 15, checksLandmarkGeometry: Bool = false,
+            scoreThreshold: Double = 0.71, searchesMirroredImage: Bool = true, minimumFaceSize: Double = 15,
+            checksLandmarkGeometry: Bool = false,
             uprightRecheckScore: Double? = nil, minimumDetectionDimension: Int? = nil,
             maximumDetectionDimension: Int? = 2048, tileSize: Int? = nil, tileOverlap: Double = 0.25,
             largeFaceDimension: Int? = 640, largeFaceMinimumSize: Double = 60, largeFaceScoreThreshold: Double = 0.8,
-            nmsThreshold: Double = 0.3, minimumFrameContrast: Double = 2, minimumContrast: Double = 0,
+            nmsThreshold: Double = 0.3, minimumFrameContrast: Double = 2, catFaceVeto: Int? = 22, minimumContrast: Double = 0,
             maximumEyeDistanceRatio: Double = 0.65, rollRefinementThreshold: Double = 8, maximumRollRefinements: Int = 0,
             haarScaleFactor: Double = 1.1, haarMinimumNeighbours: Int = 4
         ) {
             self.scoreThreshold = scoreThreshold
+            self.searchesMirroredImage = searchesMirroredImage
             self.minimumFaceSize = minimumFaceSize
             self.checksLandmarkGeometry = checksLandmarkGeometry
             self.uprightRecheckScore = uprightRecheckScore
@@ -195,6 +220,7 @@ public final class FaceDetector: @unchecked Sendable {
             self.largeFaceScoreThreshold = largeFaceScoreThreshold
             self.nmsThreshold = nmsThreshold
             self.minimumFrameContrast = minimumFrameContrast
+            self.catFaceVeto = catFaceVeto
             self.minimumContrast = minimumContrast
             self.maximumEyeDistanceRatio = maximumEyeDistanceRatio
             self.rollRefinementThreshold = rollRefinementThreshold
@@ -209,10 +235,14 @@ public final class FaceDetector: @unchecked Sendable {
         /// For live video: frames are reduced to a 640 px long side, so faces keep up with a
         /// 720p30 camera on a two-core board, at the price of the smallest face found (about
         /// 10 px × the frame's long side / 640, YuNet's own floor). `CaptureMetadataOutput`'s default.
-        public static let realTime = Configuration(maximumDetectionDimension: 640, largeFaceDimension: nil)
+        public static let realTime = Configuration(
+            scoreThreshold: 0.7, searchesMirroredImage: false, maximumDetectionDimension: 640, largeFaceDimension: nil,
+            catFaceVeto: nil)
         /// `standard` at most 1280 px, plus full-resolution 640 px tiles for larger frames
         /// (distant faces in 1080p video), at roughly 3–4× the cost of a 1280 px search.
-        public static let tiled = Configuration(maximumDetectionDimension: 1280, tileSize: 640, largeFaceDimension: nil)
+        public static let tiled = Configuration(
+            scoreThreshold: 0.7, searchesMirroredImage: false, maximumDetectionDimension: 1280, tileSize: 640,
+            largeFaceDimension: nil, catFaceVeto: nil)
         /// `standard` plus roll refined for up to two tilted faces per image (error ≤ 5° up to
         /// ±30° instead of up to 25° too much), at one 160×160 YuNet run per refined face.
         public static let accurateAngles = Configuration(maximumRollRefinements: 2)
@@ -220,9 +250,17 @@ public final class FaceDetector: @unchecked Sendable {
         /// threshold (0.9 is OpenCV's sample default for 2022mar). For comparisons.
         public static func plain(scoreThreshold: Double = 0.9) -> Configuration {
             Configuration(
-                scoreThreshold: scoreThreshold, minimumFaceSize: 0, checksLandmarkGeometry: false, uprightRecheckScore: nil,
+                scoreThreshold: scoreThreshold, searchesMirroredImage: false, minimumFaceSize: 0, checksLandmarkGeometry: false,
+                uprightRecheckScore: nil,
                 minimumDetectionDimension: nil, maximumDetectionDimension: nil, largeFaceDimension: nil, minimumFrameContrast: 0,
-                minimumContrast: 0, rollRefinementThreshold: .infinity)
+                catFaceVeto: nil, minimumContrast: 0, rollRefinementThreshold: .infinity)
+        }
+
+        /// The score the networks report candidates down to: `scoreThreshold`, or with the
+        /// mirrored search the least score that can still fuse to `scoreThreshold` (the other
+        /// view scoring at most 1), but not under 0.3.
+        var candidateThreshold: Double {
+            searchesMirroredImage ? max(0.3, 2 * scoreThreshold - 1) : scoreThreshold
         }
     }
 
@@ -239,6 +277,8 @@ public final class FaceDetector: @unchecked Sendable {
     /// A third YuNet fixed at `nearSearchInput` square for searches near known faces.
     let nearYuNet: YuNetNetwork?
     let cascade: OpaquePointer?
+    /// OpenCV's cat-face cascade for `catFaceVeto`; nil when not given or not loadable.
+    let catCascade: OpaquePointer?
     /// The YuNet model file, for the networks `sizedYuNet(width:height:)` creates.
     let yuNetModelPath: String?
     /// One YuNet network per input size the searches use (whole frame, coarse pass, the two
@@ -254,20 +294,30 @@ public final class FaceDetector: @unchecked Sendable {
     /// (a video needs four or five sizes) instead of a new allocation per search. Used only
     /// while `lock` is held; nothing returned to callers refers to them.
     var scratch: [Int: PixelBuffer] = [:]
+    /// The mirrored copy of the image a whole search makes (`searchesMirroredImage`), kept for
+    /// the next image of its size. Used only while `lock` is held.
+    var mirrorScratch: PixelBuffer?
 
     private static let logger = Logger(label: "cvcam.faces")
     private static let fallbackAnnounced = Atomic<Bool>(false)
 
     /// Loads the given model files: YuNet when `yuNetModel` loads, else the Haar cascade
     /// (`cvb_yunet_create`, `cvb_cascade_create`). Throws `faceModelUnavailable` when neither loads.
-    public init(configuration: Configuration = .standard, yuNetModel: URL?, haarCascade: URL?) throws(CaptureError) {
+    /// `catFaceCascade` (OpenCV's haarcascade_frontalcatface_extended.xml) serves `catFaceVeto`;
+    /// without it, or when it does not load, that check is skipped.
+    public init(
+        configuration: Configuration = .standard, yuNetModel: URL?, haarCascade: URL?, catFaceCascade: URL? = nil
+    ) throws(CaptureError) {
         self.configuration = configuration
         var err = cvb_error()
+        catCascade = catFaceCascade.flatMap { url in
+            FileManager.default.fileExists(atPath: url.path) ? cvb_cascade_create(url.path, &err) : nil
+        }
         var yuNetProblem = "no YuNet model given"
         if let yuNetModel {
             if FileManager.default.fileExists(atPath: yuNetModel.path),
                 let network = YuNetNetwork(
-                    model: yuNetModel.path, width: 320, height: 320, scoreThreshold: configuration.scoreThreshold,
+                    model: yuNetModel.path, width: 320, height: 320, scoreThreshold: configuration.candidateThreshold,
                     nmsThreshold: configuration.nmsThreshold, topK: 5000, error: &err)
             {
                 yuNet = network
@@ -318,6 +368,7 @@ public final class FaceDetector: @unchecked Sendable {
 
     deinit {
         if let cascade { cvb_cascade_release(cascade) }
+        if let catCascade { cvb_cascade_release(catCascade) }
     }
 
     /// Finds faces in `image` (BGR, gray, BGRA, YUYV or NV12), looking only inside

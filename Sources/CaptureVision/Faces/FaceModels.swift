@@ -8,6 +8,8 @@ extension FaceDetector {
     public static let yuNet2022ModelName = "face_detection_yunet_2022mar.onnx"
     /// File name of the Haar fallback.
     public static let haarCascadeName = "haarcascade_frontalface_alt2.xml"
+    /// File name of OpenCV's cat-face cascade (`Configuration.catFaceVeto`).
+    public static let catFaceCascadeName = "haarcascade_frontalcatface_extended.xml"
 
     /// Loads the models found by `FaceModelSearch` (`modelsDirectory`, else `CVCAM_MODELS`, else
     /// the installed and system locations). YuNet is used unless it cannot be loaded (or
@@ -24,7 +26,8 @@ extension FaceDetector {
             yuNetModel: backend == .yuNet
                 ? (search.locate(Self.yuNetModelName)?.file ?? expected?.appendingPathComponent(Self.yuNetModelName)) : nil,
             haarCascade: search.locate(Self.haarCascadeName)?.file
-                ?? expected?.appendingPathComponent(Self.haarCascadeName))
+                ?? expected?.appendingPathComponent(Self.haarCascadeName),
+            catFaceCascade: search.locate(Self.catFaceCascadeName)?.file)
     }
 
     /// The first folder on `FaceModelSearch`'s list holding either model file.

@@ -16,15 +16,31 @@ extension FaceDetector {
         return scale
     }
 
+    /// A whole search of `roi`: the search at the detection scale (and tiles), fused with the
+    /// same search of the mirrored image when `searchesMirroredImage` is set, plus the large
+    /// faces of the reduced search (`largeFaceDimension`).
     func scan(_ image: PixelBuffer, _ roi: CGRect) throws(CaptureError) -> [Candidate] {
         let scale = scanScale(roi)
-        var found = try detectScaled(image, region: roi, scale: scale)
+        var found = try primarySearch(image, roi, scale: scale)
+        if configuration.searchesMirroredImage {
+            let mirrored = try mirroredCopy(of: image)
+            let width = CGFloat(image.width)
+            let mirroredROI = CGRect(x: width - roi.maxX, y: roi.minY, width: roi.width, height: roi.height)
+            let back = try primarySearch(mirrored, mirroredROI, scale: scale).map { $0.mirrored(width: width) }
+            found = Self.fuse([found, back], minimumIoU: Self.fusionIoU)
+        }
         let long = Double(max(roi.width, roi.height))
         if let side = configuration.largeFaceDimension, long * scale > 1.25 * Double(side) {
             found += try detectScaled(image, region: roi, scale: Double(side) / long).filter {
                 Double($0.box.height) >= configuration.largeFaceMinimumSize && $0.score >= configuration.largeFaceScoreThreshold
             }
         }
+        return found
+    }
+
+    /// The search at the detection scale, plus the full-resolution tiles (`tileSize`).
+    private func primarySearch(_ image: PixelBuffer, _ roi: CGRect, scale: Double) throws(CaptureError) -> [Candidate] {
+        var found = try detectScaled(image, region: roi, scale: scale)
         if let tile = configuration.tileSize, scale < 1, tile >= 64 {
             let step = max(32, Int(Double(tile) * (1 - min(0.5, max(0, configuration.tileOverlap)))))
             for y in Self.tileStarts(length: Int(roi.height), tile: tile, step: step) {
@@ -37,6 +53,56 @@ extension FaceDetector {
             }
         }
         return found
+    }
+
+    /// How much a face found in the image and one found in its mirror image must overlap to be
+    /// the same face (IoU).
+    static let fusionIoU = 0.5
+
+    /// Fuses the candidates of several searches of one image (weighted box fusion): best score
+    /// first, each candidate joins the group whose best box it overlaps most (IoU ≥
+    /// `minimumIoU`) and that has none from its search yet, else starts one. A group becomes one
+    /// candidate: box and landmarks averaged, weighted by score; score the mean over all the
+    /// searches, a search that missed the face counting 0, so a face needs the agreement of
+    /// the searches to keep a high score.
+    static func fuse(_ searches: [[Candidate]], minimumIoU: Double) -> [Candidate] {
+        var all: [(search: Int, candidate: Candidate)] = []
+        for (i, found) in searches.enumerated() { all += found.map { (i, $0) } }
+        all.sort { $0.candidate.score > $1.candidate.score }
+        var groups: [(lead: CGRect, members: [Int: Candidate])] = []
+        for (search, c) in all {
+            var chosen: Int?
+            var bestIoU = minimumIoU
+            for (g, group) in groups.enumerated() where group.members[search] == nil {
+                let iou = group.lead.intersectionOverUnion(c.box)
+                if iou >= bestIoU { (chosen, bestIoU) = (g, iou) }
+            }
+            if let chosen { groups[chosen].members[search] = c } else { groups.append((c.box, [search: c])) }
+        }
+        return groups.map { group in
+            let members = Array(group.members.values)
+            let weight = members.reduce(0) { $0 + $1.score }
+            func mean(_ value: (Candidate) -> CGFloat) -> CGFloat {
+                weight > 0 ? members.reduce(0) { $0 + value($1) * CGFloat($1.score) } / CGFloat(weight) : value(members[0])
+            }
+            let box = CGRect(
+                x: mean { $0.box.minX }, y: mean { $0.box.minY }, width: mean { $0.box.width }, height: mean { $0.box.height })
+            // Landmarks only when every member has them (YuNet always, Haar never).
+            let marks = members.allSatisfy { $0.landmarks?.count == 5 }
+                ? (0..<5).map { k in CGPoint(x: mean { $0.landmarks![k].x }, y: mean { $0.landmarks![k].y }) } : nil
+            return Candidate(box: box, landmarks: marks, score: weight / Double(searches.count))
+        }
+    }
+
+    /// A copy of `image` mirrored left-right (`cvb_image_rotate_mirror`), in a buffer kept for
+    /// the next image of that size.
+    func mirroredCopy(of image: PixelBuffer) throws(CaptureError) -> PixelBuffer {
+        if mirrorScratch?.width != image.width || mirrorScratch?.height != image.height {
+            mirrorScratch = try PixelBuffer(width: image.width, height: image.height, pixelFormat: .bgr)
+        }
+        guard let mirrored = mirrorScratch else { return image }
+        try Imaging.rotateMirror(image, into: mirrored, degrees: 0, mirrored: true, "cannot mirror the image for face detection")
+        return mirrored
     }
 
     /// Tile origins covering `length` with tiles of `tile` every `step`, the last one flush with the end.

@@ -9,6 +9,19 @@ extension FaceDetector {
         var box: CGRect
         var landmarks: [CGPoint]?
         var score: Double
+
+        /// The candidate found in an image mirrored left-right, in the unmirrored image `width`
+        /// pixels wide: x mirrored, and the person's eyes and mouth corners swapped back into
+        /// YuNet's order (the person's right eye first).
+        func mirrored(width: CGFloat) -> Candidate {
+            var c = self
+            c.box = CGRect(x: width - box.maxX, y: box.minY, width: box.width, height: box.height)
+            if let m = landmarks, m.count == 5 {
+                let flipped = m.map { CGPoint(x: width - $0.x, y: $0.y) }
+                c.landmarks = [flipped[1], flipped[0], flipped[2], flipped[4], flipped[3]]
+            }
+            return c
+        }
     }
 
     /// The YuNet network for `width` × `height` input (see `sizedYuNets`): created at that size
@@ -21,7 +34,7 @@ extension FaceDetector {
         var err = cvb_error()
         guard
             let network = YuNetNetwork(
-                model: yuNetModelPath, width: width, height: height, scoreThreshold: configuration.scoreThreshold,
+                model: yuNetModelPath, width: width, height: height, scoreThreshold: configuration.candidateThreshold,
                 nmsThreshold: configuration.nmsThreshold, topK: 5000, error: &err)
         else { return yuNet }
         sizedYuNets[key] = network

@@ -1,11 +1,15 @@
 // bench-faces: cvcam's FaceDetector beside plain YuNet (2022mar, YuNet-n and YuNet-s 2023, each at
 // its best threshold) and the plain Haar cascade, measured in the same run on the same images:
-// first the real-photo dev set (../shared/devsets/faces; skipped with a message when absent),
+// first the two real-photo splits (../shared/devsets/faces to tune on, ../shared/devsets/faces-validate
+// to check; each skipped with a message when absent),
 // then the fixtures plus generated face-free frames, per-frame cost at 640x480 and 1280x720, and
 // the smallest face found reliably at each preset size.
 //
-// Run it with Tools/bench-faces (release build). Prints Markdown. Options: --devset DIR,
-// --devset-only, --no-devset, --details (cvcam's misses on the fixtures).
+// Run it with Tools/bench-faces (release build). Prints Markdown. Options: --devset DIR (the
+// tuning split), --validate DIR (the validate split), --devset-only, --no-devset, --no-levers
+// (skip the table of what each part does), --all-levers (that table with the older parts too),
+// --live-hold (first, the live hold measured on clips),
+// --live-hold-only, --details (cvcam's misses on the fixtures).
 import CaptureKit
 import Foundation
 
@@ -15,17 +19,42 @@ let fixtures = root.appendingPathComponent("Tests/Fixtures/faces")
 let models = root.appendingPathComponent("Models")
 let arguments = CommandLine.arguments
 
-/// Plain YuNet-n's threshold chosen on the dev set: the fair peer on the fixtures, whose 15
+/// Plain YuNet-n's threshold chosen on the tuning split: the fair peer on the fixtures, whose 15
 /// faces are too few to choose a threshold on.
 var devSetThreshold: Double?
+func folder(_ option: String, _ name: String) -> URL {
+    let given = arguments.firstIndex(of: option).flatMap { arguments.indices.contains($0 + 1) ? arguments[$0 + 1] : nil }
+    return given.map { URL(fileURLWithPath: $0) } ?? root.deletingLastPathComponent().appendingPathComponent("shared/devsets/\(name)")
+}
+let tuning = folder("--devset", "faces")
+let validate = folder("--validate", "faces-validate")
+func present(_ u: URL) -> Bool { FileManager.default.fileExists(atPath: u.appendingPathComponent("manifest.json").path) }
+
+if arguments.contains("--live-hold") || arguments.contains("--live-hold-only") {
+    // The face-free images of both splits (read in place) and the fixture photos with faces.
+    var negatives: [(name: String, path: String)] = []
+    for split in [tuning, validate] where present(split) {
+        let m = try JSONDecoder().decode(DevSetManifest.self, from: Data(contentsOf: split.appendingPathComponent("manifest.json")))
+        negatives += m.images.filter(\.negative).map { (($0.image as NSString).lastPathComponent, split.appendingPathComponent($0.image).path) }
+    }
+    if negatives.isEmpty { print("Neither split found: the live hold's face-free clips are the fixtures' only.\n") }
+    let fixtureManifest = try JSONDecoder().decode(
+        DevSetManifest.self, from: Data(contentsOf: fixtures.appendingPathComponent("manifest.json")))
+    negatives += fixtureManifest.images.filter(\.negative).map { ($0.image, fixtures.appendingPathComponent($0.image).path) }
+    let faces = fixtureManifest.images.filter { !$0.negative }.map { ($0.image, fixtures.appendingPathComponent($0.image).path) }
+    try liveHoldReport(negatives: negatives, faces: faces, models: models)
+    if arguments.contains("--live-hold-only") { exit(0) }
+}
+
 if !arguments.contains("--no-devset") && !arguments.contains("--details") {
-    let given = arguments.firstIndex(of: "--devset").flatMap { arguments.indices.contains($0 + 1) ? arguments[$0 + 1] : nil }
-    let folder = given.map { URL(fileURLWithPath: $0) }
-        ?? root.deletingLastPathComponent().appendingPathComponent("shared/devsets/faces")
-    if FileManager.default.fileExists(atPath: folder.appendingPathComponent("manifest.json").path) {
-        devSetThreshold = try devSetReport(folder, models: models)
+    if present(tuning) {
+        if !present(validate) {
+            print("Validate split not found at \(validate.path): only the tuning split is scored (give its folder with --validate DIR).\n")
+        }
+        devSetThreshold = try splitsReport(
+            tuning: tuning, validate: present(validate) ? validate : nil, models: models, levers: !arguments.contains("--no-levers"))
     } else {
-        print("Dev set not found at \(folder.path): its section is skipped (give its folder with --devset DIR).\n")
+        print("Dev set not found at \(tuning.path): its section is skipped (give its folder with --devset DIR).\n")
     }
     if arguments.contains("--devset-only") { exit(0) }
 }
