@@ -167,6 +167,35 @@ struct FaceTrackerTests {
         _ = tracker.reset()
     }
 
+    /// Frames far apart (a busy box skipping frames, or detection gated to a low rate) leave no
+    /// consecutive frames to hold a face over: a face moving a box's width between them would be
+    /// dropped and held again forever. It enters on its first frame, as without the hold, and a
+    /// frame close to the one before is held again.
+    @Test func framesFarApartLetAMovingFaceEnterAtOnce() {
+        var tracker = FaceTracker(configuration: .video)
+        var events: [FaceTracker.Event] = []
+        // Every 0.5 s, the face a box's width further on each time.
+        for i in 0..<4 {
+            events += tracker.update(
+                with: [face(0.1 + 0.2 * Double(i))], at: MediaTime(seconds: 10 + 0.5 * Double(i)), inputID: input)
+        }
+        guard case .entered(let entry)? = events.first else {
+            Issue.record("expected an enter on the first far-apart frame, got \(events)")
+            return
+        }
+        #expect(entry.time == MediaTime(seconds: 10.5))  // the very first frame has none before it: held
+        _ = tracker.reset()
+
+        // Close together again (30 fps): a new face is held for its three frames.
+        var dense = FaceTracker(configuration: .video)
+        var denseEvents: [FaceTracker.Event] = []
+        for i in 0..<2 {
+            denseEvents += dense.update(with: [face(0.5)], at: MediaTime(seconds: Double(i) / 30), inputID: input)
+        }
+        #expect(denseEvents.isEmpty)
+        _ = dense.reset()
+    }
+
     @Test func aFaceThatStaysEntersOnItsThirdFrameWithTheFirstUnusedID() {
         var tracker = FaceTracker(configuration: .video)
         var other = FaceTracker()

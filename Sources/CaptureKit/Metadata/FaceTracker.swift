@@ -20,7 +20,10 @@ import Synchronization
 /// until then it is followed and matched like any other, but reported nowhere (no event, not
 /// in `faces`, no `faceID` spent), and a single miss drops it silently. A face that a detector
 /// reports in one frame of video and not the next (a texture that looks like a face for an
-/// instant) never enters; a face that stays enters `framesToEnter` − 1 frames later.
+/// instant) never enters; a face that stays enters `framesToEnter` − 1 frames later. The hold
+/// needs frames close together: when the frame before came more than `maximumHoldGap` seconds
+/// earlier (a busy box skipping frames, detection gated to a low rate while nothing moves), a
+/// moving face could not be matched across the gap, so new faces enter at once, as without it.
 ///
 /// Each track also follows its face in pixels of the frames it was found in (the detector's own
 /// box, moved by a velocity in pixels), so the search near tracked faces gets boxes that never
@@ -44,14 +47,19 @@ public struct FaceTracker: Sendable {
         public var maximumCentreDistance: Double
         /// Consecutive frames a new face must be matched in before it enters (1: at once).
         public var framesToEnter: Int
+        /// Longest gap between two frames, in seconds, over which a new face is still held back;
+        /// after a longer one it enters at once.
+        public var maximumHoldGap: Double
 
         /// Creates a configuration. `framesToEnter` is 1 here (the tracker alone reports what it
         /// is given); `video` holds new faces for 3 frames.
         public init(
             maximumMissedFrames: Int = 5, maximumMissedDuration: Double = 0.5, updateInterval: Double = 0.25,
-            minimumIoU: Double = 0.2, maximumCentreDistance: Double = 0.75, framesToEnter: Int = 1
+            minimumIoU: Double = 0.2, maximumCentreDistance: Double = 0.75, framesToEnter: Int = 1,
+            maximumHoldGap: Double = 0.25
         ) {
             self.framesToEnter = framesToEnter
+            self.maximumHoldGap = maximumHoldGap
             self.maximumMissedFrames = maximumMissedFrames
             self.maximumMissedDuration = maximumMissedDuration
             self.updateInterval = updateInterval
@@ -98,6 +106,8 @@ public struct FaceTracker: Sendable {
     /// The policy in force.
     public var configuration: Configuration
     private var tracks: [Track] = []
+    /// The time of the frame `update` saw last: the hold applies only to frames close together.
+    private var lastFrameTime: Double?
 
     private static let nextID = Atomic<Int>(1)
 
@@ -141,9 +151,11 @@ public struct FaceTracker: Sendable {
     public mutating func update(
         with detections: [FaceDetection], at time: MediaTime, inputID: CaptureInput.ID, holdsNewFaces: Bool = true
     ) -> [Event] {
-        let framesToEnter = holdsNewFaces ? max(1, configuration.framesToEnter) : 1
-        var entered: [Event] = []
         let now = time.seconds
+        let dense = lastFrameTime.map { now - $0 <= configuration.maximumHoldGap } ?? true
+        lastFrameTime = now
+        let framesToEnter = holdsNewFaces && dense ? max(1, configuration.framesToEnter) : 1
+        var entered: [Event] = []
         let predicted = tracks.map { predictedBox($0, at: now) }
         var pairs: [(affinity: Double, track: Int, detection: Int)] = []
         for (ti, box) in predicted.enumerated() {
@@ -225,7 +237,10 @@ public struct FaceTracker: Sendable {
     /// Ends every track (e.g. when the session stops): `left` events for all faces that entered
     /// (those still held back go without a word).
     public mutating func reset() -> [Event] {
-        defer { tracks = [] }
+        defer {
+            tracks = []
+            lastFrameTime = nil
+        }
         return tracks.filter { $0.heldFrames == nil }.map { .left($0.face) }
     }
 
