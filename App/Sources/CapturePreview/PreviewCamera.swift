@@ -45,7 +45,7 @@ package final class PreviewCamera: Sendable {
         self.metadata = metadata
         self.photos = photos
         stream = MJPEGFanOut(settings: streamSettings)
-        observer = PreviewMetadataObserver()
+        observer = PreviewMetadataObserver(clock: input.device.source.timestampClock)
         video.videoPixelFormat = .bgr
         video.setSampleBufferDelegate(stream, queue: DispatchQueue(label: "cvcam.preview.\(name).encode"))
         if !forwardsMetadata {
@@ -59,7 +59,7 @@ package final class PreviewCamera: Sendable {
         .init(
             capturedFrames: video.deliveredFrameCount, encodedFrames: stream.encodedFrameCount,
             passedThroughFrames: stream.passedThroughFrameCount, viewers: stream.viewerCount,
-            skippedFrames: metadata.skippedFrameCount)
+            skippedFrames: metadata.skippedFrameCount, thumbnails: stream.thumbnailCount)
     }
 
     /// The session ended: every viewer's stream and socket end (their pages reconnect, to the
@@ -248,6 +248,14 @@ package final class PreviewMetadataObserver: CaptureMetadataOutputObjectsDelegat
         package var finished = false
     }
     private let state = Mutex(State())
+    /// The clock of the frames' times: a live camera's events carry their wall-clock time.
+    package let clock: FrameClock
+
+    /// An observer for frames whose times are on `clock`.
+    package init(clock: FrameClock = .media) {
+        self.clock = clock
+    }
+
     /// How many recent events a page that connects is shown.
     package static let recentEventCount = 20
 
@@ -305,6 +313,18 @@ package final class PreviewMetadataObserver: CaptureMetadataOutputObjectsDelegat
         for c in allEvents { c.finish() }
     }
 
+    /// A code type as people call it: "QR code", "EAN13 barcode".
+    package static func codeName(_ type: MetadataObjectType) -> String {
+        switch type {
+        case .qr: "QR code"
+        case .microQR: "Micro QR code"
+        case .dataMatrix: "Data Matrix code"
+        case .aztec: "Aztec code"
+        case .pdf417: "PDF417 code"
+        default: type.rawValue.uppercased() + " barcode"
+        }
+    }
+
     /// Records an event a host (or the photo button) wants on the page's list.
     package func post(_ event: PreviewMessage.Event) {
         let listeners = state.withLock {
@@ -344,13 +364,15 @@ package final class PreviewMetadataObserver: CaptureMetadataOutputObjectsDelegat
         var left: [MetadataMachineReadableCodeObject] = []
         for event in events {
             switch event {
-            case .faceEntered(let f), .faceLeft(let f):
-                post(.init(time: f.time.seconds, text: "face \(f.faceID) \(event.name)"))
+            case .faceEntered(let f):
+                post(.init(time: f.time, clock: clock, text: "face \(f.faceID) came into view"))
+            case .faceLeft(let f):
+                post(.init(time: f.time, clock: clock, text: "face \(f.faceID) left"))
             case .codeAppeared(let c):
-                post(.init(time: c.time.seconds, text: "\(c.type.rawValue) \(event.name): \(PreviewCamera.payloadText(c))"))
+                post(.init(time: c.time, clock: clock, text: "\(Self.codeName(c.type)) read: \(PreviewCamera.payloadText(c))"))
             case .codeLeft(let c):
                 left.append(c)
-                post(.init(time: c.time.seconds, text: "\(c.type.rawValue) \(event.name): \(PreviewCamera.payloadText(c))"))
+                post(.init(time: c.time, clock: clock, text: "\(Self.codeName(c.type)) gone: \(PreviewCamera.payloadText(c))"))
             case .faceUpdated, .codeRepeated:
                 break
             }

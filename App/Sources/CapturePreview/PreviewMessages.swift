@@ -172,12 +172,24 @@ package enum PreviewMessage {
         package let type = "event"
         /// Seconds of media time.
         package var time: Double
+        /// For a live camera (frames on the monotonic clock), when it happened: RFC 3339 with
+        /// the offset, shown as the viewer's local time of day. Nil for files and synthetic
+        /// scenes, whose events show their position (`time`).
+        package var wallTime: String?
         package var text: String
 
         /// Creates the value from each of its properties.
-        package init(time: Double, text: String) {
+        package init(time: Double, wallTime: String? = nil, text: String) {
             self.time = time
+            self.wallTime = wallTime
             self.text = text
+        }
+
+        /// An event at frame time `time` on `clock`: with its wall-clock time when the clock is
+        /// a camera's.
+        package init(time: MediaTime, clock: FrameClock, text: String) {
+            let wall = clock == .monotonic ? LocalTimestamp(WallClock.shared.date(for: time, on: clock)).rfc3339 : nil
+            self.init(time: time.seconds, wallTime: wall, text: text)
         }
     }
 
@@ -190,14 +202,17 @@ package enum PreviewMessage {
         package var passedThroughFrames: Int
         package var viewers: Int
         package var skippedFrames: Int
+        /// Thumbnails made for the list of cameras (each a small JPEG, on demand).
+        package var thumbnails: Int
 
         /// Creates the value from each of its properties.
-        package init(capturedFrames: Int, encodedFrames: Int, passedThroughFrames: Int, viewers: Int, skippedFrames: Int) {
+        package init(capturedFrames: Int, encodedFrames: Int, passedThroughFrames: Int, viewers: Int, skippedFrames: Int, thumbnails: Int = 0) {
             self.capturedFrames = capturedFrames
             self.encodedFrames = encodedFrames
             self.passedThroughFrames = passedThroughFrames
             self.viewers = viewers
             self.skippedFrames = skippedFrames
+            self.thumbnails = thumbnails
         }
     }
 
