@@ -159,6 +159,7 @@ package enum PreviewAssets {
         .thumbnail { width: 160px; height: 120px; object-fit: contain; }
         .thumbnail[hidden], .no-picture[hidden] { display: none; }
         .camera .about { overflow-wrap: anywhere; }
+        .camera .reason { display: block; margin-top: 4px; font-size: 12px; color: #444; }
         .display-name { font-weight: 600; }
         .camera[data-state=live] .state { color: #006400; }
         .camera[data-state=offline] .state, .camera[data-state=interrupted] .state { color: #b00020; }

@@ -172,8 +172,8 @@ package enum PreviewMessage {
         package let type = "event"
         /// Seconds of media time.
         package var time: Double
-        /// For a live camera (frames on the monotonic clock), when it happened: RFC 3339 with
-        /// the offset, shown as the viewer's local time of day. Nil for files and synthetic
+        /// For a live camera (a V4L2 camera or a network stream), when it happened: RFC 3339
+        /// with the offset, shown as the viewer's local time of day. Nil for files and synthetic
         /// scenes, whose events show their position (`time`).
         package var wallTime: String?
         package var text: String
@@ -185,10 +185,11 @@ package enum PreviewMessage {
             self.text = text
         }
 
-        /// An event at frame time `time` on `clock`: with its wall-clock time when the clock is
-        /// a camera's.
-        package init(time: MediaTime, clock: FrameClock, text: String) {
-            let wall = clock == .monotonic ? LocalTimestamp(WallClock.shared.date(for: time, on: clock)).rfc3339 : nil
+        /// An event at frame time `time` on `clock`: with its wall-clock time for a live source,
+        /// the frame's own (mapped from the monotonic clock) or, for a stream whose times are
+        /// its own, the moment it is reported.
+        package init(time: MediaTime, clock: FrameClock, live: Bool, text: String) {
+            let wall: String? = clock == .monotonic || live ? LocalTimestamp(WallClock.shared.date(for: time, on: clock)).rfc3339 : nil
             self.init(time: time.seconds, wallTime: wall, text: text)
         }
     }

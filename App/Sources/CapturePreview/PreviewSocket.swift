@@ -179,6 +179,6 @@ package final class PreviewPhotoTaker: CapturePhotoCaptureDelegate, Sendable {
                 PreviewMessage.Photo(
                     url: "\(PreviewServer.path(of: camera))/photos/\(id).jpg", width: size.width, height: size.height,
                     bytes: data.count)))
-        camera.observer.post(.init(time: photo.timestamp, clock: camera.observer.clock, text: "photo \(id) taken (\(size), \(data.count) bytes)"))
+        camera.observer.post(.init(time: photo.timestamp, clock: camera.observer.clock, live: camera.observer.isLive, text: "photo \(id) taken (\(size), \(data.count) bytes)"))
     }
 }

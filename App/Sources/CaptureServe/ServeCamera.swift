@@ -148,7 +148,10 @@ package final class ServeCamera: @unchecked Sendable {
         let input = config.inputOptions
         let device: CaptureDevice
         do { device = try input.makeDevice() } catch {
-            return .failed("cannot open \(input.input ?? input.device ?? "the camera"): \(Self.message(error))")
+            // The library's message usually names the input already ("cannot open URL: …").
+            let message = Self.message(error)
+            if message.hasPrefix("cannot open ") { return .failed(message) }
+            return .failed("cannot open \(input.input ?? input.device ?? "the camera"): \(message)")
         }
         let session = CaptureSession()
         metrics?.sessionRestarted()

@@ -176,10 +176,17 @@ import AppTestSupport
     /// a file's events their position.
     @Test func liveCamerasEventsCarryTheirClockTime() throws {
         let now = WallClock.monotonicNow()
-        let live = PreviewMessage.Event(time: now, clock: .monotonic, text: "face 1 came into view")
+        let live = PreviewMessage.Event(time: now, clock: .monotonic, live: true, text: "face 1 came into view")
         let wall = try #require(live.wallTime)
         #expect(wall.hasPrefix(LocalTimestamp(Date()).rfc3339.prefix(13)), "\(wall)")
-        #expect(PreviewMessage.Event(time: MediaTime(seconds: 3), clock: .media, text: "x").wallTime == nil)
+        // A network stream's times are its own: the moment it is reported.
+        let stream = PreviewMessage.Event(time: MediaTime(seconds: 3), clock: .media, live: true, text: "x")
+        #expect(stream.wallTime?.hasPrefix(LocalTimestamp(Date()).rfc3339.prefix(13)) == true)
+        #expect(PreviewMessage.Event(time: MediaTime(seconds: 3), clock: .media, live: false, text: "x").wallTime == nil)
+        // The observer of a live source stamps its events.
+        let observer = PreviewMetadataObserver(clock: .media, live: true)
+        observer.post(.init(time: MediaTime(seconds: 1), clock: observer.clock, live: observer.isLive, text: "photo"))
+        #expect(observer.recentEvents.first?.wallTime != nil)
         #expect(PreviewMessage.json(live).contains("\"wallTime\""))
         #expect(PreviewAssets.script.contains("toLocaleTimeString"))
     }
