@@ -69,6 +69,52 @@ extension MetadataRecorder {
         }
     }
 
+    /// A user switching faces off and on again while the session runs (as `cvcam serve`'s
+    /// `detect off|on` does): switching off ends the tracks (`leave`), switching on starts afresh
+    /// (`enter` with a new ID), never an `update` of a face nobody saw enter.
+    @Test func switchingFacesOffEndsTheirTracksAndOnStartsAfresh() throws {
+        let face = Fixtures.faceImage("grace_hopper.jpg")
+        let scene = SyntheticScene(
+            size: .init(width: 640, height: 480), frameRate: 10, frameCount: 1200,
+            background: .color(red: 120, green: 120, blue: 120),
+            sprites: [.init(content: .image(path: face), size: .init(width: 200, height: 233), origin: CGPoint(x: 220, y: 120))])
+        let session = CaptureSession()
+        try session.addInput(CaptureDeviceInput(device: CaptureDevice(syntheticScene: scene, pacing: .realTime)))
+        let output = CaptureMetadataOutput()
+        try session.addOutput(output)
+        try output.setMetadataObjectTypes([.face])
+        let recorder = MetadataRecorder()
+        output.setMetadataObjectsDelegate(recorder, queue: DispatchQueue(label: "metadata"))
+        try session.startRunning()
+        defer { try? session.stopRunning() }
+        func wait(_ condition: ([MetadataEvent]) -> Bool) -> Bool {
+            let end = Date().addingTimeInterval(60)
+            while Date() < end {
+                if condition(recorder.events) { return true }
+                Thread.sleep(forTimeInterval: 0.02)
+            }
+            return condition(recorder.events)
+        }
+        #expect(wait { $0.contains { $0.name == "enter" } })
+        try output.setMetadataObjectTypes([])
+        #expect(wait { $0.contains { $0.name == "leave" } }, "\(recorder.events.map(\.name))")
+        let whileOff = recorder.events.count
+        try output.setMetadataObjectTypes([.face])
+        #expect(wait { $0.dropFirst(whileOff).contains { $0.name == "enter" } }, "\(recorder.events.map(\.name))")
+        try session.stopRunning()
+        output.waitUntilIdle()
+        let events = recorder.events
+        let first = try #require(events.first { $0.name == "enter" }).object as? MetadataFaceObject
+        let afterOn = events.dropFirst(whileOff)
+        let second = try #require(afterOn.first { $0.name == "enter" }).object as? MetadataFaceObject
+        // The first face left before detection was switched on again, and every event after that is
+        // about the new face, whose first event is its `enter`.
+        #expect((events.prefix(whileOff).last { $0.name == "leave" }?.object as? MetadataFaceObject)?.faceID == first?.faceID)
+        #expect(first?.faceID != second?.faceID)
+        #expect(afterOn.first?.name == "enter", "\(events.map(\.name))")
+        #expect(afterOn.allSatisfy { ($0.object as? MetadataFaceObject)?.faceID == second?.faceID })
+    }
+
     @Test func aCodeHeldInViewIsReportedOncePerAppearance() throws {
         let scene = SyntheticScene(
             size: .init(width: 640, height: 480), frameRate: 10, frameCount: 60, background: .colorBars,

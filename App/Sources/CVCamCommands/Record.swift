@@ -85,11 +85,7 @@ struct Record: ParsableCommand {
         let job = try CaptureJob(input: input, output: output)
         if let dir {
             let folder = URL(fileURLWithPath: dir, isDirectory: true)
-            do {
-                try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            } catch {
-                throw CLIError.message("Cannot create the recording folder \(dir): \(error.localizedDescription)")
-            }
+            try LocalFiles.makeFolder(dir, what: "the recording folder")
             let base = SnapshotStore.sanitizedName(job.device.localizedName) + "-" + LocalTimestamp(Date()).fileNameStamp
             guarded = try RecordingFiles.freshGuard(in: folder, base: base, input: input.input)
         }
@@ -120,7 +116,8 @@ struct Record: ParsableCommand {
         // A failed run still leaves its partial (playable) recording when there was no old file.
         if complete || guarded.writesInPlace || !FileManager.default.fileExists(atPath: url.path) {
             do { try guarded.commit(overwrite: overwrite) } catch {
-                job.printer.emit(ErrorEvent(code: "writeFailed", message: "\(error)"), text: "error: \(error)")
+                let message = SystemErrorText.reason(for: error)  // already names the file
+                job.printer.emit(ErrorEvent(code: "writeFailed", message: message), text: "error: \(message)")
                 throw ExitCode(ExitStatus.runtimeError)
             }
         } else {

@@ -37,11 +37,7 @@ struct Watch: ParsableCommand {
 
     func run() throws {
         let folder = URL(fileURLWithPath: snapshot.dir, isDirectory: true)
-        do {
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        } catch {
-            throw CLIError.message("Cannot create the snapshot folder \(snapshot.dir): \(error.localizedDescription)")
-        }
+        try LocalFiles.makeFolder(snapshot.dir, what: "the snapshot folder")
         // Refused now, not at the first face hours later: snapshots need to create files in it.
         guard access(folder.path, W_OK | X_OK) == 0 else {
             throw CLIError.message("Cannot write snapshots to \(snapshot.dir): \(AtomicFile.advice(for: errno, folder: snapshot.dir)).")

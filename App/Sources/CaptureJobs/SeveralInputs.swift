@@ -49,8 +49,8 @@ package struct InputList {
             }
             if let ext = Self.imageExtension(of: data) {
                 let path = NSTemporaryDirectory() + "cvcam-stdin-\(getpid())-\(UUID().uuidString).\(ext)"
-                do { try data.write(to: URL(fileURLWithPath: path)) } catch {
-                    throw CLIError.message("Could not keep the image from standard input in \(path): \(error.localizedDescription)")
+                do { try AtomicFile.write(data, to: URL(fileURLWithPath: path)) } catch {
+                    throw CLIError.message("Could not keep the image from standard input: \(error.message)")
                 }
                 temporaryFiles.append(path)
                 entries.append(Entry(path: path, shownAs: "-"))

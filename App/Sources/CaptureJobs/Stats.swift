@@ -90,21 +90,28 @@ package final class StatsReporter: @unchecked Sendable {
     }
 }
 
-/// Times of one stage's per-frame work, collected between stats reports.
+/// Times of the stages' per-frame work (one sample per frame and stage), collected between
+/// stats reports.
 ///
 /// Threading: thread-safe.
 package final class LatencyRecorder: @unchecked Sendable {
     // @unchecked: `samples` is guarded by `lock`.
     private let lock = NSLock()
     private var samples: [Double] = []
-    /// Also gets every sample, as it is recorded (`cvcam serve`'s latency histogram).
-    private let tap: (@Sendable (Double) -> Void)?
+    /// Also gets every sample with its stage, as it is recorded (`cvcam serve`'s latency
+    /// histogram, one series per stage).
+    private let tap: (@Sendable (Stage, Double) -> Void)?
 
-    package init(tap: (@Sendable (Double) -> Void)? = nil) { self.tap = tap }
+    /// The stage a sample timed.
+    package enum Stage: String, Sendable, CaseIterable {
+        case faces, codes
+    }
 
-    package func record(milliseconds: Double) {
+    package init(tap: (@Sendable (Stage, Double) -> Void)? = nil) { self.tap = tap }
+
+    package func record(milliseconds: Double, stage: Stage = .faces) {
         lock.withLock { samples.append(milliseconds) }
-        tap?(milliseconds)
+        tap?(stage, milliseconds)
     }
 
     /// The median and 99th percentile (nearest rank) of the samples since the last call, which
@@ -120,10 +127,10 @@ package final class LatencyRecorder: @unchecked Sendable {
         return .init(p50: MetadataRecord.rounded(rank(0.5), 2), p99: MetadataRecord.rounded(rank(0.99), 2))
     }
 
-    /// Runs `body`, recording how long it took.
-    package func time<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+    /// Runs `body`, recording how long it took as one sample of `stage`.
+    package func time<T, E: Error>(_ stage: Stage, _ body: () throws(E) -> T) throws(E) -> T {
         let start = DispatchTime.now().uptimeNanoseconds
-        defer { record(milliseconds: Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6) }
+        defer { record(milliseconds: Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6, stage: stage) }
         return try body()
     }
 }
@@ -145,7 +152,7 @@ package final class TimedFaceStage: FaceMetadataStage {
     package func process(
         _ frame: AnalysisFrame, regionOfInterest: CGRect, updateInterval: Double, scanInterval: Double
     ) throws(CaptureError) -> (faces: [MetadataFaceObject], events: [MetadataEvent]) {
-        try recorder.time { () throws(CaptureError) in
+        try recorder.time(.faces) { () throws(CaptureError) in
             try inner.process(frame, regionOfInterest: regionOfInterest, updateInterval: updateInterval, scanInterval: scanInterval)
         }
     }
@@ -174,7 +181,7 @@ package final class TimedCodeStage: CodeMetadataStage {
     package func process(
         _ frame: AnalysisFrame, types: Set<MetadataObjectType>, regionOfInterest: CGRect, repeatInterval: Double
     ) throws(CaptureError) -> (codes: [MetadataMachineReadableCodeObject], events: [MetadataEvent]) {
-        try recorder.time { () throws(CaptureError) in
+        try recorder.time(.codes) { () throws(CaptureError) in
             try inner.process(frame, types: types, regionOfInterest: regionOfInterest, repeatInterval: repeatInterval)
         }
     }

@@ -87,10 +87,19 @@ extension MQTTClient {
         func report(core: Core, force: Bool = false) {
             guard force || Date().timeIntervalSince(last) >= 1 else { return }
             last = Date()
-            let (new, total) = core.withLock { ($0.outbox.takeDropReport(), $0.outbox.dropped) }
+            let (new, total, limits) = core.withLock { ($0.outbox.takeDropReport(), $0.outbox.dropped, $0.outbox.limits) }
             if new > 0 {
-                logger.warning("MQTT outbox full: dropped the \(new) oldest messages (\(total) in all); raise the limits or set a spool folder")
+                logger.warning("MQTT outbox full: dropped the \(new) oldest messages (\(total) in all); \(Self.advice(limits))")
             }
+        }
+
+        /// What would drop fewer messages: without a spool folder, the limits or a spool folder;
+        /// with one, it could not take them either (full, or failing: its errors are logged).
+        static func advice(_ limits: MQTTOutbox.Limits) -> String {
+            guard let folder = limits.spoolDirectory else {
+                return "raise the queue limits or set a spool folder"
+            }
+            return "the spool folder \(folder) could not take them either (it holds at most maxSpoolBytes, \(limits.maxSpoolBytes) bytes)"
         }
     }
 

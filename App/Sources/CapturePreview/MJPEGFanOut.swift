@@ -11,6 +11,10 @@ import Synchronization
 /// other frame is encoded once (`ImageFile.encode`, `cv::imencode`) at `maximumSize` and
 /// `quality`. Nothing is sent or encoded while nobody watches.
 ///
+/// A thumbnail (`thumbnail()`, for the list of cameras) is made only when asked for, from the
+/// next frame, at most `thumbnailSize` and kept `thumbnailMaxAge` seconds: however many pages
+/// ask, a camera encodes at most one small JPEG in that time, and none while nobody asks.
+///
 /// A viewer is an `AsyncStream` that keeps only the newest frame: a slow browser skips frames
 /// instead of queueing them, so neither capture nor memory waits for it. The encoder itself
 /// runs on the video output's delegate queue, whose late frames the output drops (and counts)
@@ -81,6 +85,11 @@ package final class MJPEGFanOut: CaptureVideoDataOutputSampleBufferDelegate, Sen
         package var latest: Frame?
         package var finished = false
         package var pool: PixelBufferPool?
+        package var thumbnail: (bytes: [UInt8], madeAt: Double)?
+        package var thumbnailWaiters: [Int: CheckedContinuation<[UInt8]?, Never>] = [:]
+        package var nextThumbnailWaiter = 0
+        package var thumbnailPool: PixelBufferPool?
+        package var thumbnailsMade = 0
     }
     private let state = Mutex(State())
 
@@ -92,6 +101,8 @@ package final class MJPEGFanOut: CaptureVideoDataOutputSampleBufferDelegate, Sen
     package var encodedFrameCount: Int { state.withLock { $0.encoded } }
     /// Frames sent as the camera's own JPEG, without encoding, so far.
     package var passedThroughFrameCount: Int { state.withLock { $0.passedThrough } }
+    /// Thumbnails made so far.
+    package var thumbnailCount: Int { state.withLock { $0.thumbnailsMade } }
     /// Viewers watching now.
     package var viewerCount: Int { state.withLock { $0.viewers.count } }
     /// The newest frame, if any (for a still snapshot).
@@ -117,11 +128,73 @@ package final class MJPEGFanOut: CaptureVideoDataOutputSampleBufferDelegate, Sen
 
     /// Ends every viewer's stream; later viewers get an empty one.
     package func finish() {
-        let viewers = state.withLock {
-            $0.finished = true
-            return Array($0.viewers.values)
+        let (viewers, waiters) = state.withLock { s in
+            s.finished = true
+            defer { s.thumbnailWaiters = [:] }
+            return (Array(s.viewers.values), Array(s.thumbnailWaiters.values))
         }
         for v in viewers { v.finish() }
+        for w in waiters { w.resume(returning: nil) }
+    }
+
+    /// The largest thumbnail; frames are scaled down to fit, aspect kept.
+    package static let thumbnailSize = CaptureDevice.Dimensions(width: 320, height: 240)
+    /// Seconds a thumbnail is handed out again before a new one is made.
+    package static let thumbnailMaxAge = 2.0
+
+    /// A small JPEG of a recent frame: the one made in the last `thumbnailMaxAge` seconds, or
+    /// one of the next frame; nil when no frame comes within `timeout` seconds or the stream
+    /// finished.
+    package func thumbnail(timeout: Double = 5) async -> [UInt8]? {
+        let now = Date().timeIntervalSince1970
+        if let made = state.withLock({ $0.thumbnail }), now - made.madeAt < Self.thumbnailMaxAge { return made.bytes }
+        return await withCheckedContinuation { (continuation: CheckedContinuation<[UInt8]?, Never>) in
+            let id: Int? = state.withLock { s in
+                guard !s.finished else { return nil }
+                s.nextThumbnailWaiter += 1
+                s.thumbnailWaiters[s.nextThumbnailWaiter] = continuation
+                return s.nextThumbnailWaiter
+            }
+            guard let id else { return continuation.resume(returning: nil) }
+            Task { [weak self] in
+                try? await Task.sleep(for: .seconds(timeout))
+                self?.state.withLock { $0.thumbnailWaiters.removeValue(forKey: id) }?.resume(returning: nil)
+            }
+        }
+    }
+
+    /// Makes the thumbnail from `sampleBuffer` when a page waits for one.
+    private func answerThumbnailWaiters(_ sampleBuffer: SampleBuffer) {
+        let waiters = state.withLock { s -> [CheckedContinuation<[UInt8]?, Never>] in
+            defer { s.thumbnailWaiters = [:] }
+            return Array(s.thumbnailWaiters.values)
+        }
+        guard !waiters.isEmpty else { return }
+        var bytes: [UInt8]?
+        do {
+            let buffer = sampleBuffer.pixelBuffer
+            var small = buffer
+            if let size = Self.fitted(.init(width: buffer.width, height: buffer.height), in: Self.thumbnailSize) {
+                let pool = state.withLock { s -> PixelBufferPool in
+                    if let p = s.thumbnailPool, p.width == size.width, p.height == size.height, p.pixelFormat == buffer.pixelFormat { return p }
+                    let p = PixelBufferPool(width: size.width, height: size.height, pixelFormat: buffer.pixelFormat, maximumIdleBuffers: 1)
+                    s.thumbnailPool = p
+                    return p
+                }
+                small = try pool.makeBuffer()
+                try buffer.resize(into: small)
+            }
+            bytes = try ImageFile.encode(small, as: .jpeg(quality: 70))
+        } catch {
+            bytes = nil  // the waiters hear "no thumbnail"; the next request tries afresh
+        }
+        if let bytes {
+            state.withLock {
+                $0.thumbnail = (bytes, Date().timeIntervalSince1970)
+                $0.thumbnailsMade += 1
+            }
+        }
+        for w in waiters { w.resume(returning: bytes) }
     }
 
     package func captureOutput(
@@ -133,6 +206,7 @@ package final class MJPEGFanOut: CaptureVideoDataOutputSampleBufferDelegate, Sen
     /// Sends `sampleBuffer` to every viewer when one is due (the rate limit), passed through or
     /// encoded. Call on one serial queue (the video output's delegate queue).
     package func stream(_ sampleBuffer: SampleBuffer) {
+        answerThumbnailWaiters(sampleBuffer)
         let t = sampleBuffer.presentationTimeStamp.seconds
         let now = Date().timeIntervalSince1970
         let (due, epoch) = state.withLock { s -> (Bool, Double) in

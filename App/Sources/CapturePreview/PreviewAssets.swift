@@ -24,48 +24,81 @@ package enum PreviewAssets {
         return out
     }
 
-    /// The list of cameras at `/`.
-    package static func listPage(_ names: [String]) -> String {
-        let items = names.map { "<li><a href=\"/cameras/\(escaped($0))\">\(escaped($0))</a></li>" }.joined()
+    /// What a camera's state is called on the pages.
+    package static func stateText(_ state: PreviewDirectory.Status.State) -> String {
+        switch state {
+        case .live: "Streaming"
+        case .starting: "Starting…"
+        case .offline: "Not streaming"
+        case .interrupted: "Interrupted"
+        }
+    }
+
+    /// The list of cameras at `/`: each camera's display name, status (with the reason when it
+    /// is not streaming) and a thumbnail; `/assets/index.js` keeps them current.
+    package static func listPage(_ cameras: [PreviewDirectory.Status]) -> String {
+        let items = cameras.map { c in
+            let thumbnail = c.state == .live
+                ? "<img class=\"thumbnail\" alt=\"\" width=\"160\" height=\"120\" src=\"\(escaped(c.page))/thumbnail.jpg\">"
+                : "<img class=\"thumbnail\" alt=\"\" width=\"160\" height=\"120\" hidden>"
+            return """
+                <li class="camera" data-name="\(escaped(c.name))" data-state="\(c.state.rawValue)">\
+                <a class="thumbnail-link" href="\(escaped(c.page))">\(thumbnail)<span class="no-picture"\(c.state == .live ? " hidden" : "")>no picture</span></a>\
+                <div class="about"><a class="display-name" href="\(escaped(c.page))">\(escaped(c.displayName))</a> \
+                <span class="name">\(escaped(c.name))</span>\
+                <p><span class="state">\(stateText(c.state))</span> <span class="reason">\(escaped(c.reason ?? ""))</span></p></div></li>
+                """
+        }.joined(separator: "\n")
         return """
             <!doctype html>
-            <html lang="en"><head><meta charset="utf-8"><title>cvcam preview</title>
+            <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+            <title>Cameras — cvcam</title>
             <link rel="stylesheet" href="/assets/preview.css"></head>
-            <body><h1>cvcam preview</h1><ul id="cameras">\(items)</ul></body></html>
+            <body class="index"><h1>Cameras</h1>
+            <ul id="cameras">
+            \(items)
+            </ul>
+            <script src="/assets/index.js"></script>
+            </body></html>
             """
     }
 
-    /// One camera's page; `base` is its path (`/cameras/<name>`).
-    package static func page(name: String, base: String) -> String {
-        """
+    /// One camera's page; `base` is its path (`/cameras/<name>`). The AVFoundation name of each
+    /// control is its tooltip.
+    package static func page(name: String, displayName: String? = nil, base: String, cameraCount: Int = 1) -> String {
+        let shown = displayName ?? name
+        let back = cameraCount > 1 ? "<a id=\"all-cameras\" href=\"/\">All cameras</a>" : ""
+        return """
         <!doctype html>
         <html lang="en">
         <head>
         <meta charset="utf-8">
         <meta name="viewport" content="width=device-width, initial-scale=1">
-        <title>cvcam preview: \(escaped(name))</title>
+        <title>\(escaped(shown)) — cvcam</title>
         <link rel="stylesheet" href="/assets/preview.css">
         </head>
         <body data-base="\(escaped(base))">
         <header>
-          <h1>cvcam preview: <span id="camera-name">\(escaped(name))</span></h1>
+          <h1><span id="display-name">\(escaped(shown))</span> <span id="camera-name" class="name">\(escaped(name))</span></h1>
           <span id="status">connecting…</span>
+          \(back)
         </header>
         <form id="controls">
-          <label>View <input id="view-width" type="number" min="1" max="16384" value="640"> ×
-            <input id="view-height" type="number" min="1" max="16384" value="480"></label>
-          <label>Gravity <select id="gravity">
-            <option value="resizeAspect">fit (resizeAspect)</option>
-            <option value="resizeAspectFill">fill (resizeAspectFill)</option>
-            <option value="resize">stretch (resize)</option>
+          <label title="The size of the picture on this page (the preview layer's bounds)">Size
+            <input id="view-width" type="number" min="1" max="16384" value="640" aria-label="width"> ×
+            <input id="view-height" type="number" min="1" max="16384" value="480" aria-label="height"></label>
+          <label title="How the picture fills that size (videoGravity)">Picture <select id="gravity">
+            <option value="resizeAspect" title="videoGravity = resizeAspect">Fit: whole picture, with bars</option>
+            <option value="resizeAspectFill" title="videoGravity = resizeAspectFill">Fill: cropped to the size</option>
+            <option value="resize" title="videoGravity = resize">Stretch to the size</option>
           </select></label>
-          <label>Rotation <select id="rotation">
-            <option value="0">0°</option><option value="90">90°</option>
-            <option value="180">180°</option><option value="270">270°</option>
+          <label title="Turns the picture clockwise (the connection's videoRotationAngle)">Turn <select id="rotation">
+            <option value="0">not turned</option><option value="90">90° clockwise</option>
+            <option value="180">upside down</option><option value="270">90° anticlockwise</option>
           </select></label>
-          <label><input id="mirrored" type="checkbox"> Mirrored</label>
-          <button id="reset-roi" type="button">Whole frame</button>
-          <button id="photo" type="button">Take photo</button>
+          <label title="Flips the picture left to right (isVideoMirrored)"><input id="mirrored" type="checkbox"> Mirror</label>
+          <button id="reset-roi" type="button" title="Sets rectOfInterest back to the whole frame (0, 0, 1, 1)">Look in the whole picture</button>
+          <button id="photo" type="button" title="capturePhoto: a full-size JPEG to download">Take photo</button>
         </form>
         <main>
           <div id="view">
@@ -76,10 +109,11 @@ package enum PreviewAssets {
               <g id="codes"></g>
               <rect id="drag" class="drag"></rect>
             </svg>
+            <div id="offline" role="status" hidden><strong id="offline-title">Not streaming</strong><p id="offline-reason"></p></div>
           </div>
           <aside>
             <p id="counters">no frames yet</p>
-            <p id="tap-result">Click the video to convert a point; drag to set the rect of interest.</p>
+            <p id="tap-result">Click the picture to focus and expose there; drag across it to choose where faces and codes are looked for.</p>
             <p id="photo-result"></p>
             <p id="error" role="alert"></p>
             <h2>Events</h2>
@@ -112,7 +146,61 @@ package enum PreviewAssets {
         #events { font: 12px ui-monospace, monospace; padding-left: 20px; }
         #error { color: #b00020; }
         #tap-result.set { color: #006400; }
+        .name { color: #666; font-size: 13px; font-weight: normal; }
+        #all-cameras { margin-left: auto; }
+        #offline { position: absolute; inset: 0; display: flex; flex-direction: column; justify-content: center;
+          align-items: center; padding: 24px; background: #222; color: #eee; text-align: center; }
+        #offline[hidden] { display: none; }
+        #offline p { max-width: 90%; overflow-wrap: anywhere; color: #ffb4a9; }
+        body.index ul { list-style: none; padding: 0; display: flex; flex-wrap: wrap; gap: 16px; }
+        .camera { display: flex; gap: 12px; width: 420px; background: #fff; border-radius: 6px; padding: 8px; }
+        .thumbnail-link { flex: none; width: 160px; height: 120px; background: #222; color: #aaa; display: flex;
+          align-items: center; justify-content: center; text-decoration: none; }
+        .thumbnail { width: 160px; height: 120px; object-fit: contain; }
+        .thumbnail[hidden], .no-picture[hidden] { display: none; }
+        .camera .about { overflow-wrap: anywhere; }
+        .camera .reason { display: block; margin-top: 4px; font-size: 12px; color: #444; }
+        .display-name { font-weight: 600; }
+        .camera[data-state=live] .state { color: #006400; }
+        .camera[data-state=offline] .state, .camera[data-state=interrupted] .state { color: #b00020; }
         """
+
+    /// The list page's script: keeps each camera's status current and, while the page is
+    /// visible, its thumbnail (a small JPEG the server makes on demand and keeps 2 s).
+    package static let indexScript = #"""
+        'use strict';
+        (function () {
+          const words = { live: 'Streaming', starting: 'Starting…', offline: 'Not streaming', interrupted: 'Interrupted' };
+          let round = 0;
+          function refresh() {
+            if (document.visibilityState !== 'visible') return;
+            round += 1;
+            fetch('/cameras.json', { cache: 'no-store' })
+              .then((r) => r.ok ? r.json() : [])
+              .then((cameras) => {
+                for (const c of cameras) {
+                  const li = document.querySelector('li.camera[data-name="' + CSS.escape(c.name) + '"]');
+                  if (!li) continue;
+                  li.dataset.state = c.state;
+                  li.querySelector('.display-name').textContent = c.displayName;
+                  li.querySelector('.state').textContent = words[c.state] || c.state;
+                  li.querySelector('.reason').textContent = c.reason || '';
+                  const img = li.querySelector('.thumbnail');
+                  const live = c.state === 'live';
+                  img.hidden = !live;
+                  li.querySelector('.no-picture').hidden = live;
+                  if (live && (round % 2 === 0 || !img.getAttribute('src'))) img.src = c.page + '/thumbnail.jpg?n=' + round;
+                }
+              })
+              .catch(() => {});
+          }
+          for (const img of document.querySelectorAll('img.thumbnail')) {
+            img.addEventListener('error', () => { img.hidden = true; img.parentElement.querySelector('.no-picture').hidden = false; });
+          }
+          setInterval(refresh, 3000);
+          document.addEventListener('visibilitychange', refresh);
+        })();
+        """#
 
     package static let script = #"""
         'use strict';
@@ -126,9 +214,39 @@ package enum PreviewAssets {
           let socket = null;
           let dragStart = null;
           let socketOpened = false, videoStarts = 0;
+          let streaming = false, statusTimer = null;
           function startVideo() {
             videoStarts += 1;
             video.src = base + '/stream.mjpeg?start=' + videoStarts;
+          }
+
+          // Why the camera does not stream, instead of a broken image: asked of the server until
+          // the camera is back, then the video starts again.
+          const stateWords = { live: 'live', starting: 'starting…', offline: 'not streaming', interrupted: 'interrupted' };
+          function showStatus(s) {
+            const down = s.state !== 'live';
+            $('offline').hidden = !down;
+            video.style.visibility = down ? 'hidden' : 'visible';
+            if (down) {
+              $('offline-title').textContent = s.state === 'starting' ? 'Starting…' : 'Not streaming';
+              $('offline-reason').textContent = s.reason || (s.state === 'starting' ? 'The camera is being opened.' : '');
+              $('status').textContent = stateWords[s.state] || s.state;
+            }
+            $('display-name').textContent = s.displayName;
+            if (down) {
+              streaming = false;
+            } else if (!streaming) {
+              streaming = true;
+              startVideo();
+            }
+          }
+          function checkStatus() {
+            clearTimeout(statusTimer);
+            fetch(base + '/status.json', { cache: 'no-store' })
+              .then((r) => r.ok ? r.json() : null)
+              .then((s) => { if (s) showStatus(s); })
+              .catch(() => {})
+              .finally(() => { statusTimer = setTimeout(checkStatus, streaming ? 5000 : 2000); });
           }
 
           function send(message) {
@@ -205,9 +323,19 @@ package enum PreviewAssets {
             $('mirrored').checked = g.mirrored;
           }
 
+          // Live cameras: the local time of day; files and synthetic scenes: the position in them.
+          function eventTime(e) {
+            if (e.wallTime) {
+              const d = new Date(e.wallTime);
+              if (!isNaN(d)) return d.toLocaleTimeString();
+            }
+            return e.time.toFixed(2) + ' s';
+          }
+
           function addEvent(e) {
             const li = document.createElement('li');
-            li.textContent = e.time.toFixed(2) + ' s  ' + e.text;
+            li.textContent = eventTime(e) + '  ' + e.text;
+            if (e.wallTime) li.title = e.wallTime;
             const list = $('events');
             list.prepend(li);
             while (list.children.length > 20) list.lastChild.remove();
@@ -239,9 +367,10 @@ package enum PreviewAssets {
               case 'stats': {
                 const c = $('counters');
                 const passed = m.passedThroughFrames || 0;
-                c.textContent = 'frames streamed ' + (m.encodedFrames + passed) + ' (encoded ' + m.encodedFrames +
-                  ', the camera\'s own JPEG ' + passed + '), captured ' + m.capturedFrames +
-                  ', viewers ' + m.viewers + ', skipped by detection ' + m.skippedFrames;
+                c.textContent = (m.encodedFrames + passed) + ' frames shown of ' + m.capturedFrames + ' from the camera · ' +
+                  m.viewers + (m.viewers === 1 ? ' viewer' : ' viewers') + ' · ' + m.skippedFrames + ' not searched (detection busy)';
+                c.title = 'encoded here ' + m.encodedFrames + ', sent as the camera\'s own JPEG ' + passed +
+                  ', skippedFrameCount ' + m.skippedFrames;
                 c.dataset.encoded = m.encodedFrames;
                 c.dataset.streamed = m.encodedFrames + passed;
                 break;
@@ -255,13 +384,18 @@ package enum PreviewAssets {
             socket = new WebSocket(scheme + '//' + location.host + base + '/ws');
             socket.onopen = () => {
               $('status').textContent = 'live';
+              checkStatus();
               // A socket opened again means a new session may be serving: restart the video.
               if (socketOpened) startVideo();
               socketOpened = true;
               applyView();
             };
             socket.onmessage = (e) => handle(JSON.parse(e.data));
-            socket.onclose = () => { $('status').textContent = 'disconnected, retrying…'; setTimeout(connect, 1000); };
+            socket.onclose = () => {
+              if (streaming) $('status').textContent = 'reconnecting…';
+              checkStatus();
+              setTimeout(connect, 1000);
+            };
           }
 
           function pointer(e) {
@@ -297,9 +431,9 @@ package enum PreviewAssets {
           $('controls').addEventListener('submit', (e) => e.preventDefault());
           $('reset-roi').addEventListener('click', () => send({ type: 'resetRectOfInterest' }));
           $('photo').addEventListener('click', () => send({ type: 'photo' }));
-          // A camera that is not running yet answers 503: try again every second.
-          video.addEventListener('error', () => setTimeout(startVideo, 1000));
-          startVideo();
+          // A camera that is not streaming answers 503: say why, and start again once it is back.
+          video.addEventListener('error', () => { streaming = false; checkStatus(); });
+          checkStatus();
           applyView();
           connect();
         })();

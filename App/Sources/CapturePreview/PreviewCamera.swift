@@ -45,7 +45,7 @@ package final class PreviewCamera: Sendable {
         self.metadata = metadata
         self.photos = photos
         stream = MJPEGFanOut(settings: streamSettings)
-        observer = PreviewMetadataObserver()
+        observer = PreviewMetadataObserver(clock: input.device.source.timestampClock, live: input.device.source.isLive)
         video.videoPixelFormat = .bgr
         video.setSampleBufferDelegate(stream, queue: DispatchQueue(label: "cvcam.preview.\(name).encode"))
         if !forwardsMetadata {
@@ -59,7 +59,7 @@ package final class PreviewCamera: Sendable {
         .init(
             capturedFrames: video.deliveredFrameCount, encodedFrames: stream.encodedFrameCount,
             passedThroughFrames: stream.passedThroughFrameCount, viewers: stream.viewerCount,
-            skippedFrames: metadata.skippedFrameCount)
+            skippedFrames: metadata.skippedFrameCount, thumbnails: stream.thumbnailCount)
     }
 
     /// The session ended: every viewer's stream and socket end (their pages reconnect, to the
@@ -134,7 +134,7 @@ package final class PreviewCamera: Sendable {
                 layerPoint: .init(point), devicePoint: .init(devicePoint), focusSet: focus, exposureSet: exposure, message: message)
         }
         guard (0...1).contains(devicePoint.x) && (0...1).contains(devicePoint.y) else {
-            return answer("device point \(at) is outside the frame (a letterbox bar)")
+            return answer("the click was outside the frame, in a bar beside the picture (device point \(at)); nothing changed")
         }
         let device = input.device
         let focusMode: CaptureDevice.FocusMode? =
@@ -144,7 +144,7 @@ package final class PreviewCamera: Sendable {
         let exposes = device.isExposurePointOfInterestSupported && device.isExposureModeSupported(.continuousAutoExposure)
         guard focusMode != nil || exposes else {
             return answer(
-                "device point \(at): focus and exposure points of interest are not supported by \(device.localizedName) (isFocusPointOfInterestSupported and isExposurePointOfInterestSupported are false)")
+                "\(device.localizedName) cannot focus or expose on a chosen point: not supported (isFocusPointOfInterestSupported and isExposurePointOfInterestSupported are false); the click was at device point \(at)")
         }
         try device.lockForConfiguration()
         defer { device.unlockForConfiguration() }
@@ -157,11 +157,12 @@ package final class PreviewCamera: Sendable {
             try device.setExposureMode(.continuousAutoExposure)
         }
         let set = [focusMode.map { "focus (\($0.rawValue))" }, exposes ? "exposure (continuousAutoExposure)" : nil].compactMap { $0 }
-        let missing = [focusMode == nil ? "focus" : nil, exposes ? nil : "exposure"].compactMap { $0 }
+        let words = [focusMode == nil ? nil : "focusing", exposes ? "exposing" : nil].compactMap { $0 }.joined(separator: " and ")
+        let missing = [focusMode == nil ? "focus" : nil, exposes ? nil : "expose"].compactMap { $0 }
         return answer(
             focus: focusMode != nil, exposure: exposes,
-            "device point \(at): \(set.joined(separator: " and ")) point of interest set"
-                + (missing.isEmpty ? "" : "; \(device.localizedName) takes no \(missing[0]) point of interest"))
+            "\(words.prefix(1).uppercased() + words.dropFirst()) on the point clicked: \(set.joined(separator: " and ")) point of interest set at device point \(at)"
+                + (missing.isEmpty ? "" : "; \(device.localizedName) cannot \(missing[0]) on a chosen point"))
     }
 
     /// A drag over `rect` in `view` becomes the metadata output's `rectOfInterest`
@@ -248,6 +249,17 @@ package final class PreviewMetadataObserver: CaptureMetadataOutputObjectsDelegat
         package var finished = false
     }
     private let state = Mutex(State())
+    /// The clock of the frames' times, and whether they come from a live source (a camera or
+    /// a stream): a live source's events carry their wall-clock time.
+    package let clock: FrameClock
+    package let isLive: Bool
+
+    /// An observer for frames whose times are on `clock`, from a live source or not.
+    package init(clock: FrameClock = .media, live: Bool = false) {
+        self.clock = clock
+        isLive = live
+    }
+
     /// How many recent events a page that connects is shown.
     package static let recentEventCount = 20
 
@@ -305,6 +317,18 @@ package final class PreviewMetadataObserver: CaptureMetadataOutputObjectsDelegat
         for c in allEvents { c.finish() }
     }
 
+    /// A code type as people call it: "QR code", "EAN13 barcode".
+    package static func codeName(_ type: MetadataObjectType) -> String {
+        switch type {
+        case .qr: "QR code"
+        case .microQR: "Micro QR code"
+        case .dataMatrix: "Data Matrix code"
+        case .aztec: "Aztec code"
+        case .pdf417: "PDF417 code"
+        default: type.rawValue.uppercased() + " barcode"
+        }
+    }
+
     /// Records an event a host (or the photo button) wants on the page's list.
     package func post(_ event: PreviewMessage.Event) {
         let listeners = state.withLock {
@@ -344,13 +368,15 @@ package final class PreviewMetadataObserver: CaptureMetadataOutputObjectsDelegat
         var left: [MetadataMachineReadableCodeObject] = []
         for event in events {
             switch event {
-            case .faceEntered(let f), .faceLeft(let f):
-                post(.init(time: f.time.seconds, text: "face \(f.faceID) \(event.name)"))
+            case .faceEntered(let f):
+                post(.init(time: f.time, clock: clock, live: isLive, text: "face \(f.faceID) came into view"))
+            case .faceLeft(let f):
+                post(.init(time: f.time, clock: clock, live: isLive, text: "face \(f.faceID) left"))
             case .codeAppeared(let c):
-                post(.init(time: c.time.seconds, text: "\(c.type.rawValue) \(event.name): \(PreviewCamera.payloadText(c))"))
+                post(.init(time: c.time, clock: clock, live: isLive, text: "\(Self.codeName(c.type)) read: \(PreviewCamera.payloadText(c))"))
             case .codeLeft(let c):
                 left.append(c)
-                post(.init(time: c.time.seconds, text: "\(c.type.rawValue) \(event.name): \(PreviewCamera.payloadText(c))"))
+                post(.init(time: c.time, clock: clock, live: isLive, text: "\(Self.codeName(c.type)) gone: \(PreviewCamera.payloadText(c))"))
             case .faceUpdated, .codeRepeated:
                 break
             }

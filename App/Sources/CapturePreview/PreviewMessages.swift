@@ -172,12 +172,25 @@ package enum PreviewMessage {
         package let type = "event"
         /// Seconds of media time.
         package var time: Double
+        /// For a live camera (a V4L2 camera or a network stream), when it happened: RFC 3339
+        /// with the offset, shown as the viewer's local time of day. Nil for files and synthetic
+        /// scenes, whose events show their position (`time`).
+        package var wallTime: String?
         package var text: String
 
         /// Creates the value from each of its properties.
-        package init(time: Double, text: String) {
+        package init(time: Double, wallTime: String? = nil, text: String) {
             self.time = time
+            self.wallTime = wallTime
             self.text = text
+        }
+
+        /// An event at frame time `time` on `clock`: with its wall-clock time for a live source,
+        /// the frame's own (mapped from the monotonic clock) or, for a stream whose times are
+        /// its own, the moment it is reported.
+        package init(time: MediaTime, clock: FrameClock, live: Bool, text: String) {
+            let wall: String? = clock == .monotonic || live ? LocalTimestamp(WallClock.shared.date(for: time, on: clock)).rfc3339 : nil
+            self.init(time: time.seconds, wallTime: wall, text: text)
         }
     }
 
@@ -190,14 +203,17 @@ package enum PreviewMessage {
         package var passedThroughFrames: Int
         package var viewers: Int
         package var skippedFrames: Int
+        /// Thumbnails made for the list of cameras (each a small JPEG, on demand).
+        package var thumbnails: Int
 
         /// Creates the value from each of its properties.
-        package init(capturedFrames: Int, encodedFrames: Int, passedThroughFrames: Int, viewers: Int, skippedFrames: Int) {
+        package init(capturedFrames: Int, encodedFrames: Int, passedThroughFrames: Int, viewers: Int, skippedFrames: Int, thumbnails: Int = 0) {
             self.capturedFrames = capturedFrames
             self.encodedFrames = encodedFrames
             self.passedThroughFrames = passedThroughFrames
             self.viewers = viewers
             self.skippedFrames = skippedFrames
+            self.thumbnails = thumbnails
         }
     }
 

@@ -10,12 +10,16 @@ import Synchronization
 /// The preview's HTTP server (Hummingbird 2 with WebSockets) for a list of cameras.
 ///
 /// Routes (nothing else exists: any other path, `..` included, is 404):
-/// - `GET /`: the list of cameras (with exactly one, a redirect to it).
-/// - `GET /assets/preview.js`, `/assets/preview.css`: the page's code, embedded in the binary.
+/// - `GET /`: the list of cameras, each with its display name, status and a thumbnail (with
+///   exactly one camera, a redirect to it). `GET /cameras.json`: the same statuses as JSON.
+/// - `GET /assets/preview.js`, `/assets/index.js`, `/assets/preview.css`: the pages' code,
+///   embedded in the binary.
 /// - `GET /cameras/<name>`: the page. `GET /cameras/<name>/stream.mjpeg`: the video.
 ///   `GET /cameras/<name>/photos/<n>.jpg`: a photo the page took. `GET /cameras/<name>/stats.json`:
-///   frames captured, streamed and skipped, and viewers. `/cameras/<name>/ws`: the WebSocket
-///   (`PreviewSocket`).
+///   frames captured, streamed and skipped, and viewers. `GET /cameras/<name>/status.json`: live,
+///   starting, or why not (`PreviewDirectory.Status`). `GET /cameras/<name>/thumbnail.jpg`: a small
+///   recent frame, made on demand (`MJPEGFanOut.thumbnail()`). `/cameras/<name>/ws`: the
+///   WebSocket (`PreviewSocket`).
 ///
 /// Every request, the WebSocket upgrade included, passes `PreviewAccess` first. `cvcam preview`
 /// lists one camera; `cvcam serve` lists each of its own and attaches every new session
@@ -39,11 +43,12 @@ package struct PreviewServer: Sendable {
     }
 
     /// The camera `name` with a running session; 404 when it is not listed, 503 while it has
-    /// no session (it is starting, failed, or being reloaded).
+    /// no session (it is starting, failed, or being reloaded), saying why when its host said.
     package func camera(named name: String?) throws -> PreviewCamera {
         if let camera = cameras.camera(named: name) { return camera }
-        guard cameras.isListed(name) else { throw HTTPError(.notFound) }
-        throw HTTPError(.serviceUnavailable, message: "camera \(name ?? "") is not running now; the page tries again\n")
+        guard let name, let status = cameras.status(of: name) else { throw HTTPError(.notFound) }
+        let why = status.reason.map { ": \($0)" } ?? " yet (it is starting)"
+        throw HTTPError(.serviceUnavailable, message: "camera \(name) is not streaming\(why)\n")
     }
 
     /// The page path of a camera.
@@ -59,13 +64,32 @@ package struct PreviewServer: Sendable {
             if names.count == 1 {
                 return Response(status: .seeOther, headers: [.location: Self.path(of: names[0])])
             }
-            return Self.text(PreviewAssets.listPage(names), type: "text/html; charset=utf-8")
+            return Self.text(PreviewAssets.listPage(cameras.statuses), type: "text/html; charset=utf-8")
         }
+        router.get("/cameras.json") { _, _ in Self.text(PreviewMessage.json(cameras.statuses), type: "application/json") }
         router.get("/assets/preview.js") { _, _ in Self.text(PreviewAssets.script, type: "text/javascript; charset=utf-8") }
+        router.get("/assets/index.js") { _, _ in Self.text(PreviewAssets.indexScript, type: "text/javascript; charset=utf-8") }
         router.get("/assets/preview.css") { _, _ in Self.text(PreviewAssets.style, type: "text/css; charset=utf-8") }
         router.get("/cameras/:name") { _, context -> Response in
-            guard let name = context.parameters.get("name"), cameras.isListed(name) else { throw HTTPError(.notFound) }
-            return Self.text(PreviewAssets.page(name: name, base: Self.path(of: name)), type: "text/html; charset=utf-8")
+            guard let name = context.parameters.get("name"), let status = cameras.status(of: name) else {
+                throw HTTPError(.notFound)
+            }
+            return Self.text(
+                PreviewAssets.page(name: name, displayName: status.displayName, base: Self.path(of: name), cameraCount: cameras.names.count),
+                type: "text/html; charset=utf-8")
+        }
+        router.get("/cameras/:name/status.json") { _, context -> Response in
+            guard let name = context.parameters.get("name"), let status = cameras.status(of: name) else {
+                throw HTTPError(.notFound)
+            }
+            return Self.text(PreviewMessage.json(status), type: "application/json")
+        }
+        router.get("/cameras/:name/thumbnail.jpg") { _, context -> Response in
+            let camera = try camera(named: context.parameters.get("name"))
+            guard let jpeg = await camera.stream.thumbnail() else {
+                throw HTTPError(.serviceUnavailable, message: "camera \(camera.name) sent no frame for a thumbnail\n")
+            }
+            return Response(status: .ok, headers: [.contentType: "image/jpeg"], body: .init(byteBuffer: ByteBuffer(bytes: jpeg)))
         }
         router.get("/cameras/:name/stream.mjpeg") { _, context -> Response in
             let camera = try camera(named: context.parameters.get("name"))
@@ -165,7 +189,7 @@ package struct PreviewServer: Sendable {
         switch outcome {
         case .success(let port): return running(port)
         case .failure(let error):
-            throw CLIError.message("cannot serve the preview on \(address): \(error). Choose another --listen address or port.")
+            throw CLIError.message(ListenFailure.message("the preview", address: "\(address)", error, option: "--listen (or preview.listen)"))
         case nil:
             task.cancel()
             throw CLIError.message("the preview server did not start listening on \(address) within 10 s")

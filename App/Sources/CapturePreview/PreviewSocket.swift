@@ -72,7 +72,7 @@ package struct PreviewSocket: Sendable {
 
     package static func geometryMessage(_ camera: PreviewCamera, _ view: PreviewCamera.View) -> String {
         do { return PreviewMessage.json(try camera.geometry(for: view)) } catch {
-            return PreviewMessage.json(PreviewMessage.Failure(message: "\(error)"))
+            return PreviewMessage.json(PreviewMessage.Failure(message: SystemErrorText.reason(for: error)))
         }
     }
 
@@ -115,7 +115,7 @@ package struct PreviewSocket: Sendable {
                 return []
             }
         } catch {
-            return [PreviewMessage.json(PreviewMessage.Failure(message: "\(error)"))]
+            return [PreviewMessage.json(PreviewMessage.Failure(message: SystemErrorText.reason(for: error)))]
         }
     }
 
@@ -179,6 +179,6 @@ package final class PreviewPhotoTaker: CapturePhotoCaptureDelegate, Sendable {
                 PreviewMessage.Photo(
                     url: "\(PreviewServer.path(of: camera))/photos/\(id).jpg", width: size.width, height: size.height,
                     bytes: data.count)))
-        camera.observer.post(.init(time: photo.timestamp.seconds, text: "photo \(id) taken (\(size), \(data.count) bytes)"))
+        camera.observer.post(.init(time: photo.timestamp, clock: camera.observer.clock, live: camera.observer.isLive, text: "photo \(id) taken (\(size), \(data.count) bytes)"))
     }
 }

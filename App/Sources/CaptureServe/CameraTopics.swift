@@ -73,3 +73,39 @@ package struct FacesState: Codable, Equatable, Sendable {
         return (try? encoder.encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
     }
 }
+
+/// The retained `code` state: the last code's `appear` event, and `state`, its text (its base64
+/// when the payload is not text) cut to the 255 characters a Home Assistant state may hold
+/// (`HomeAssistantDiscovery.stateText`). The whole text stays in `text`.
+package struct CodeState: EventBody {
+    package static let type = EventType.code
+
+    package var code: CodeEvent
+    package var state: String
+
+    package init(_ code: CodeEvent) {
+        self.code = code
+        state = HomeAssistantDiscovery.stateText(code.text ?? code.base64)
+    }
+
+    private enum CodingKeys: String, CodingKey { case state }
+
+    package init(from decoder: any Decoder) throws {
+        code = try CodeEvent(from: decoder)
+        state = try decoder.container(keyedBy: CodingKeys.self).decode(String.self, forKey: .state)
+    }
+
+    package func encode(to encoder: any Encoder) throws {
+        try code.encode(to: encoder)
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(state, forKey: .state)
+    }
+
+    /// The retained message for the `appear` event `code` whose line is `line`: the same
+    /// `wallTime`, and `state` added.
+    package static func line(_ code: CodeEvent, eventLine line: String) -> String {
+        let object = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
+        let wallTime = object?["wallTime"] as? String ?? LocalTimestamp(Date()).rfc3339
+        return EventPrinter.encode(CodeState(code), wallTime: wallTime)
+    }
+}

@@ -8,15 +8,20 @@ import Foundation
 /// `P/N/snapshot`, `P/N/availability`, `P/availability`) and turns it into the retained config
 /// messages Home Assistant reads on `<discovery>/<component>/<node_id>/<object_id>/config`:
 ///
-/// | component | object_id | reads | entity |
-/// |---|---|---|---|
-/// | `binary_sensor` | `N_face` | `P/N/faces` | face present (`device_class: occupancy`, ON when `count > 0`) |
-/// | `sensor` | `N_code` | `P/N/code` | the last code's `text` |
-/// | `camera` | `N_snapshot` | `P/N/snapshot` | the latest snapshot's JPEG |
+/// | component | object_id | reads | entity | announced when the camera has |
+/// |---|---|---|---|---|
+/// | `binary_sensor` | `N_face` | `P/N/faces` | face present (`device_class: occupancy`, ON when `count > 0`) | `faces:` |
+/// | `sensor` | `N_code` | `P/N/code` | the last code: its `state` (the text cut to 255 characters); the whole text and the symbology as attributes | `codes:` |
+/// | `camera` | `N_snapshot` | `P/N/snapshot` | the latest snapshot's JPEG | `snapshots:` |
+///
+/// Only the entities of what the camera does are announced (`components`): a face sensor of a
+/// camera that does not look for faces would always be off, and a camera entity with no
+/// snapshot to show makes Home Assistant answer 500. `withdrawalMessages()` clears the others,
+/// in case an earlier configuration announced them.
 ///
 /// Each entity is available only while both `P/availability` (the daemon, whose last will is
 /// `offline`) and `P/N/availability` (the camera) say `online` (`availability_mode: all`), and all
-/// three share one `device` block, so Home Assistant shows one device per camera.
+/// of a camera's entities share one `device` block, so Home Assistant shows one device per camera.
 ///
 /// The node ID is `cvcam_` and the topic prefix with every character outside `[a-zA-Z0-9_-]`
 /// made `_`, so two daemons with different prefixes publish to different config topics and their
@@ -77,6 +82,12 @@ package struct HomeAssistantDiscovery: Sendable, Equatable {
     package let model: String
     /// cvcam's version, as `cvcam --version` prints it.
     package let softwareVersion: String
+    /// The entities announced, in publishing order: those of what the camera does.
+    package let components: [Component]
+
+    /// The most characters (Unicode scalars, as Python counts them) Home Assistant keeps in a
+    /// state; a longer one is refused (`InvalidStateError`) and the entity shows `unknown`.
+    package static let maximumStateLength = 255
 
     /// Checks the names that become topic levels; throws `CLIError.message` naming the bad one.
     ///
@@ -85,7 +96,8 @@ package struct HomeAssistantDiscovery: Sendable, Equatable {
     ///   - softwareVersion: defaults to the version `cvcam --version` prints.
     package init(
         topicPrefix: String, discoveryPrefix: String = "homeassistant", cameraName: String,
-        displayName: String? = nil, model: String, softwareVersion: String = Self.cvcamVersion
+        displayName: String? = nil, model: String, softwareVersion: String = Self.cvcamVersion,
+        components: [Component] = Component.allCases
     ) throws {
         try Self.checkTopicPrefix(topicPrefix, what: "topic prefix")
         try Self.checkTopicPrefix(discoveryPrefix, what: "Home Assistant discovery prefix")
@@ -99,6 +111,7 @@ package struct HomeAssistantDiscovery: Sendable, Equatable {
         self.displayName = displayName ?? cameraName
         self.model = model
         self.softwareVersion = softwareVersion
+        self.components = Component.allCases.filter(components.contains)
     }
 
     /// The version `cvcam --version` prints, so Home Assistant shows the same.
@@ -140,10 +153,16 @@ package struct HomeAssistantDiscovery: Sendable, Equatable {
 
     // MARK: Messages
 
-    /// The three config messages, retained, to publish when the camera is added (and again when
-    /// Home Assistant announces it came back online).
+    /// The config messages of the announced `components`, retained, to publish when the camera is
+    /// added (and again when the broker is reconnected: it may have lost its retained messages).
     package func configMessages() -> [Message] {
-        Component.allCases.map { Message(topic: configTopic($0), payload: payload($0), retain: true) }
+        components.map { Message(topic: configTopic($0), payload: payload($0), retain: true) }
+    }
+
+    /// Empty retained payloads on the config topics of the components not announced: an entity
+    /// an earlier configuration of this camera announced is removed from Home Assistant.
+    package func withdrawalMessages() -> [Message] {
+        Component.allCases.filter { !components.contains($0) }.map { Message(topic: configTopic($0), payload: [], retain: true) }
     }
 
     /// Empty retained payloads on each config topic: Home Assistant removes the entities and the
@@ -174,7 +193,11 @@ package struct HomeAssistantDiscovery: Sendable, Equatable {
             config.payloadOff = "OFF"
         case .sensor:
             config.stateTopic = codeTopic
-            config.valueTemplate = "{{ value_json.text }}"
+            // `state` fits Home Assistant's 255 characters; the whole text is an attribute.
+            config.valueTemplate = "{{ value_json.state }}"
+            config.jsonAttributesTopic = codeTopic
+            config.jsonAttributesTemplate =
+                "{{ {'text': value_json.text, 'base64': value_json.base64, 'symbology': value_json.symbology, 'wallTime': value_json.wallTime} | tojson }}"
         case .camera:
             config.topic = snapshotTopic
         }
@@ -188,6 +211,23 @@ package struct HomeAssistantDiscovery: Sendable, Equatable {
             // would silently be a removal.
             preconditionFailure("discovery config did not encode: \(error)")
         }
+    }
+
+    /// `text` as a Home Assistant state: whole when it fits in `limit` characters (Unicode
+    /// scalars, as Python's `len` counts them), else cut after the last whole character
+    /// (grapheme cluster: an accent or an emoji sequence is never split, and UTF-8 never is)
+    /// that leaves room for a closing `…`.
+    package static func stateText(_ text: String, limit: Int = maximumStateLength) -> String {
+        guard text.unicodeScalars.count > limit else { return text }
+        var kept = ""
+        var scalars = 0
+        for character in text {
+            let count = character.unicodeScalars.count
+            guard scalars + count <= limit - 1 else { break }
+            kept.append(character)
+            scalars += count
+        }
+        return kept + "…"
     }
 
     /// One device per camera: its identifier carries the node ID so two daemons do not merge.
@@ -287,6 +327,8 @@ package struct HomeAssistantDiscovery: Sendable, Equatable {
         package var deviceClass: String?
         package var payloadOn: String?
         package var payloadOff: String?
+        package var jsonAttributesTopic: String?
+        package var jsonAttributesTemplate: String?
         /// The camera platform's image topic is `topic`, not `state_topic`.
         package var topic: String?
 
@@ -299,6 +341,8 @@ package struct HomeAssistantDiscovery: Sendable, Equatable {
             case deviceClass = "device_class"
             case payloadOn = "payload_on"
             case payloadOff = "payload_off"
+            case jsonAttributesTopic = "json_attributes_topic"
+            case jsonAttributesTemplate = "json_attributes_template"
         }
     }
 }

@@ -119,7 +119,11 @@ package struct MetricsServer: Service {
             configuration: .init(address: .hostname(address.host, port: address.port), serverName: "cvcam"),
             onServerRunning: { channel in await onListening(channel.localAddress?.port ?? port) },
             logger: logger)
-        try await application.run()
+        do { try await application.run() } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            throw CLIError.message(ListenFailure.message("the metrics", address: "\(address)", error, option: "metrics.listen"))
+        }
     }
 }
 

@@ -29,9 +29,7 @@ package final class SegmentRecorder: CaptureFileOutputRecordingDelegate, @unchec
         logger: Logger
     ) throws {
         folder = URL(fileURLWithPath: settings.dir, isDirectory: true)
-        do { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) } catch {
-            throw CLIError.message("cannot create the recording folder \(settings.dir): \(error.localizedDescription)")
-        }
+        try LocalFiles.makeFolder(settings.dir, what: "the recording folder")
         self.camera = camera
         self.printer = printer
         self.logger = logger

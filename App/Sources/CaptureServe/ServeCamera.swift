@@ -31,10 +31,14 @@ package final class ServeCamera: @unchecked Sendable {
     private var stopping = false
     private var isOnline = false
     private var facesInView = Set<Int>()
+    /// Whether frames flowed at some point: going online again after that is a reconnection.
+    private var wasOnline = false
     private var thread: Thread?
     private let wake = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
-    /// Times the input was opened again after failing.
+    /// Times the input was opened again after failing, successfully or not.
+    package private(set) var reconnectAttempts = 0
+    /// Times the input came back (frames flowing again) after it was lost.
     package private(set) var reconnects = 0
 
     /// What one run of the session holds, for commands and stopping.
@@ -91,9 +95,14 @@ package final class ServeCamera: @unchecked Sendable {
     }
 
     /// Publishes the retained state again (after the broker came back: it may have lost it).
+    /// The `faces` state only for a camera that looks for faces.
     package func republishState() {
         let (available, faces) = lock.withLock { (isOnline, facesInView) }
         publisher.publish(topic: topics.availability, text: available ? CameraTopics.online : CameraTopics.offline, retain: true, latestOnly: true)
+        if config.faces != nil { publishFaces(faces) }
+    }
+
+    private func publishFaces(_ faces: Set<Int>) {
         publisher.publish(topic: topics.faces, text: FacesState(faceIDs: faces).json, retain: true, latestOnly: true)
     }
 
@@ -117,18 +126,20 @@ package final class ServeCamera: @unchecked Sendable {
             case .stopped: return
             case .ended:
                 logger.notice("the input ended; the camera stays offline until the daemon is reloaded")
+                preview?.directory.report(config.name, problem: "the input ended; the camera stays off until the daemon is reloaded")
                 return
             case .failed(let message):
                 logger.error("\(TerminalText.escaped(message)); trying again in \(delay) s")
                 publishEvent(ErrorEvent(code: "cameraFailed", message: message + "; trying again in \(delay) s"))
+                preview?.directory.report(config.name, problem: message + "; trying again in \(delay) s")
             }
             // A camera that ran a good while failed afresh: start the backoff again.
             if Date().timeIntervalSince(started) > 60 { delay = 0.5 }
             _ = wake.wait(timeout: .now() + delay)
             delay = min(delay * 2, 30)
             guard !isStopping else { return }
-            lock.withLock { reconnects += 1 }
-            metrics?.inputReconnected()
+            lock.withLock { reconnectAttempts += 1 }
+            metrics?.inputReconnectAttempted()
         }
     }
 
@@ -137,15 +148,18 @@ package final class ServeCamera: @unchecked Sendable {
         let input = config.inputOptions
         let device: CaptureDevice
         do { device = try input.makeDevice() } catch {
-            return .failed("cannot open \(input.input ?? input.device ?? "the camera"): \(Self.message(error))")
+            // The library's message usually names the input already ("cannot open URL: …").
+            let message = Self.message(error)
+            if message.hasPrefix("cannot open ") { return .failed(message) }
+            return .failed("cannot open \(input.input ?? input.device ?? "the camera"): \(message)")
         }
         let session = CaptureSession()
         metrics?.sessionRestarted()
         let printer = EventPrinter(
             json: true, preview: nil, statusLine: nil, clock: device.source.timestampClock,
             sink: { [weak self] body, line in self?.route(body, line) })
-        var tap: (@Sendable (Double) -> Void)?
-        if let metrics { tap = { metrics.observeDetection(milliseconds: $0) } }
+        var tap: (@Sendable (LatencyRecorder.Stage, Double) -> Void)?
+        if let metrics { tap = { metrics.observeDetection(stage: $0, milliseconds: $1) } }
         let latency = LatencyRecorder(tap: tap)
         var watcher: SnapshotWatcher?
         let metadata: CaptureMetadataOutput
@@ -217,8 +231,12 @@ package final class ServeCamera: @unchecked Sendable {
         let observation = session.observeEvents(on: events.queue) { [weak self] event in
             events.handle(event)
             switch event {
-            case .wasInterrupted: self?.setOnline(false)
-            case .interruptionEnded: self?.setOnline(true)
+            case .wasInterrupted:
+                self?.setOnline(false)
+                self?.reportToPreview("the camera stopped sending frames; waiting for it to come back")
+            case .interruptionEnded:
+                self?.setOnline(true)
+                self?.reportToPreview(nil)
             default: break
             }
         }
@@ -260,6 +278,8 @@ package final class ServeCamera: @unchecked Sendable {
         stats?.stop()
         counting?.stop()
         metadata.waitUntilIdle()
+        // The last second's frames, which the pump's next tick would not see.
+        metrics?.update(frames: session.capturedFrameCount, analysed: metadata.processedFrameCount, skipped: metadata.skippedFrameCount)
         watcher?.finish()
         recorder?.finish()
         events.queue.sync {}
@@ -271,9 +291,7 @@ package final class ServeCamera: @unchecked Sendable {
             defer { facesInView = [] }
             return !facesInView.isEmpty
         }
-        if hadFaces || stoppedByUs {
-            publisher.publish(topic: topics.faces, text: FacesState(faceIDs: []).json, retain: true, latestOnly: true)
-        }
+        if config.faces != nil, hadFaces || stoppedByUs { publishFaces([]) }
         if stoppedByUs { return .stopped }
         let error = events.stoppingError ?? session.lastRuntimeError
         if let error, error.code != .deviceDisconnected { return .failed(error.message) }
@@ -282,9 +300,7 @@ package final class ServeCamera: @unchecked Sendable {
 
     private func makeWatcher(_ watch: SnapshotOptions, device: CaptureDevice, input: InputOptions, printer: EventPrinter) throws -> SnapshotWatcher {
         let folder = URL(fileURLWithPath: watch.dir, isDirectory: true)
-        do { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) } catch {
-            throw CLIError.message("cannot create the snapshot folder \(watch.dir): \(error.localizedDescription)")
-        }
+        try LocalFiles.makeFolder(watch.dir, what: "the snapshot folder")
         guard access(folder.path, W_OK | X_OK) == 0 else {
             throw CLIError.message("cannot write snapshots to \(watch.dir): \(AtomicFile.advice(for: errno, folder: watch.dir))")
         }
@@ -316,12 +332,22 @@ package final class ServeCamera: @unchecked Sendable {
 
     // MARK: Publishing
 
+    private func reportToPreview(_ problem: String?) {
+        preview?.directory.report(config.name, problem: problem)
+    }
+
     private func setOnline(_ value: Bool) {
-        let changed = lock.withLock {
-            defer { isOnline = value }
-            return isOnline != value
+        let (changed, cameBack) = lock.withLock {
+            defer {
+                isOnline = value
+                if value { wasOnline = true }
+            }
+            let cameBack = value && !isOnline && wasOnline
+            if cameBack { reconnects += 1 }
+            return (isOnline != value, cameBack)
         }
         guard changed else { return }
+        if cameBack { metrics?.inputReconnected() }
         metrics?.setOnline(value)
         publisher.publish(
             topic: topics.availability, text: value ? CameraTopics.online : CameraTopics.offline, retain: true, latestOnly: true)
@@ -338,18 +364,22 @@ package final class ServeCamera: @unchecked Sendable {
             publisher.publish(topic: topics.stats, text: line)
             return
         case let face as FaceEvent:
-            let state: FacesState? = lock.withLock {
+            // An update means the face is in view too, whatever came before it.
+            let state: Set<Int>? = lock.withLock {
                 let before = facesInView
-                if face.event == "enter" { facesInView.insert(face.face.faceID) }
-                if face.event == "leave" { facesInView.remove(face.face.faceID) }
-                return before == facesInView ? nil : FacesState(faceIDs: facesInView)
+                if face.event == "leave" {
+                    facesInView.remove(face.face.faceID)
+                } else {
+                    facesInView.insert(face.face.faceID)
+                }
+                return before == facesInView ? nil : facesInView
             }
             publisher.publish(topic: topics.events, text: line)
-            if let state { publisher.publish(topic: topics.faces, text: state.json, retain: true, latestOnly: true) }
+            if let state { publishFaces(state) }
             return
         case let code as CodeEvent where code.event == "appear":
             publisher.publish(topic: topics.events, text: line)
-            publisher.publish(topic: topics.code, text: line, retain: true, latestOnly: true)
+            publisher.publish(topic: topics.code, text: CodeState.line(code, eventLine: line), retain: true, latestOnly: true)
             return
         case let snapshot as SnapshotEvent:
             publisher.publish(topic: topics.events, text: line)
@@ -388,11 +418,9 @@ package final class ServeCamera: @unchecked Sendable {
         case ("detect", "on"?), ("detect", "off"?):
             guard let current else { return refuse("the camera is offline") }
             let on = words[1] == "on"
+            // Off ends the tracks: their `leave` events (with the next frame) empty the faces state;
+            // on starts afresh, each face in view with its `enter`.
             do { try current.metadata.setMetadataObjectTypes(on ? current.types : []) } catch { return refuse(error.message) }
-            if !on {
-                lock.withLock { facesInView = [] }
-                publisher.publish(topic: topics.faces, text: FacesState(faceIDs: []).json, retain: true, latestOnly: true)
-            }
             logger.info("detection \(on ? "on" : "off")")
         case ("roi", let argument?):
             guard let current else { return refuse("the camera is offline") }
@@ -510,17 +538,23 @@ package final class MetricsPump: @unchecked Sendable {
 package protocol CameraMetricsSink: Sendable {
     /// Running totals of the current session (they start again from 0 when the camera reopens).
     func update(frames: Int, analysed: Int, skipped: Int)
-    /// One frame's detection time.
-    func observeDetection(milliseconds: Double)
+    /// The time one stage spent on one frame.
+    func observeDetection(stage: LatencyRecorder.Stage, milliseconds: Double)
     /// A new session: its running totals start from 0.
     func sessionRestarted()
+    /// The input came back (frames flow again) after it was lost.
     func inputReconnected()
+    /// The input is being opened again after it failed.
+    func inputReconnectAttempted()
     func setOnline(_ online: Bool)
 }
 
 extension ServeMetrics.Camera: CameraMetricsSink {
-    package func observeDetection(milliseconds: Double) { recordDetectionLatency(.nanoseconds(Int64(milliseconds * 1e6))) }
+    package func observeDetection(stage: LatencyRecorder.Stage, milliseconds: Double) {
+        recordDetectionLatency(.nanoseconds(Int64(milliseconds * 1e6)), stage: stage)
+    }
     package func inputReconnected() { recordReconnect() }
+    package func inputReconnectAttempted() { recordReconnectAttempt() }
 }
 
 /// What a camera needs to show itself in the daemon's preview: the directory its sessions are

@@ -145,21 +145,48 @@ package struct ServeConfig: Equatable, Sendable {
     /// Reads and checks `path`; every problem in the file is reported at once.
     package static func load(path: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(ServeConfigError) -> ServeConfig {
         let text: String
-        do { text = try String(contentsOfFile: path, encoding: .utf8) } catch {
-            throw ServeConfigError(file: path, [.init(path: "", line: nil, message: "cannot read the file: \(error.localizedDescription)")])
+        do { text = try readConfigText(path) } catch {
+            throw ServeConfigError(file: path, [.init(path: "", line: nil, message: error.description)])
         }
         return try parse(text, file: path, environment: environment)
+    }
+
+    /// The text of the configuration file at `path` (`LocalFiles.readText`: a regular UTF-8
+    /// file; a FIFO would block the start or a reload, and `/dev/zero` never ends).
+    /// - Throws: `CLIError.message` saying why, e.g. "cannot read the file: it is a FIFO
+    ///   (named pipe), not a regular file".
+    package static func readConfigText(_ path: String) throws(CLIError) -> String {
+        do { return try LocalFiles.readText(path) } catch {
+            throw .message("cannot read the file: \(error.description)")
+        }
     }
 
     package static func parse(_ text: String, file: String = "config", environment: [String: String] = [:]) throws(ServeConfigError) -> ServeConfig {
         let root: Node?
         do { root = try Yams.compose(yaml: text) } catch {
-            throw ServeConfigError(file: file, [.init(path: "", line: nil, message: "not valid YAML: \(error)")])
+            let (line, why) = Self.yamlProblem(error)
+            throw ServeConfigError(file: file, [.init(path: "", line: line, message: "not valid YAML: \(why)")])
         }
         var reader = ConfigReader(environment: environment)
         let config = reader.read(root)
         guard reader.problems.isEmpty, let config else { throw ServeConfigError(file: file, reader.problems) }
         return config
+    }
+
+    /// The line and the words of a YAML parser error: libyaml's problem and context, without
+    /// Yams' quote of the file (it could show a line holding a secret).
+    package static func yamlProblem(_ error: any Error) -> (line: Int?, text: String) {
+        guard let error = error as? YamlError else { return (nil, "\(error)") }
+        switch error {
+        case .scanner(let context, let problem, let mark, _), .parser(let context, let problem, let mark, _),
+            .composer(let context, let problem, let mark, _):
+            let around = context.map { " (\($0.text) at line \($0.mark.line), column \($0.mark.column))" } ?? ""
+            return (mark.line, "\(problem) at column \(mark.column)\(around)")
+        case .reader(let problem, let offset, _, _):
+            return (nil, "\(problem)" + (offset.map { " at byte \($0)" } ?? ""))
+        case .dataCouldNotBeDecoded: return (nil, "the file is not UTF-8 text")
+        default: return (nil, "\(error)")
+        }
     }
 
     /// Creates the value from each of its properties.
@@ -197,11 +224,21 @@ package struct ServeConfigError: Error, CustomStringConvertible {
     }
 
     package var description: String {
-        let lines = problems.map { p in
-            "  " + (p.line.map { "line \($0): " } ?? "") + (p.path.isEmpty ? "" : p.path + ": ") + p.message
+        summary(outcome: "nothing was started") + ":\n" + problemLines.map { "  " + $0 }.joined(separator: "\n")
+    }
+
+    /// `FILE: N problems; <outcome>`.
+    package func summary(outcome: String) -> String {
+        "\(file): \(problems.count == 1 ? "1 problem" : "\(problems.count) problems"); \(outcome)"
+    }
+
+    /// One line per problem, `line N: path: message`, for a log that writes each message as one
+    /// line (a line break inside a message would be escaped there).
+    package var problemLines: [String] {
+        problems.map { p in
+            let text = (p.line.map { "line \($0): " } ?? "") + (p.path.isEmpty ? "" : p.path + ": ") + p.message
+            return text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
         }
-        return "\(file): \(problems.count == 1 ? "1 problem" : "\(problems.count) problems"); nothing was started:\n"
-            + lines.joined(separator: "\n")
     }
 }
 
@@ -414,9 +451,9 @@ package struct ConfigReader {
             case "passwordFile":
                 guard let file = string(v, path) else { continue }
                 do {
-                    result.password = try String(contentsOfFile: file, encoding: .utf8).trimmingCharacters(in: .newlines)
+                    result.password = try LocalFiles.readText(file, maximumBytes: 65_536).trimmingCharacters(in: .newlines)
                 } catch {
-                    problem(path, v, "cannot read the password file \(file): \(error.localizedDescription)")
+                    problem(path, v, "cannot read the password file \(file): \(error.description)")
                 }
             case "passwordEnv":
                 guard let name = string(v, path) else { continue }

@@ -30,6 +30,8 @@ package final class ServeDaemon: @unchecked Sendable {
     private let lock = NSLock()
     private var config: ServeConfig
     private var cameras: [String: ServeCamera] = [:]
+    /// Set by the first connection: until then, `connected()` will announce every camera.
+    private var hasConnected = false
     private let configPath: String?
     private let link: any ServeBrokerLink
     private let metrics: ServeMetrics?
@@ -58,27 +60,42 @@ package final class ServeDaemon: @unchecked Sendable {
     /// The camera named `name`, while it runs (tests).
     package func camera(_ name: String) -> ServeCamera? { lock.withLock { cameras[name] } }
 
-    /// Connects, subscribes to the cameras' `set` topics and starts every camera.
+    /// Connects, subscribes to the cameras' `set` topics and starts every camera. The cameras'
+    /// retained state and Home Assistant configs go out once, when the broker connection is made.
     package func start() {
         let prefix = self.prefix
         link.onConnect { [weak self] in self?.connected() }
         link.subscribe("\(prefix)/+/set") { [weak self] topic, payload in self?.command(topic: topic, payload: payload) }
-        link.start()
-        lock.withLock {
-            preview?.directory.list(config.cameras.map(\.name))
-            for camera in config.cameras { startCamera(camera) }
+        let made = lock.withLock {
+            preview?.directory.list(config.cameras.map(\.name), displayNames: Self.displayNames(config.cameras))
+            return config.cameras.map { makeCamera($0, announce: false) }
         }
+        link.start()
+        for camera in made { startCamera(camera) }
     }
 
     /// On every (re)connect: the daemon is online, each camera's state and discovery again
     /// (a broker that restarted without persistence lost its retained messages).
     private func connected() {
-        let (list, config) = lock.withLock { (Array(cameras.values), self.config) }
+        let (list, config) = lock.withLock {
+            hasConnected = true
+            return (Array(cameras.values), self.config)
+        }
         link.publish(topic: daemonAvailability, text: CameraTopics.online, retain: true, latestOnly: true)
-        for camera in list {
+        for camera in list.sorted(by: { $0.config.name < $1.config.name }) {
             camera.republishState()
             publishDiscovery(camera.config, config: config)
         }
+    }
+
+    /// The Home Assistant entities of what `camera` does (`HomeAssistantDiscovery`).
+    package static func components(of camera: ServeConfig.Camera) -> [HomeAssistantDiscovery.Component] {
+        var components: [HomeAssistantDiscovery.Component] = []
+        if camera.faces != nil { components.append(.binarySensor) }
+        if camera.codes != nil { components.append(.sensor) }
+        // Snapshots, the rules' and the `snapshot` command's alike, need the snapshots folder.
+        if camera.snapshotArguments != nil { components.append(.camera) }
+        return components
     }
 
     private func publishDiscovery(_ camera: ServeConfig.Camera, config: ServeConfig, removing: Bool = false) {
@@ -87,14 +104,33 @@ package final class ServeDaemon: @unchecked Sendable {
         guard
             let entities = try? HomeAssistantDiscovery(
                 topicPrefix: config.mqtt.topicPrefix, discoveryPrefix: discovery, cameraName: camera.name,
-                displayName: camera.displayName, model: Self.model(of: camera))
+                displayName: camera.displayName, model: Self.model(of: camera), components: Self.components(of: camera))
         else {
             logger.error("no Home Assistant discovery for \(camera.name): its names are not valid topic levels")
             return
         }
-        for message in removing ? entities.removalMessages() : entities.configMessages() {
+        let messages = removing ? entities.removalMessages() : entities.configMessages() + entities.withdrawalMessages()
+        for message in messages {
             link.publish(topic: message.topic, payload: message.payload, retain: true, latestOnly: true)
         }
+    }
+
+    /// Empties the retained topics `old` kept that `new` no longer feeds (every one, the camera's
+    /// availability included, for a camera taken out: `new` nil), so the broker stops handing
+    /// stale state to new subscribers.
+    private func clearRetained(_ old: ServeConfig.Camera, becoming new: ServeConfig.Camera?, prefix: String) {
+        let topics = CameraTopics(prefix: prefix, camera: old.name)
+        var stale: [String] = []
+        if new == nil { stale.append(topics.availability) }
+        if old.faces != nil, new?.faces == nil { stale.append(topics.faces) }
+        if old.codes != nil, new?.codes == nil { stale.append(topics.code) }
+        if old.snapshotArguments != nil, new?.snapshotArguments == nil { stale.append(topics.snapshot) }
+        for topic in stale { link.publish(topic: topic, payload: [], retain: true, latestOnly: true) }
+    }
+
+    /// The names the preview shows, by camera name.
+    private static func displayNames(_ cameras: [ServeConfig.Camera]) -> [String: String] {
+        Dictionary(cameras.map { ($0.name, $0.displayName) }, uniquingKeysWith: { a, _ in a })
     }
 
     /// The device model Home Assistant shows: what kind of input the camera is.
@@ -108,16 +144,23 @@ package final class ServeDaemon: @unchecked Sendable {
         }
     }
 
-    /// Call with `lock` held.
-    private func startCamera(_ camera: ServeConfig.Camera) {
+    /// Makes the camera and lists it; with `announce`, publishes its state and discovery now,
+    /// unless the first connection is still to come (`connected()` will). Call with `lock` held.
+    private func makeCamera(_ camera: ServeConfig.Camera, announce: Bool) -> ServeCamera {
         let made = ServeCamera(
             config: camera, prefix: config.mqtt.topicPrefix, publisher: link, statsInterval: config.statsInterval,
             metrics: metrics?.camera(camera.name), preview: preview)
         cameras[camera.name] = made
-        made.republishState()
-        publishDiscovery(camera, config: config)
-        made.start()
-        logger.info("camera \(camera.name) started")
+        if announce && hasConnected {
+            made.republishState()
+            publishDiscovery(camera, config: config)
+        }
+        return made
+    }
+
+    private func startCamera(_ camera: ServeCamera) {
+        camera.start()
+        logger.info("camera \(camera.config.name) started")
     }
 
     private func command(topic: String, payload: [UInt8]) {
@@ -139,10 +182,12 @@ package final class ServeDaemon: @unchecked Sendable {
         guard let configPath else { return false }
         let fresh: ServeConfig
         do { fresh = try ServeConfig.load(path: configPath) } catch {
-            logger.error("reload refused; the running configuration stays:\n\(TerminalText.escaped(error.description))")
+            // One log line per problem: a log handler escapes a newline inside a message.
+            logger.error("reload refused: \(error.summary(outcome: "the running configuration stays"))")
+            for line in error.problemLines { logger.error("reload refused: \(line)") }
             return false
         }
-        lock.withLock {
+        let started: [ServeCamera] = lock.withLock {
             if fresh.mqtt != config.mqtt {
                 logger.warning("the mqtt settings changed; they take effect when the daemon restarts")
             }
@@ -154,18 +199,28 @@ package final class ServeDaemon: @unchecked Sendable {
             for (name, running) in cameras where wanted[name] != running.config || fresh.statsInterval != config.statsInterval {
                 stopping.append(running)
                 cameras[name] = nil
-                if wanted[name] == nil { publishDiscovery(running.config, config: config, removing: true) }
             }
             Self.stopAll(stopping)
-            preview?.directory.list(fresh.cameras.map(\.name))
+            // After the stop, whose last `offline` and `faces` would otherwise be retained again.
+            for old in stopping.map(\.config) {
+                let new = wanted[old.name]
+                if new == nil {
+                    publishDiscovery(old, config: config, removing: true)
+                    metrics?.removeCamera(old.name)
+                }
+                clearRetained(old, becoming: new, prefix: config.mqtt.topicPrefix)
+            }
+            preview?.directory.list(fresh.cameras.map(\.name), displayNames: Self.displayNames(fresh.cameras))
             let old = config
             config.cameras = fresh.cameras
             config.statsInterval = fresh.statsInterval
-            for camera in fresh.cameras where cameras[camera.name] == nil { startCamera(camera) }
+            let started = fresh.cameras.filter { cameras[$0.name] == nil }.map { makeCamera($0, announce: true) }
             let changed = stopping.count
             logger.notice(
                 "configuration reloaded: \(fresh.cameras.count) camera(s), \(changed) stopped or restarted, \(fresh.cameras.filter { c in old.cameras.contains(c) }.count) unchanged")
+            return started
         }
+        for camera in started { startCamera(camera) }
         return true
     }
 

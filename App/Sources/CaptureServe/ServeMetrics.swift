@@ -12,9 +12,13 @@ import Synchronization
 /// | `cvcam_frames_captured_total` | counter | frames the input delivered |
 /// | `cvcam_frames_analysed_total` | counter | frames the detectors saw |
 /// | `cvcam_frames_skipped_total` | counter | frames dropped because detection was busy (latest wins) |
-/// | `cvcam_detection_latency_seconds` | histogram | detection time per analysed frame, 5 ms … 2 s |
-/// | `cvcam_input_reconnects_total` | counter | times the input came back after an interruption |
+/// | `cvcam_detection_latency_seconds` | histogram, label `stage` (`faces`, `codes`) | one stage's time on one analysed frame, 5 ms … 2 s |
+/// | `cvcam_input_reconnects_total` | counter | times the input came back (frames flowing again) after it was lost |
+/// | `cvcam_input_reconnect_attempts_total` | counter | times the input was opened again after it failed, successful or not |
 /// | `cvcam_camera_online` | gauge | 1 while frames flow, else 0 |
+///
+/// A camera taken out of the configuration (`removeCamera`) takes its series with it, so an
+/// alert on `cvcam_camera_online == 0` does not fire for a camera that no longer exists.
 ///
 /// Daemon-wide MQTT figures: `cvcam_mqtt_queue_depth`, `cvcam_mqtt_spooled_messages` (gauges),
 /// `cvcam_mqtt_dropped_messages_total`, `cvcam_mqtt_reconnects_total` (counters),
@@ -53,6 +57,13 @@ package final class ServeMetrics: Sendable {
         }
     }
 
+    /// Removes camera `name`'s series from the output (it was taken out of the configuration);
+    /// a camera of that name added later starts from 0.
+    package func removeCamera(_ name: String) {
+        let removed = cameras.withLock { $0.removeValue(forKey: name) }
+        removed?.unregister(from: registry)
+    }
+
     /// Every metric in the Prometheus text exposition format (version 0.0.4).
     package func render() -> String {
         registry.emitToString()
@@ -81,13 +92,18 @@ package final class ServeMetrics: Sendable {
         package let framesCaptured: Counter
         package let framesAnalysed: Counter
         package let framesSkipped: Counter
-        package let detectionLatency: DurationHistogram
         package let inputReconnects: Counter
+        package let inputReconnectAttempts: Counter
         package let online: Gauge
         private let lastTotals = Mutex(Totals())
+        /// One histogram per stage, made on its first observation (a camera without codes has
+        /// no `codes` series); none once the camera was removed.
+        private let latencies = Mutex<(removed: Bool, byStage: [LatencyRecorder.Stage: DurationHistogram])>((false, [:]))
+        private let registry: PrometheusCollectorRegistry
 
         fileprivate init(name: String, registry: PrometheusCollectorRegistry) {
             self.name = name
+            self.registry = registry
             let labels = [("camera", name)]
             framesCaptured = registry.makeCounter(
                 descriptor: metric("cvcam_frames_captured_total", help: "Frames the camera's input delivered."),
@@ -100,13 +116,15 @@ package final class ServeMetrics: Sendable {
                     "cvcam_frames_skipped_total",
                     help: "Frames not analysed because detection was still busy with an earlier one."),
                 labels: labels)
-            detectionLatency = registry.makeDurationHistogram(
-                descriptor: metric(
-                    "cvcam_detection_latency_seconds", help: "Time spent detecting faces and codes in one frame."),
-                labels: labels, buckets: ServeMetrics.detectionLatencyBuckets)
             inputReconnects = registry.makeCounter(
                 descriptor: metric(
-                    "cvcam_input_reconnects_total", help: "Times the camera's input came back after an interruption."),
+                    "cvcam_input_reconnects_total",
+                    help: "Times the camera's input came back (frames flowing again) after it was lost."),
+                labels: labels)
+            inputReconnectAttempts = registry.makeCounter(
+                descriptor: metric(
+                    "cvcam_input_reconnect_attempts_total",
+                    help: "Times the camera's input was opened again after it failed, successfully or not."),
                 labels: labels)
             online = registry.makeGauge(
                 descriptor: metric("cvcam_camera_online", help: "1 while the camera delivers frames, else 0."),
@@ -141,14 +159,47 @@ package final class ServeMetrics: Sendable {
         /// The totals `update` last saw.
         package var totalsSeen: Totals { lastTotals.withLock { $0 } }
 
-        /// Records the detection time of one analysed frame.
-        package func recordDetectionLatency(_ duration: Duration) {
-            detectionLatency.record(max(.zero, duration))
+        /// The latency histogram of `stage`, made on first use; nil after the camera was removed.
+        package func detectionLatency(_ stage: LatencyRecorder.Stage) -> DurationHistogram? {
+            latencies.withLock { latencies in
+                guard !latencies.removed else { return nil }
+                if let histogram = latencies.byStage[stage] { return histogram }
+                let histogram = registry.makeDurationHistogram(
+                    descriptor: metric(
+                        "cvcam_detection_latency_seconds",
+                        help: "Time one detection stage (label stage: faces or codes) spent on one analysed frame."),
+                    labels: [("camera", name), ("stage", stage.rawValue)], buckets: ServeMetrics.detectionLatencyBuckets)
+                latencies.byStage[stage] = histogram
+                return histogram
+            }
         }
 
-        /// Counts one reconnect of the input (after an `interrupted` event, frames flow again).
+        /// Records the time `stage` spent on one analysed frame.
+        package func recordDetectionLatency(_ duration: Duration, stage: LatencyRecorder.Stage) {
+            detectionLatency(stage)?.record(max(.zero, duration))
+        }
+
+        /// Counts one reconnection: the input came back (frames flow again) after it was lost.
         package func recordReconnect() {
             inputReconnects.increment()
+        }
+
+        /// Counts one attempt to open the input again after it failed.
+        package func recordReconnectAttempt() {
+            inputReconnectAttempts.increment()
+        }
+
+        /// Takes every series of this camera out of `registry`.
+        fileprivate func unregister(from registry: PrometheusCollectorRegistry) {
+            for counter in [framesCaptured, framesAnalysed, framesSkipped, inputReconnects, inputReconnectAttempts] {
+                registry.unregisterCounter(counter)
+            }
+            registry.unregisterGauge(online)
+            let histograms = latencies.withLock { latencies in
+                latencies.removed = true
+                return Array(latencies.byStage.values)
+            }
+            for histogram in histograms { registry.unregisterDurationHistogram(histogram) }
         }
 
         /// Sets `cvcam_camera_online` to 1 or 0.

@@ -105,3 +105,15 @@ import AppTestSupport
         #expect(log.text.contains("after stop() refused"))
     }
 }
+
+/// The outbox-full warning's advice fits the configuration (issue #30, item 16): "set a spool
+/// folder" only when none is set; with one, the folder and its limit.
+@Suite struct MQTTDropAdviceTests {
+    @Test func theAdviceNamesTheSpoolFolderWhenThereIsOne() {
+        let without = MQTTClient.DropReporter.advice(MQTTOutbox.Limits())
+        #expect(without.contains("set a spool folder"))
+        let with = MQTTClient.DropReporter.advice(MQTTOutbox.Limits(spoolDirectory: "/var/spool/cvcam", maxSpoolBytes: 4096))
+        #expect(!with.contains("set a spool folder"), "\(with)")
+        #expect(with.contains("/var/spool/cvcam") && with.contains("4096"), "\(with)")
+    }
+}

@@ -123,7 +123,7 @@ import AppTestSupport
         // The emulated camera has no auto_focus_start (without extra-controls): continuous focus.
         #expect(
             tap["message"] as? String
-                == "device point (0.250, 0.750): focus (continuousAutoFocus) and exposure (continuousAutoExposure) point of interest set")
+                == "Focusing and exposing on the point clicked: focus (continuousAutoFocus) and exposure (continuousAutoExposure) point of interest set at device point (0.250, 0.750)")
 
         // What reached the camera: the region around (160, 360) in 640x480 (the camera's
         // smallest, 160x120), focus following it, then exposure on the same region (both bits).
@@ -174,6 +174,6 @@ import AppTestSupport
         #expect(!tap.pointOfInterestSet && !tap.focusPointOfInterestSet && !tap.exposurePointOfInterestSet)
         #expect(
             tap.message
-                == "device point (0.250, 0.750): focus and exposure points of interest are not supported by \(device.localizedName) (isFocusPointOfInterestSupported and isExposurePointOfInterestSupported are false)")
+                == "\(device.localizedName) cannot focus or expose on a chosen point: not supported (isFocusPointOfInterestSupported and isExposurePointOfInterestSupported are false); the click was at device point (0.250, 0.750)")
     }
 }

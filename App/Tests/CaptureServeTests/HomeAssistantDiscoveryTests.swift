@@ -49,7 +49,11 @@ import AppTestSupport
                 #expect(config["topic"] == nil)
             case "sensor":
                 #expect(config["state_topic"] as? String == "cvcam/door/code")
-                #expect(config["value_template"] as? String == "{{ value_json.text }}")
+                // The state fits Home Assistant's 255 characters; the whole text is an attribute.
+                #expect(config["value_template"] as? String == "{{ value_json.state }}")
+                #expect(config["json_attributes_topic"] as? String == "cvcam/door/code")
+                let attributes = try #require(config["json_attributes_template"] as? String)
+                #expect(attributes.contains("'text': value_json.text") && attributes.contains("tojson"))
                 #expect(config["topic"] == nil)
             case "camera":
                 #expect(config["topic"] as? String == "cvcam/door/snapshot")
@@ -140,6 +144,76 @@ import AppTestSupport
             #expect(removal.payload.isEmpty)
             #expect(removal.retain)
         }
+    }
+
+    /// Only the entities of what the camera does; the others are withdrawn (empty retained
+    /// configs), so an entity an earlier configuration announced leaves Home Assistant.
+    @Test func onlyTheEntitiesOfWhatTheCameraDoesAreAnnounced() throws {
+        let codes = try HomeAssistantDiscovery(
+            topicPrefix: "cvcam", cameraName: "gate", model: "network camera", components: [.sensor])
+        #expect(codes.configMessages().map { Self.component(of: $0.topic) } == ["sensor"])
+        let withdrawn = codes.withdrawalMessages()
+        #expect(withdrawn.map { Self.component(of: $0.topic) } == ["binary_sensor", "camera"])
+        #expect(withdrawn.allSatisfy { $0.payload.isEmpty && $0.retain })
+        // Removal still empties all three.
+        #expect(codes.removalMessages().count == 3)
+        // The order of publishing is fixed, whatever order the components were given in.
+        let both = try HomeAssistantDiscovery(topicPrefix: "cvcam", cameraName: "gate", model: "m", components: [.camera, .binarySensor])
+        #expect(both.configMessages().map { Self.component(of: $0.topic) } == ["binary_sensor", "camera"])
+        // The daemon's choice, from the camera's configuration.
+        let config = try ServeConfig.parse("""
+            mqtt: {broker: mqtt://127.0.0.1}
+            cameras:
+              - {name: a, input: "synthetic:size=64x48", codes: [qr]}
+              - {name: b, input: "synthetic:size=64x48", faces: {}, snapshots: {dir: /tmp/b}}
+            """)
+        #expect(ServeDaemon.components(of: config.cameras[0]) == [.sensor])
+        #expect(ServeDaemon.components(of: config.cameras[1]) == [.binarySensor, .camera])
+    }
+
+    /// A Home Assistant state holds 255 characters (Python's `len`: Unicode scalars). Longer
+    /// text is cut after the last whole character that leaves room for `…`: never inside a
+    /// UTF-8 sequence, a combining sequence or an emoji sequence.
+    @Test func statesAreCutToHomeAssistantsLengthAtWholeCharacters() throws {
+        let fits = String(repeating: "x", count: 255)
+        #expect(HomeAssistantDiscovery.stateText(fits) == fits)
+        #expect(HomeAssistantDiscovery.stateText("") == "")
+        let long = String(repeating: "x", count: 300)
+        #expect(HomeAssistantDiscovery.stateText(long) == String(repeating: "x", count: 254) + "…")
+        // 2-scalar characters (e + combining acute): 127 of them and the ellipsis.
+        let accents = String(repeating: "e\u{301}", count: 200)
+        let cutAccents = HomeAssistantDiscovery.stateText(accents)
+        #expect(cutAccents == String(repeating: "e\u{301}", count: 127) + "…")
+        // A family emoji is 7 scalars; 36 of them are 252, and a 37th would pass 254.
+        let family = "\u{1F468}\u{200D}\u{1F469}\u{200D}\u{1F467}\u{200D}\u{1F466}"
+        let cutFamilies = HomeAssistantDiscovery.stateText(String(repeating: family, count: 40))
+        #expect(cutFamilies == String(repeating: family, count: 36) + "…")
+        // Multi-byte UTF-8 (3 bytes each) counts as one character each, as Home Assistant counts.
+        let kana = String(repeating: "\u{30AB}", count: 256)
+        let cutKana = HomeAssistantDiscovery.stateText(kana)
+        #expect(cutKana == String(repeating: "\u{30AB}", count: 254) + "…")
+        for cut in [cutAccents, cutFamilies, cutKana] {
+            #expect(cut.unicodeScalars.count <= 255)
+            #expect(String(decoding: Array(cut.utf8), as: UTF8.self) == cut)
+        }
+    }
+
+    /// The retained `code` message: the `appear` event as published, plus `state`.
+    @Test func theRetainedCodeCarriesItsStateBesideTheWholeText() throws {
+        let text = String(repeating: "Z", count: 400)
+        let event = CodeEvent(
+            event: "appear", time: 1.5, symbology: "qr", text: text, base64: Data(text.utf8).base64EncodedString(),
+            box: .init(CGRect(x: 0.1, y: 0.1, width: 0.2, height: 0.2)), corners: [])
+        let line = EventPrinter.encode(event, wallTime: "2024-03-01T10:00:00.000+01:00")
+        let retained = CodeState.line(event, eventLine: line)
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(retained.utf8)) as? [String: Any])
+        #expect(json["text"] as? String == text)
+        #expect((json["state"] as? String)?.unicodeScalars.count == 255)
+        #expect(json["wallTime"] as? String == "2024-03-01T10:00:00.000+01:00")
+        #expect(json["schema"] as? Int == 1 && json["type"] as? String == "code")
+        // A payload that is not text: its base64 is the state.
+        let binary = CodeEvent(event: "appear", time: 0, symbology: "qr", text: nil, base64: "AAEC", box: .init(.zero), corners: [])
+        #expect(CodeState(binary).state == "AAEC")
     }
 
     @Test func badNamesAreRejectedBeforeTheyBecomeTopicLevels() throws {

@@ -151,9 +151,14 @@ import AppTestSupport
             #expect(subscriber.on("cvcam/\(cam)/snapshot").last.map { $0.payload.starts(with: [0xFF, 0xD8, 0xFF]) } == true)
         }
         #expect(subscriber.on("cvcam/cam4/availability").allSatisfy { $0.text == "offline" })
-        // Home Assistant discovery: three entities per camera, each a JSON config naming its topics.
-        let discovery = subscriber.messages.filter { $0.topic.hasPrefix("homeassistant/") && $0.topic.hasSuffix("/config") }
-        #expect(Set(discovery.map(\.topic)).count == 12)
+        // Home Assistant discovery: the entities of what each camera does, each a JSON config
+        // naming its topics: three for the cameras with faces, codes and snapshots, the code
+        // sensor alone for cam4 (its face sensor and camera entity withdrawn: empty configs).
+        let all = subscriber.messages.filter { $0.topic.hasPrefix("homeassistant/") && $0.topic.hasSuffix("/config") }
+        let discovery = all.filter { !$0.payload.isEmpty }
+        #expect(Set(discovery.map(\.topic)).count == 10)
+        #expect(Set(all.filter(\.payload.isEmpty).map(\.topic))
+            == ["homeassistant/binary_sensor/cvcam_cvcam/cam4_face/config", "homeassistant/camera/cvcam_cvcam/cam4_snapshot/config"])
         for message in discovery {
             let json = try #require(message.json, "\(message.topic)")
             #expect(json["unique_id"] is String)
@@ -261,7 +266,11 @@ import AppTestSupport
         #expect(daemon.stderr.contains("reload refused"))
         try write([code("keep", 1), code("change", 2), code("new", 1)])
         daemon.signal(SIGHUP)
-        #expect(subscriber.wait(20) { s in starts("new") == 1 && starts("change") == 2 && s.on("cvcam/drop/availability").last?.text == "offline" })
+        // The removed camera went offline, then its retained availability was emptied.
+        #expect(subscriber.wait(20) { s in
+            starts("new") == 1 && starts("change") == 2 && s.on("cvcam/drop/availability").last?.payload.isEmpty == true
+        })
+        #expect(subscriber.on("cvcam/drop/availability").map(\.text).suffix(2) == ["offline", ""])
         #expect(starts("keep") == 1)
         let removed = subscriber.messages.filter { $0.topic.hasPrefix("ha/") && $0.topic.contains("drop") }
         #expect(removed.last?.payload.isEmpty == true, "\(removed.map(\.topic))")

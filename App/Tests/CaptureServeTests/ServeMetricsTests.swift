@@ -66,7 +66,8 @@ import AppTestSupport
     @Test func detectionLatencyFillsCumulativeBucketsInSeconds() {
         let metrics = ServeMetrics()
         let door = metrics.camera("door")
-        for ms in [1, 4, 7, 30, 30, 600, 3000] { door.recordDetectionLatency(.milliseconds(ms)) }
+        for ms in [1, 4, 7, 30, 30, 600, 3000] { door.recordDetectionLatency(.milliseconds(ms), stage: .faces) }
+        door.recordDetectionLatency(.milliseconds(2), stage: .codes)
         let text = metrics.render()
         #expect(text.contains("# TYPE cvcam_detection_latency_seconds histogram"))
         let expected: [(String, Double)] = [
@@ -74,11 +75,13 @@ import AppTestSupport
             ("2.0", 6), ("+Inf", 7),
         ]
         for (bound, count) in expected {
-            let series = #"cvcam_detection_latency_seconds_bucket{camera="door",le=""# + bound + #""}"#
+            let series = #"cvcam_detection_latency_seconds_bucket{camera="door",stage="faces",le=""# + bound + #""}"#
             #expect(Self.sample(text, series) == count, "\(series)")
         }
-        #expect(Self.sample(text, #"cvcam_detection_latency_seconds_count{camera="door"}"#) == 7)
-        let sum = Self.sample(text, #"cvcam_detection_latency_seconds_sum{camera="door"}"#)
+        #expect(Self.sample(text, #"cvcam_detection_latency_seconds_count{camera="door",stage="faces"}"#) == 7)
+        // Each stage is its own series: the codes stage's one observation is not among the faces'.
+        #expect(Self.sample(text, #"cvcam_detection_latency_seconds_count{camera="door",stage="codes"}"#) == 1)
+        let sum = Self.sample(text, #"cvcam_detection_latency_seconds_sum{camera="door",stage="faces"}"#)
         #expect(sum.map { abs($0 - 3.672) < 1e-9 } == true, "sum \(String(describing: sum))")
         #expect(ServeMetrics.detectionLatencyBuckets.first == .milliseconds(5))
         #expect(ServeMetrics.detectionLatencyBuckets.last == .seconds(2))
@@ -90,6 +93,7 @@ import AppTestSupport
         door.setOnline(true)
         door.recordReconnect()
         door.recordReconnect()
+        for _ in 0..<5 { door.recordReconnectAttempt() }
         metrics.mqtt.setQueue(depth: 12, spooled: 3)
         metrics.mqtt.recordDropped(4)
         metrics.mqtt.recordDropped(0)
@@ -98,6 +102,7 @@ import AppTestSupport
         var text = metrics.render()
         #expect(Self.sample(text, #"cvcam_camera_online{camera="door"}"#) == 1)
         #expect(Self.sample(text, #"cvcam_input_reconnects_total{camera="door"}"#) == 2)
+        #expect(Self.sample(text, #"cvcam_input_reconnect_attempts_total{camera="door"}"#) == 5)
         #expect(Self.sample(text, "cvcam_mqtt_queue_depth") == 12)
         #expect(Self.sample(text, "cvcam_mqtt_spooled_messages") == 3)
         #expect(Self.sample(text, "cvcam_mqtt_dropped_messages_total") == 4)
@@ -108,6 +113,32 @@ import AppTestSupport
         text = metrics.render()
         #expect(Self.sample(text, #"cvcam_camera_online{camera="door"}"#) == 0)
         #expect(Self.sample(text, "cvcam_mqtt_connected") == 0)
+    }
+
+    /// A removed camera's series leave the output (an alert on `cvcam_camera_online == 0` must
+    /// not fire for a camera that no longer exists); the others stay; the name can come back.
+    @Test func aRemovedCameraTakesItsSeriesWithIt() {
+        let metrics = ServeMetrics()
+        for name in ["gone", "kept"] {
+            let camera = metrics.camera(name)
+            camera.update(frames: 5, analysed: 5, skipped: 0)
+            camera.setOnline(false)
+            camera.recordReconnect()
+            camera.recordReconnectAttempt()
+            camera.recordDetectionLatency(.milliseconds(4), stage: .faces)
+            camera.recordDetectionLatency(.milliseconds(4), stage: .codes)
+        }
+        let gone = metrics.camera("gone")
+        metrics.removeCamera("gone")
+        // A late observation from the stopping camera does not bring a series back.
+        gone.recordDetectionLatency(.milliseconds(4), stage: .faces)
+        var text = metrics.render()
+        #expect(!text.contains(#"camera="gone""#), "\(text)")
+        #expect(Self.sample(text, #"cvcam_camera_online{camera="kept"}"#) == 0)
+        #expect(Self.sample(text, #"cvcam_detection_latency_seconds_count{camera="kept",stage="codes"}"#) == 1)
+        metrics.camera("gone").update(frames: 2, analysed: 2, skipped: 0)
+        text = metrics.render()
+        #expect(Self.sample(text, #"cvcam_frames_captured_total{camera="gone"}"#) == 2)
     }
 
     @Test func labelValuesWithQuotesBackslashesAndNewlinesAreEscaped() {
@@ -128,15 +159,15 @@ import AppTestSupport
                 group.addTask {
                     let camera = metrics.camera("cam\(task % 2)")
                     for _ in 0..<100 {
-                        camera.recordDetectionLatency(.milliseconds(3))
+                        camera.recordDetectionLatency(.milliseconds(3), stage: .codes)
                         metrics.mqtt.recordDropped()
                     }
                 }
             }
         }
         let text = metrics.render()
-        #expect(Self.sample(text, #"cvcam_detection_latency_seconds_count{camera="cam0"}"#) == 400)
-        #expect(Self.sample(text, #"cvcam_detection_latency_seconds_count{camera="cam1"}"#) == 400)
+        #expect(Self.sample(text, #"cvcam_detection_latency_seconds_count{camera="cam0",stage="codes"}"#) == 400)
+        #expect(Self.sample(text, #"cvcam_detection_latency_seconds_count{camera="cam1",stage="codes"}"#) == 400)
         #expect(Self.sample(text, "cvcam_mqtt_dropped_messages_total") == 800)
     }
 

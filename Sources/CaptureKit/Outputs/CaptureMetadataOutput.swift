@@ -28,7 +28,10 @@ extension CaptureMetadataOutputObjectsDelegate {
 /// - `availableMetadataObjectTypes`: what the loaded detectors allow (`.face` when a face
 ///   model loaded; the code types ZBar supports).
 /// - `metadataObjectTypes`: what to look for; empty by default (nothing is detected). Setting a
-///   type that is not available throws `.unsupported`.
+///   type that is not available throws `.unsupported`. Taking every face type (or every code
+///   type) out while the session runs ends that stage's tracks: their `faceLeft` (`codeLeft`)
+///   events come with the next frame, after every frame analysed before the change, and
+///   asking for the types again starts afresh (`faceEntered` with new IDs).
 /// - `rectOfInterest`: device space (0…1, top-left origin, unrotated); detectors look only
 ///   inside it and objects outside it are not reported.
 ///
@@ -65,6 +68,11 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
         var lastDeliveryWasEmpty = true
         var lastError: CaptureError?
         var framesAreIndependent = false
+        /// Per lane, how many times its types were all taken out: a frame carrying a newer
+        /// count than the lane has seen ends the lane's tracks first.
+        var laneEpochs: [Lane: Int] = [:]
+        /// Per lane, the epoch a frame that ends its tracks was admitted for.
+        var endingAdmitted: [Lane: Int] = [:]
     }
 
     private let config = Mutex(Config())
@@ -72,6 +80,8 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
     private let codeSlot: StageSlot<any CodeMetadataStage>
     private let converter = FrameConverter()
     private let canWaitForFrames = Atomic<Bool>(true)
+    /// Per lane, the epoch its stage last worked in (each lane reads and writes its own entry).
+    private let laneEpochsSeen = Mutex<[Lane: Int]>([:])
     private let logger = Logger(label: "cvcam.metadata")
 
     /// The two kinds of stage, each a lane of the pipeline.
@@ -86,6 +96,10 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
         var faceScanInterval: Double
         var codeRepeatInterval: Double
         var independent: Bool
+        /// Each lane's epoch at admission (see `Config.laneEpochs`).
+        var epochs: [Lane: Int] = [:]
+        /// Lanes whose types were taken out: this frame only ends their tracks.
+        var ending: Set<Lane> = []
     }
 
     /// What one lane found in one frame, and how long it took.
@@ -161,7 +175,20 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
                 "metadata types \(missing.map(\.rawValue).joined(separator: ", ")) are not available; available: \(available.map(\.rawValue).joined(separator: ", "))"
             )
         }
-        config.withLock { $0.types = types }
+        config.withLock { c in
+            // A lane switched off must not keep its tracks: a face that is still there when it
+            // is switched on again would come back as an update of a track nobody saw enter.
+            for lane in Self.lanes(of: c.types).subtracting(Self.lanes(of: types)) { c.laneEpochs[lane, default: 0] += 1 }
+            c.types = types
+        }
+    }
+
+    /// The lanes `types` need.
+    private static func lanes(of types: [MetadataObjectType]) -> Set<Lane> {
+        var lanes: Set<Lane> = []
+        if types.contains(.face) { lanes.insert(.faces) }
+        if types.contains(where: { $0 != .face }) { lanes.insert(.codes) }
+        return lanes
     }
 
     /// The area detectors look in, in device space (default: the whole frame).
@@ -292,23 +319,35 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
 
     override func receive(_ sample: SampleBuffer, from connection: CaptureConnection, canWait: Bool) {
         let job = config.withLock { c -> MetadataPipeline<Lane, FrameContext, LaneOutput>.Job? in
-            guard !c.types.isEmpty else { return nil }
             let codeTypes = Set(c.types).subtracting([.face])
             var lanes: Set<Lane> = []
             if c.types.contains(.face), faceSlot.loaded != nil { lanes.insert(.faces) }
             if !codeTypes.isEmpty, codeSlot.loaded != nil { lanes.insert(.codes) }
+            // A lane switched off since it last ran gets this frame only to end its tracks.
+            var ending: Set<Lane> = []
+            for (lane, epoch) in c.laneEpochs where !lanes.contains(lane) && c.endingAdmitted[lane] != epoch {
+                let loaded = lane == .faces ? faceSlot.loaded != nil : codeSlot.loaded != nil
+                if loaded { ending.insert(lane) }
+            }
+            guard !lanes.isEmpty || !ending.isEmpty else { return nil }
             let context = FrameContext(
                 connection: connection, codeTypes: codeTypes, regionOfInterest: c.rectOfInterest,
                 faceUpdateInterval: c.faceUpdateInterval, faceScanInterval: c.faceScanInterval,
-                codeRepeatInterval: c.codeRepeatInterval, independent: c.framesAreIndependent)
+                codeRepeatInterval: c.codeRepeatInterval, independent: c.framesAreIndependent, epochs: c.laneEpochs,
+                ending: ending)
             return .init(
-                frame: AnalysisFrame(sample, converter: converter, isIndependentStill: c.framesAreIndependent), lanes: lanes,
-                context: context)
+                frame: AnalysisFrame(sample, converter: converter, isIndependentStill: c.framesAreIndependent),
+                lanes: lanes.union(ending), context: context)
         }
         guard let job else { return }
         let mayWait = canWait && canWaitForFrames.load(ordering: .relaxed)
         let admission = pipeline.offer(job, canWait: mayWait)
-        if admission != .admitted { config.withLock { $0.skipped += 1 } }
+        config.withLock { c in
+            if admission != .admitted, job.lanes != job.context.ending { c.skipped += 1 }
+            // Dropped: the next frame ends the tracks instead.
+            guard admission != .dropped else { return }
+            for lane in job.context.ending { c.endingAdmitted[lane] = job.context.epochs[lane] }
+        }
     }
 
     override func sourceSkipped(frames count: Int, before sample: SampleBuffer, connection: CaptureConnection) {
@@ -342,6 +381,20 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
         let context = job.context
         let start = DispatchTime.now().uptimeNanoseconds
         var output = LaneOutput()
+        // The lane was switched off since it last worked: its open tracks end before this frame.
+        let epoch = context.epochs[lane] ?? 0
+        let switchedOff = laneEpochsSeen.withLock { seen in
+            defer { seen[lane] = epoch }
+            return seen[lane, default: 0] != epoch
+        }
+        var ended: [MetadataEvent] = []
+        if switchedOff {
+            ended = (lane == .faces ? faceSlot.loaded?.finish() : codeSlot.loaded?.finish()) ?? []
+        }
+        guard !context.ending.contains(lane) else {
+            output.events = ended
+            return output
+        }
         do throws(CaptureError) {
             switch lane {
             case .faces:
@@ -364,6 +417,7 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
         } catch {
             output.error = error
         }
+        output.events = ended + output.events
         output.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         return output
     }
@@ -378,7 +432,8 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
         if let error { logger.warning("metadata detection failed: \(error)") }
         let objects: [any MetadataObject] = (faces?.faces ?? []) + (codes?.codes ?? [])
         let (delegate, queue, deliverEmpty) = config.withLock { c -> ((any CaptureMetadataOutputObjectsDelegate)?, DispatchQueue?, Bool) in
-            c.processed += 1
+            // A frame that only ended tracks was not analysed.
+            if job.lanes != job.context.ending { c.processed += 1 }
             if let faces { c.faceSeconds += faces.seconds }
             if let codes { c.codeSeconds += codes.seconds }
             if let error { c.lastError = error }
