@@ -137,7 +137,7 @@ package final class ServeCamera: @unchecked Sendable {
         let input = config.inputOptions
         let device: CaptureDevice
         do { device = try input.makeDevice() } catch {
-            return .failed("cannot open \(input.input ?? input.device ?? "the camera"): \(Self.message(error))")
+            return .failed("cannot open \(Redaction.redact(input.input ?? input.device ?? "the camera")): \(Self.message(error))")
         }
         let session = CaptureSession()
         metrics?.sessionRestarted()
@@ -307,11 +307,13 @@ package final class ServeCamera: @unchecked Sendable {
     }
 
     package static func message(_ error: any Error) -> String {
-        switch error {
-        case let e as CaptureError: e.message
-        case let e as CLIError: e.description
-        default: "\(error)"
-        }
+        let text =
+            switch error {
+            case let e as CaptureError: e.message
+            case let e as CLIError: e.description
+            default: "\(error)"
+            }
+        return Redaction.redact(text)
     }
 
     // MARK: Publishing

@@ -12,8 +12,8 @@ package final class ServeProcess: @unchecked Sendable {
     private let errText = LockedText()
     private let outText = LockedText()
 
-    package init(config: String) throws {
-        let (process, out, err) = CLI.process(["serve", "--config", config])
+    package init(config: String, arguments: [String] = [], environment: [String: String] = [:]) throws {
+        let (process, out, err) = CLI.process(["serve", "--config", config] + arguments, environment: environment)
         self.process = process
         self.err = err
         out.fileHandleForReading.readabilityHandler = { [outText] handle in
