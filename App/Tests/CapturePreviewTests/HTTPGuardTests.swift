@@ -26,20 +26,29 @@ import AppTestSupport
     }
 
     /// A preview server with no camera listed (its routes answer 200 for `/`, 404 elsewhere).
+    /// Starting it and `body` block, so they run on a thread of their own: blocking a thread of
+    /// Swift's cooperative pool (as wide as the cores) could starve the server, which runs there.
     static func withServer(
         token: String? = nil, allowedHosts: [String] = [], limits: HTTPServerLimits = Self.limits, listen: String = "127.0.0.1:0",
-        _ body: (Int) throws -> Void
-    ) throws {
+        _ body: @escaping @Sendable (Int) throws -> Void
+    ) async throws {
         let server = PreviewServer(cameras: PreviewDirectory(), token: token, allowedHosts: allowedHosts, limits: limits)
-        let running = try server.start(on: try #require(ListenAddress(listen)))
-        defer { running.stop() }
-        try body(running.port)
+        let address = try #require(ListenAddress(listen))
+        try await withCheckedThrowingContinuation { (done: CheckedContinuation<Void, any Error>) in
+            Thread {
+                done.resume(with: Result {
+                    let running = try server.start(on: address)
+                    defer { running.stop() }
+                    try body(running.port)
+                })
+            }.start()
+        }
     }
 
     static let host = "127.0.0.1"
 
-    @Test func malformedRequestsGetTheirStatusAndAreClosed() throws {
-        try Self.withServer { port throws in
+    @Test func malformedRequestsGetTheirStatusAndAreClosed() async throws {
+        try await Self.withServer { port throws in
             let host = "Host: 127.0.0.1:\(port)\r\n"
             let cases: [(String, [UInt8], Int)] = [
                 ("a 100 kB URL", Array("GET /\(String(repeating: "a", count: 100_000)) HTTP/1.1\r\n\(host)\r\n".utf8), 414),
@@ -68,8 +77,8 @@ import AppTestSupport
         }
     }
 
-    @Test func wellFormedRequestsStillWorkPipelinedToo() throws {
-        try Self.withServer { port throws in
+    @Test func wellFormedRequestsStillWorkPipelinedToo() async throws {
+        try await Self.withServer { port throws in
             let ok = try RawHTTPProbe.get(port: port, "/", host: "127.0.0.1:\(port)", extra: ["X-Many: \(String(repeating: "c", count: 20_000))"])
             #expect(ok.status == 200, "\(ok)")
             // HTTP/1.0 without Host, empty lines before the request line.
@@ -86,8 +95,8 @@ import AppTestSupport
 
     /// DNS rebinding: a name the server is not bound to is refused with 421 on every route and on
     /// the WebSocket upgrade; its own names, with or without the port, are answered.
-    @Test func onlyTheServersOwnHostNamesAreAnswered() throws {
-        try Self.withServer { port throws in
+    @Test func onlyTheServersOwnHostNamesAreAnswered() async throws {
+        try await Self.withServer { port throws in
             for path in ["/", "/assets/preview.js", "/cameras/camera", "/cameras/camera/stream.mjpeg", "/cameras/camera/stats.json", "/nothing"] {
                 for host in ["attacker.example:\(port)", "attacker.example", "127.0.0.1.nip.io:\(port)", "localhost.attacker.example"] {
                     let refused = try RawHTTPProbe.get(port: port, path, host: host, untilClosed: true)
@@ -106,12 +115,12 @@ import AppTestSupport
             }
         }
         // Names added by the user are answered; `*` answers any.
-        try Self.withServer(allowedHosts: ["camera.local", "192.168.1.20"]) { port throws in
+        try await Self.withServer(allowedHosts: ["camera.local", "192.168.1.20"]) { port throws in
             #expect(try RawHTTPProbe.get(port: port, "/", host: "Camera.Local:\(port)").status == 200)
             #expect(try RawHTTPProbe.get(port: port, "/", host: "192.168.1.20").status == 200)
             #expect(try RawHTTPProbe.get(port: port, "/", host: "attacker.example").status == 421)
         }
-        try Self.withServer(allowedHosts: ["*"]) { port throws in
+        try await Self.withServer(allowedHosts: ["*"]) { port throws in
             #expect(try RawHTTPProbe.get(port: port, "/", host: "anything.example").status == 200)
         }
     }
@@ -140,8 +149,8 @@ import AppTestSupport
     /// A connection that sends nothing is closed after the head timeout, silently; one that
     /// sends its head a byte at a time (slowloris) gets 408 and is closed; one idle after an
     /// answer is closed after the idle timeout.
-    @Test func idleAndSlowConnectionsAreClosed() throws {
-        try Self.withServer { port throws in
+    @Test func idleAndSlowConnectionsAreClosed() async throws {
+        try await Self.withServer { port throws in
             let silent = try LoopbackSocket.connect(port: port, receiveTimeout: 30)
             defer { close(silent) }
             let quiet = RawHTTPProbe.waitForClose(silent, seconds: 30)
@@ -164,10 +173,10 @@ import AppTestSupport
 
     /// More connections from one address than allowed: the next one gets 503 and is closed; a
     /// place freed is taken again. The total is bounded the same way.
-    @Test func connectionsPerAddressAndInAllAreBounded() throws {
+    @Test func connectionsPerAddressAndInAllAreBounded() async throws {
         var limits = Self.limits
         limits.headTimeout = 60
-        try Self.withServer(limits: limits) { port throws in
+        try await Self.withServer(limits: limits) { [limits] port throws in
             let held = try RawHTTPProbe.hold(port: port, count: limits.maximumConnectionsPerAddress)
             // The server counts a connection once it accepted it: wait until the next is refused.
             var refused: RawHTTPProbe.Outcome?
@@ -190,7 +199,7 @@ import AppTestSupport
             #expect(answered, "a freed place was not taken again")
         }
         limits.maximumConnectionsPerAddress = 100
-        try Self.withServer(limits: limits) { port throws in
+        try await Self.withServer(limits: limits) { [limits] port throws in
             let held = try RawHTTPProbe.hold(port: port, count: limits.maximumConnections)
             defer { for fd in held { close(fd) } }
             var refused: RawHTTPProbe.Outcome?
