@@ -40,7 +40,8 @@ public struct CVCam: ParsableCommand {
             var command = try parseAsRoot()
             // Before the command makes its session, whose logger takes the handler it finds.
             let output = (command as? HasOutputOptions)?.output
-            LogSetup.bootstrap(verbose: output?.verbose ?? false)
+            // serve has no output options but its own -v.
+            LogSetup.bootstrap(verbose: output?.verbose ?? (command as? Serve)?.verbose ?? false)
             try command.run()
         } catch {
             let code = exitCode(for: error)

@@ -31,6 +31,15 @@ struct Preview: ParsableCommand {
             Security: loopback only by default. Any other --listen address needs --http-token or \
             --http-token-file; open the page once as /?token=TOKEN (a cookie carries it from \
             then on) or send Authorization: Bearer TOKEN. Requests from other origins are refused.
+            The server answers only to its own names (127.0.0.1, localhost, [::1], the --listen \
+            host) and those given with --allow-host, so a web page cannot reach it through DNS \
+            rebinding (421 otherwise); beyond loopback, with a token, it answers to any name \
+            unless --allow-host is given.
+
+            Limits (see Docs/security.md): request line 8 KiB (414), request head 32 KiB and 100 \
+            header fields (431), GET and HEAD only (405; unknown methods 501), no request body \
+            (413); a request head must arrive within 10 s (408), an idle connection closes after \
+            60 s; 32 connections per client address and 256 in all (503).
 
             Exit codes: 0 ok; 1 runtime error (the input failed, or the address cannot be bound); \
             64 usage error.
@@ -55,6 +64,13 @@ struct Preview: ParsableCommand {
     @Option(
         help: ArgumentHelp("File holding the token (its first line).", valueName: "path"), completion: .file())
     var httpTokenFile: String?
+
+    @Option(
+        name: .customLong("allow-host"),
+        help: ArgumentHelp(
+            "Also answer requests for this host name or address (e.g. a name for this machine, or a proxy's); repeatable; * answers any.",
+            valueName: "name"))
+    var allowHosts: [String] = []
 
     @Option(
         help: ArgumentHelp(
@@ -88,6 +104,10 @@ struct Preview: ParsableCommand {
             throw ValidationError(
                 "--listen \(address) can be reached from other machines: give --http-token or --http-token-file, or listen on 127.0.0.1.")
         }
+        for name in allowHosts where !HostAllowlist.isValidName(name) {
+            throw ValidationError(
+                "--allow-host takes a host name or an IP address without a port, or * (got '\(TerminalText.escaped(name))').")
+        }
         try OptionRange.check(streamQuality, 1...100, "--stream-quality")
         try OptionRange.check(streamFps, 0.1...120, "--stream-fps")
     }
@@ -102,6 +122,7 @@ struct Preview: ParsableCommand {
             token = PreviewToken.firstLine(data)
         }
         guard let token else { return nil }
+        Redaction.remember(token)
         if let problem = PreviewToken.problem(token) { throw ValidationError("The HTTP token \(problem).") }
         return token
     }
@@ -137,7 +158,7 @@ struct Preview: ParsableCommand {
                 framesPerSecond: streamFps))
         var logger = Logger(label: "cvcam.preview")
         logger.logLevel = output.verbose ? .debug : .warning
-        let server = PreviewServer(cameras: [camera], token: token, logger: logger)
+        let server = PreviewServer(cameras: [camera], token: token, allowedHosts: allowHosts, logger: logger)
         let running = try server.start(on: address)
         let shown = ListenAddress(host: address.host, port: running.port)
         let url = "http://\(shown)\(PreviewServer.path(of: camera))"

@@ -69,7 +69,9 @@ struct Serve: ParsableCommand {
             var previewLogger = Logger(label: "cvcam.serve.preview")
             previewLogger.logLevel = verbose ? .debug : .warning
             do {
-                previewServer = try PreviewServer(cameras: cameras, token: settings.token, logger: previewLogger).start(on: settings.listen)
+                previewServer = try PreviewServer(
+                    cameras: cameras, token: settings.token, allowedHosts: settings.allowedHosts, logger: previewLogger
+                ).start(on: settings.listen)
             } catch {
                 TerminalText.printError("cvcam serve: \(error)")
                 throw ExitCode(ExitStatus.runtimeError)
@@ -83,7 +85,8 @@ struct Serve: ParsableCommand {
         let daemon = ServeDaemon(config: loaded, configPath: config, link: link, metrics: metrics, preview: directory)
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: DaemonService(daemon: daemon))]
         if let listen = loaded.metricsListen, let metrics {
-            services.append(.init(service: try MetricsServer(address: listen, metrics: metrics, logger: logger)))
+            services.append(
+                .init(service: try MetricsServer(address: listen, metrics: metrics, allowedHosts: loaded.metricsAllowedHosts, logger: logger)))
         }
         // A parent may start the daemon with these signals blocked (the mask is inherited); blocked,
         // SIGTERM would never stop it nor SIGHUP reload it.

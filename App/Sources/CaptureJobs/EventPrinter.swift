@@ -53,8 +53,9 @@ package final class EventPrinter: @unchecked Sendable {
             return
         }
         if !json && quiet && Self.quietLeavesOut.contains(Body.type) { return }
-        // Text lines carry file names and payloads: escaped here, once, for every event.
-        let line = json ? Self.encode(body(), wall: wall) : TerminalText.escaped(text())
+        // Text lines carry file names and payloads: escaped here, once, for every event; and,
+        // but for a code's line (its payload is the data asked for), redacted.
+        let line = json ? Self.encode(body(), wall: wall) : TerminalText.escaped(Body.type == .code ? text() : Redaction.redact(text()))
         let toStderr = !json && Body.type.isDiagnostic
         lock.withLock {
             statusLine?.clear()
@@ -71,8 +72,9 @@ package final class EventPrinter: @unchecked Sendable {
     /// What -q leaves out of text output: everything but the data, errors and asked-for stats.
     package static let quietLeavesOut: Set<EventType> = [.summary, .drop, .recording]
 
-    /// The one JSON encoding of events: sorted keys, unescaped slashes, and DEL, C1 and bidi
-    /// controls as `\uXXXX` so a line cannot reorder or recolour a terminal that shows it.
+    /// The one JSON encoding of events: sorted keys, unescaped slashes, DEL, C1 and bidi
+    /// controls as `\uXXXX` so a line cannot reorder or recolour a terminal that shows it, and
+    /// every field that may quote a URL or a library's message redacted (`redactingSecrets`).
     package static func encode<Body: EventBody>(_ body: Body, wall: Date = Date()) -> String {
         encode(body, wallTime: LocalTimestamp(wall).rfc3339)
     }
@@ -81,7 +83,7 @@ package final class EventPrinter: @unchecked Sendable {
     package static func encode<Body: EventBody>(_ body: Body, wallTime: String) -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        guard let data = try? encoder.encode(Event(body, wallTime: wallTime)) else {
+        guard let data = try? encoder.encode(Event(body.redactingSecrets(), wallTime: wallTime)) else {
             // Only a non-finite number (a detector's bug) fails to encode: say so rather than print nothing.
             return "{\"message\":\"unencodable \(Body.type.rawValue) event\",\"schema\":1,\"type\":\"error\",\"wallTime\":\"\(wallTime)\"}"
         }

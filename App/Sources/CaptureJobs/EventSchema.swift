@@ -26,6 +26,14 @@ package enum RunID {
 /// The fields of one event type; `Event` adds `schema` and `type`.
 package protocol EventBody: Codable, Equatable, Sendable {
     static var type: EventType { get }
+    /// The event with `Redaction.redact` applied to every field that may quote an input's name
+    /// or a library's message (never to a payload): `EventPrinter.encode` calls it for every
+    /// line, NDJSON and MQTT alike. The default returns the event as it is.
+    func redactingSecrets() -> Self
+}
+
+extension EventBody {
+    package func redactingSecrets() -> Self { self }
 }
 
 /// One NDJSON line: `schema`, `type`, `wallTime` and the body's fields, in one flat object.
@@ -83,6 +91,8 @@ package struct StartEvent: EventBody {
         self.clock = clock
         self.input = input
     }
+
+    package func redactingSecrets() -> Self { .init(run: run, clock: clock, input: input.redactingSecrets()) }
 }
 
 /// A presentation time in seconds, rounded to 4 decimals.
@@ -258,6 +268,8 @@ package struct ErrorEvent: EventBody {
     }
 
     package init(_ error: CaptureError) { self.init(code: error.code.rawValue, message: error.message) }
+
+    package func redactingSecrets() -> Self { .init(code: code, message: Redaction.redact(message)) }
 }
 
 /// The last line of a capturing command. The common fields come first; each command sets its own.
@@ -283,6 +295,13 @@ package struct SummaryEvent: EventBody {
             self.format = format
             self.adjusted = adjusted
             self.frameRate = frameRate
+        }
+
+        /// `name` through `Redaction.redact` (a network camera's or a file's URL).
+        package func redactingSecrets() -> Self {
+            var copy = self
+            copy.name = Redaction.redact(name)
+            return copy
         }
     }
 
@@ -319,6 +338,15 @@ package struct SummaryEvent: EventBody {
         self.seconds = MetadataRecord.rounded(seconds, 3)
         fps = MetadataRecord.rounded(seconds > 0 ? Double(analysed) / seconds : 0, 1)
         self.input = input
+    }
+
+    package func redactingSecrets() -> Self {
+        var copy = self
+        copy.input = input.redactingSecrets()
+        copy.path = path.map(Redaction.redact)
+        copy.dir = dir.map(Redaction.redact)
+        copy.ended = ended.map(Redaction.redact)
+        return copy
     }
 }
 
@@ -429,6 +457,8 @@ package struct InterruptedEvent: EventBody {
         self.code = code
         self.message = message
     }
+
+    package func redactingSecrets() -> Self { .init(code: code, message: Redaction.redact(message)) }
 }
 
 /// The camera came back and frames flow again.

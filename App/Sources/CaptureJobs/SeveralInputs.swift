@@ -122,7 +122,9 @@ package struct SourceNames: Sendable {
                     return files.indices.contains(i) ? files[i] : nil
                 }, inText: true)
         case is ImageFolderSource, is VideoFileSource:
-            self.init(name: { _ in shownAs }, inText: several)
+            // A file input may be a URL FFmpeg opens (rtmp://user:pass@…): shown redacted.
+            let shown = shownAs.map(Redaction.redact)
+            self.init(name: { _ in shown }, inText: several)
         default:
             self.init(name: { _ in nil }, inText: false)
         }

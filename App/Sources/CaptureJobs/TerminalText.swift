@@ -56,16 +56,17 @@ package enum TerminalText {
         return out
     }
 
-    /// Writes `text`, escaped whole (a newline inside it cannot start a line of its own), and a
-    /// newline to stderr: for log lines and warnings that carry names from outside.
+    /// Writes `text`, redacted (`Redaction.redact`) and escaped whole (a newline inside it cannot
+    /// start a line of its own), and a newline to stderr: for log lines and warnings that carry
+    /// names from outside.
     package static func printLine(_ text: String) {
-        try? FileHandle.standardError.write(contentsOf: Data((escaped(text) + "\n").utf8))
+        try? FileHandle.standardError.write(contentsOf: Data((escaped(Redaction.redact(text)) + "\n").utf8))
     }
 
-    /// Writes `text` (escaped line by line: ArgumentParser's messages end with usage lines) and
-    /// a newline to stderr.
+    /// Writes `text` (redacted, and escaped line by line: ArgumentParser's messages end with
+    /// usage lines) and a newline to stderr.
     package static func printError(_ text: String) {
-        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map { escaped(String($0)) }
+        let lines = Redaction.redact(text).split(separator: "\n", omittingEmptySubsequences: false).map { escaped(String($0)) }
         try? FileHandle.standardError.write(contentsOf: Data((lines.joined(separator: "\n") + "\n").utf8))
     }
 }

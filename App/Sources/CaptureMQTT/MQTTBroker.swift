@@ -17,16 +17,18 @@ public struct MQTTBroker: Sendable, Equatable, CustomStringConvertible {
 
     /// Parses `mqtt://host[:port]` or `mqtts://host[:port]`; a trailing `/` is allowed, any other
     /// path, a query, user info or another scheme is refused with `.invalidOptions`.
+    ///
+    /// The error never quotes the URL (it may hold a password or a token): it names what is
+    /// wrong, and the scheme when it is a plain word.
     public init(url: String) throws(MQTTError) {
-        func invalid(_ why: String) -> MQTTError {
-            MQTTError(.invalidOptions, "invalid broker URL '\(Self.redactingUserInfo(url))': \(why)")
-        }
+        func invalid(_ why: String) -> MQTTError { MQTTError(.invalidOptions, "invalid broker URL: \(why)") }
         guard let schemeEnd = url.range(of: "://") else {
             throw invalid("write it as mqtt://host[:1883] or mqtts://host[:8883]")
         }
         let scheme = url[..<schemeEnd.lowerBound].lowercased()
         guard scheme == "mqtt" || scheme == "mqtts" else {
-            throw invalid("the scheme must be mqtt:// or mqtts://, not \(scheme)://")
+            let word = scheme.count <= 16 && scheme.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) }
+            throw invalid("the scheme must be mqtt:// or mqtts://\(word && !scheme.isEmpty ? ", not \(scheme)://" : "")")
         }
         var rest = Substring(url[schemeEnd.upperBound...])
         if rest.hasSuffix("/") { rest = rest.dropLast() }
@@ -56,7 +58,7 @@ public struct MQTTBroker: Sendable, Equatable, CustomStringConvertible {
         var port: Int?
         if let portText {
             guard let value = Int(portText), (1...65535).contains(value), portText.allSatisfy(\.isASCII) else {
-                throw invalid("the port must be a number from 1 to 65535, not '\(portText)'")
+                throw invalid("the port must be a number from 1 to 65535")
             }
             port = value
         }
@@ -70,10 +72,4 @@ public struct MQTTBroker: Sendable, Equatable, CustomStringConvertible {
 
     /// `host:port`, as log lines name the broker.
     var address: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
-
-    /// The URL with anything between `://` and `@` replaced, so a rejected URL never echoes a password.
-    private static func redactingUserInfo(_ url: String) -> String {
-        guard let start = url.range(of: "://"), let at = url[start.upperBound...].lastIndex(of: "@") else { return url }
-        return url[..<start.upperBound] + "<redacted>" + url[at...]
-    }
 }

@@ -221,9 +221,9 @@ package enum PreviewMessage {
         package let type = "error"
         package var message: String
 
-        /// Creates the value from each of its properties.
+        /// A failure saying `message`, redacted (`Redaction.redact`): errors may quote an input.
         package init(message: String) {
-            self.message = message
+            self.message = Redaction.redact(message)
         }
     }
 

@@ -21,7 +21,9 @@ import Synchronization
 ///   recent frame, made on demand (`MJPEGFanOut.thumbnail()`). `/cameras/<name>/ws`: the
 ///   WebSocket (`PreviewSocket`).
 ///
-/// Every request, the WebSocket upgrade included, passes `PreviewAccess` first. `cvcam preview`
+/// Every connection passes `HTTPConnectionGuard` first (limits, methods, the `Host` names of
+/// `HostAllowlist`: no DNS rebinding), then every request, the WebSocket upgrade included,
+/// `PreviewAccess`. `cvcam preview`
 /// lists one camera; `cvcam serve` lists each of its own and attaches every new session
 /// (`PreviewDirectory`).
 ///
@@ -31,15 +33,34 @@ package struct PreviewServer: Sendable {
     package let cameras: PreviewDirectory
     package let token: String?
     package let logger: Logger
+    /// Host names answered besides the listener's own (`--allow-host`; `HostAllowlist`).
+    package let allowedHosts: [String]
+    /// What each connection is held to (`HTTPConnectionGuard`).
+    package let limits: HTTPServerLimits
 
-    package init(cameras: PreviewDirectory, token: String?, logger: Logger = Logger(label: "cvcam.preview")) {
+    package init(
+        cameras: PreviewDirectory, token: String?, allowedHosts: [String] = [], limits: HTTPServerLimits = .standard,
+        logger: Logger = Logger(label: "cvcam.preview")
+    ) {
         self.cameras = cameras
         self.token = token
+        self.allowedHosts = allowedHosts
+        self.limits = limits
         self.logger = logger
     }
 
-    package init(cameras: [PreviewCamera], token: String?, logger: Logger = Logger(label: "cvcam.preview")) {
-        self.init(cameras: PreviewDirectory(cameras: cameras), token: token, logger: logger)
+    package init(
+        cameras: [PreviewCamera], token: String?, allowedHosts: [String] = [], limits: HTTPServerLimits = .standard,
+        logger: Logger = Logger(label: "cvcam.preview")
+    ) {
+        self.init(cameras: PreviewDirectory(cameras: cameras), token: token, allowedHosts: allowedHosts, limits: limits, logger: logger)
+    }
+
+    /// The checks every connection to a server listening on `address` passes first.
+    package func policy(listeningOn address: ListenAddress) -> HTTPRequestPolicy {
+        HTTPRequestPolicy(
+            limits: limits, hosts: HostAllowlist(listenHost: address.host, allowedNames: allowedHosts, hasToken: token != nil),
+            allowHostHint: "--allow-host NAME (cvcam preview) or preview.allowedHosts (cvcam serve)")
     }
 
     /// The camera `name` with a running session; 404 when it is not listed, 503 while it has
@@ -165,7 +186,7 @@ package struct PreviewServer: Sendable {
         let ended = DispatchSemaphore(value: 0)
         let router = makeRouter()
         let app = Application(
-            router: router, server: .http1WebSocketUpgrade(webSocketRouter: router),
+            router: router, server: policy(listeningOn: address).http1WebSocketUpgrade(webSocketRouter: router),
             configuration: .init(address: .hostname(address.host, port: address.port), serverName: nil),
             onServerRunning: { channel in
                 bound.withLock { $0 = .success(channel.localAddress?.port ?? address.port) }

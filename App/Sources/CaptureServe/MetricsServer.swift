@@ -6,7 +6,8 @@ import Logging
 import ServiceLifecycle
 
 /// `cvcam serve`'s HTTP endpoint: `GET /metrics` answers `ServeMetrics.render()` in the
-/// Prometheus text format; every other path is 404.
+/// Prometheus text format; every other path is 404. Every connection passes
+/// `HTTPConnectionGuard` first, as the preview's do.
 ///
 /// A swift-service-lifecycle `Service`: run it in the daemon's `ServiceGroup` beside the cameras;
 /// it stops on graceful shutdown or when its task is cancelled. The address is checked when the
@@ -89,19 +90,26 @@ package struct MetricsServer: Service {
     private let metrics: ServeMetrics
     private let logger: Logger
     private let onListening: @Sendable (Int) async -> Void
+    /// What every connection passes first (`HTTPConnectionGuard`): limits, methods, and the
+    /// `Host` names of `HostAllowlist` (no token here: on loopback only its own names).
+    package let policy: HTTPRequestPolicy
 
     /// - Parameters:
     ///   - address: `host:port`, `[v6]:port` or `port` (on 127.0.0.1); checked here.
+    ///   - allowedHosts: host names answered besides the listener's own (`metrics.allowedHosts`).
     ///   - onListening: called once the socket is bound, with the port it got (the chosen one
     ///     when `address` gave 0).
     package init(
-        address: String, metrics: ServeMetrics, logger: Logger = Logger(label: "cvcam.metrics"),
-        onListening: @escaping @Sendable (Int) async -> Void = { _ in }
+        address: String, metrics: ServeMetrics, allowedHosts: [String] = [], limits: HTTPServerLimits = .standard,
+        logger: Logger = Logger(label: "cvcam.metrics"), onListening: @escaping @Sendable (Int) async -> Void = { _ in }
     ) throws {
         self.address = try Address(parsing: address)
         self.metrics = metrics
         self.logger = logger
         self.onListening = onListening
+        policy = HTTPRequestPolicy(
+            limits: limits, hosts: HostAllowlist(listenHost: self.address.host, allowedNames: allowedHosts),
+            allowHostHint: "metrics.allowedHosts in the configuration")
     }
 
     /// Serves until graceful shutdown or cancellation; throws when the address cannot be bound.
@@ -115,7 +123,7 @@ package struct MetricsServer: Service {
         let onListening = self.onListening
         let port = address.port
         let application = Application(
-            router: router,
+            router: router, server: policy.http1(),
             configuration: .init(address: .hostname(address.host, port: address.port), serverName: "cvcam"),
             onServerRunning: { channel in await onListening(channel.localAddress?.port ?? port) },
             logger: logger)

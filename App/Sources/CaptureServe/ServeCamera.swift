@@ -149,9 +149,9 @@ package final class ServeCamera: @unchecked Sendable {
         let device: CaptureDevice
         do { device = try input.makeDevice() } catch {
             // The library's message usually names the input already ("cannot open URL: …").
-            let message = Self.message(error)
+            let message = Redaction.redact(Self.message(error))
             if message.hasPrefix("cannot open ") { return .failed(message) }
-            return .failed("cannot open \(input.input ?? input.device ?? "the camera"): \(message)")
+            return .failed("cannot open \(Redaction.redact(input.input ?? input.device ?? "the camera")): \(message)")
         }
         let session = CaptureSession()
         metrics?.sessionRestarted()
@@ -323,11 +323,13 @@ package final class ServeCamera: @unchecked Sendable {
     }
 
     package static func message(_ error: any Error) -> String {
-        switch error {
-        case let e as CaptureError: e.message
-        case let e as CLIError: e.description
-        default: "\(error)"
-        }
+        let text =
+            switch error {
+            case let e as CaptureError: e.message
+            case let e as CLIError: e.description
+            default: "\(error)"
+            }
+        return Redaction.redact(text)
     }
 
     // MARK: Publishing

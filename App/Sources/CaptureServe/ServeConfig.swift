@@ -122,12 +122,15 @@ package struct ServeConfig: Equatable, Sendable {
         /// From `tokenFile` or the variable `tokenEnv` names; required beyond loopback; never printed.
         package var token: String?
         package var stream = MJPEGFanOut.Settings(maximumSize: nil, quality: 70, framesPerSecond: 15)
+        /// Host names the preview answers to besides its own (`HostAllowlist`).
+        package var allowedHosts: [String] = []
 
         /// Creates the value from each of its properties.
-        package init(listen: ListenAddress = ListenAddress.defaultValue, token: String? = nil, stream: MJPEGFanOut.Settings = MJPEGFanOut.Settings(maximumSize: nil, quality: 70, framesPerSecond: 15)) {
+        package init(listen: ListenAddress = ListenAddress.defaultValue, token: String? = nil, stream: MJPEGFanOut.Settings = MJPEGFanOut.Settings(maximumSize: nil, quality: 70, framesPerSecond: 15), allowedHosts: [String] = []) {
             self.listen = listen
             self.token = token
             self.stream = stream
+            self.allowedHosts = allowedHosts
         }
     }
 
@@ -136,40 +139,28 @@ package struct ServeConfig: Equatable, Sendable {
     package var statsInterval: Double? = 60
     /// `host:port` of the Prometheus endpoint; nil: none.
     package var metricsListen: String?
+    /// Host names the Prometheus endpoint answers to besides its own (`HostAllowlist`).
+    package var metricsAllowedHosts: [String] = []
     package var preview: Preview?
     package var cameras: [Camera]
 
     /// A camera's name as a topic level and file-name prefix.
     package static func isValidName(_ name: String) -> Bool { name.wholeMatch(of: /[A-Za-z0-9_-]{1,64}/) != nil }
 
-    /// Reads and checks `path`; every problem in the file is reported at once.
+    /// Reads and checks `path` (within `ServeConfigFile`'s bounds); every problem in the file is
+    /// reported at once.
     package static func load(path: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(ServeConfigError) -> ServeConfig {
-        let text: String
-        do { text = try readConfigText(path) } catch {
-            throw ServeConfigError(file: path, [.init(path: "", line: nil, message: error.description)])
-        }
-        return try parse(text, file: path, environment: environment)
+        try parse(ServeConfigFile.read(path: path), file: path, environment: environment)
     }
 
-    /// The text of the configuration file at `path` (`LocalFiles.readText`: a regular UTF-8
-    /// file; a FIFO would block the start or a reload, and `/dev/zero` never ends).
-    /// - Throws: `CLIError.message` saying why, e.g. "cannot read the file: it is a FIFO
-    ///   (named pipe), not a regular file".
-    package static func readConfigText(_ path: String) throws(CLIError) -> String {
-        do { return try LocalFiles.readText(path) } catch {
-            throw .message("cannot read the file: \(error.description)")
-        }
-    }
-
+    /// Checks `text`'s shape, composes it and reads it (`ServeConfigFile.compose`).
     package static func parse(_ text: String, file: String = "config", environment: [String: String] = [:]) throws(ServeConfigError) -> ServeConfig {
-        let root: Node?
-        do { root = try Yams.compose(yaml: text) } catch {
-            let (line, why) = Self.yamlProblem(error)
-            throw ServeConfigError(file: file, [.init(path: "", line: line, message: "not valid YAML: \(why)")])
+        let (config, problems) = try ServeConfigFile.compose(text, file: file) { root in
+            var reader = ConfigReader(environment: environment)
+            let config = reader.read(root)
+            return (config, reader.problems)
         }
-        var reader = ConfigReader(environment: environment)
-        let config = reader.read(root)
-        guard reader.problems.isEmpty, let config else { throw ServeConfigError(file: file, reader.problems) }
+        guard problems.isEmpty, let config else { throw ServeConfigError(file: file, problems) }
         return config
     }
 
@@ -237,7 +228,9 @@ package struct ServeConfigError: Error, CustomStringConvertible {
     package var problemLines: [String] {
         problems.map { p in
             let text = (p.line.map { "line \($0): " } ?? "") + (p.path.isEmpty ? "" : p.path + ": ") + p.message
-            return text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
+            // Redacted: a problem may quote an input or a parser's message about one.
+            return Redaction.redact(
+                text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " "))
         }
     }
 }
@@ -324,6 +317,7 @@ package struct ConfigReader {
         var mqtt: ServeConfig.MQTT?
         var stats: Double? = 60
         var metrics: String?
+        var metricsHosts: [String] = []
         var preview: ServeConfig.Preview?
         var cameras: [ServeConfig.Camera] = []
         var sawCameras = false
@@ -333,8 +327,12 @@ package struct ConfigReader {
             case "stats":
                 stats = number(value, "stats", 0...86_400).flatMap { $0 == 0 ? nil : max($0, 0.1) }
             case "metrics":
-                guard let m = mapping(value, "metrics", known: ["listen"]) else { break }
-                for (_, v, _) in m {
+                guard let m = mapping(value, "metrics", known: ["listen", "allowedHosts"]) else { break }
+                for (key, v, _) in m {
+                    if key == "allowedHosts" {
+                        metricsHosts = hostNames(v, "metrics.allowedHosts") ?? []
+                        continue
+                    }
                     guard let listen = string(v, "metrics.listen") else { continue }
                     do {
                         _ = try MetricsServer.Address(parsing: listen)
@@ -364,12 +362,14 @@ package struct ConfigReader {
             if seen[name] == 2 { problem("cameras", root, "the name '\(TerminalText.escaped(name))' is used by more than one camera; names must be unique") }
         }
         guard let mqtt else { return nil }
-        return ServeConfig(mqtt: mqtt, statsInterval: stats, metricsListen: metrics, preview: preview, cameras: cameras)
+        var config = ServeConfig(mqtt: mqtt, statsInterval: stats, metricsListen: metrics, preview: preview, cameras: cameras)
+        config.metricsAllowedHosts = metricsHosts
+        return config
     }
 
     /// `preview:` — the options of `cvcam preview` that concern the server, camelCased.
     package mutating func readPreview(_ node: Node) -> ServeConfig.Preview? {
-        let known = ["listen", "tokenFile", "tokenEnv", "streamSize", "streamQuality", "streamFps"]
+        let known = ["listen", "tokenFile", "tokenEnv", "streamSize", "streamQuality", "streamFps", "allowedHosts"]
         guard let m = mapping(node, "preview", known: known) else { return nil }
         var result = ServeConfig.Preview()
         var ok = true
@@ -403,6 +403,7 @@ package struct ConfigReader {
                     token = value
                 }
                 // The problem names the rule, never the token.
+                Redaction.remember(token)
                 if let why = PreviewToken.problem(token) { problem(path, v, "the token \(why)"); ok = false }
                 result.token = token
             case "streamSize":
@@ -413,6 +414,9 @@ package struct ConfigReader {
                 }
                 result.stream.maximumSize = .init(width: size.width, height: size.height)
             case "streamQuality": result.stream.quality = integer(v, path, 1...100) ?? result.stream.quality
+            case "allowedHosts":
+                guard let names = hostNames(v, path) else { ok = false; continue }
+                result.allowedHosts = names
             default: result.stream.framesPerSecond = number(v, path, 0.1...120) ?? result.stream.framesPerSecond
             }
         }
@@ -427,6 +431,20 @@ package struct ConfigReader {
             ok = false
         }
         return ok ? result : nil
+    }
+
+    /// `allowedHosts`: a host name, an IP address or `*`, or a list of them.
+    package mutating func hostNames(_ node: Node, _ path: String) -> [String]? {
+        let items: [Node] = if case .sequence(let list) = node { Array(list) } else { [node] }
+        var names: [String] = []
+        for item in items {
+            guard case .scalar = item, let name = item.string, HostAllowlist.isValidName(name) else {
+                problem(path, item, "must be host names or IP addresses without a port (or * for any), e.g. [camera.local, 192.168.1.20]")
+                return nil
+            }
+            names.append(name)
+        }
+        return names
     }
 
     package mutating func readMQTT(_ node: Node) -> ServeConfig.MQTT? {
@@ -451,13 +469,18 @@ package struct ConfigReader {
             case "passwordFile":
                 guard let file = string(v, path) else { continue }
                 do {
-                    result.password = try LocalFiles.readText(file, maximumBytes: 65_536).trimmingCharacters(in: .newlines)
+                    let password = try LocalFiles.readText(file, maximumBytes: 65_536).trimmingCharacters(in: .newlines)
+                    Redaction.remember(password)
+                    result.password = password
                 } catch {
                     problem(path, v, "cannot read the password file \(file): \(error.description)")
                 }
             case "passwordEnv":
                 guard let name = string(v, path) else { continue }
-                if let value = environment[name] { result.password = value } else {
+                if let value = environment[name] {
+                    Redaction.remember(value)
+                    result.password = value
+                } else {
                     problem(path, v, "the environment variable \(name) is not set (the unit's EnvironmentFile or `export` should set it)")
                 }
             case "caFile", "certFile", "keyFile":
@@ -503,13 +526,16 @@ package struct ConfigReader {
 
     /// Why `url` is not a broker address, or nil.
     package static func brokerProblem(_ url: String) -> String? {
+        // Whatever the URL is, a password or token in it is never echoed.
+        Redaction.remember(secretsIn: url)
+        let shown = TerminalText.escaped(Redaction.redact(url))
         guard let c = URLComponents(string: url), let scheme = c.scheme?.lowercased(), ["mqtt", "mqtts"].contains(scheme) else {
-            return "must be mqtt://HOST[:PORT] or mqtts://HOST[:PORT] (got '\(url)')"
+            return "must be mqtt://HOST[:PORT] or mqtts://HOST[:PORT] (got '\(shown)')"
         }
-        if c.user != nil || c.password != nil {
+        if c.user != nil || c.password != nil || url.contains("@") {
             return "must not hold credentials; use mqtt.username with passwordFile or passwordEnv"
         }
-        guard let host = c.host, !host.isEmpty else { return "has no host (got '\(url)')" }
+        guard let host = c.host, !host.isEmpty else { return "has no host (got '\(shown)')" }
         if let port = c.port, !(1...65_535).contains(port) { return "port must be 1…65535" }
         return nil
     }

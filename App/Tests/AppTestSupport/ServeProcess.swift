@@ -12,14 +12,16 @@ package final class ServeProcess: @unchecked Sendable {
     private let errText = LockedText()
     private let outText = LockedText()
 
-    /// `cvcam serve --config config`, run under `prefix` when one is given (the first word the
-    /// executable, e.g. `TestHosts.Host.command`'s `ip netns exec …`).
-    package init(config: String, prefix: [String] = []) throws {
-        let arguments = ["serve", "--config", config]
+    /// `cvcam serve --config config arguments…`, run under `prefix` when one is given (the first
+    /// word the executable, e.g. `TestHosts.Host.command`'s `ip netns exec …`).
+    package init(config: String, arguments: [String] = [], environment: [String: String] = [:], prefix: [String] = []) throws {
+        let serveArguments = ["serve", "--config", config] + arguments
         let (process, out, err) =
             prefix.isEmpty
-            ? CLI.process(arguments)
-            : CLI.process(Array(prefix.dropFirst()) + [CLI.binary.path] + arguments, executable: URL(fileURLWithPath: prefix[0]))
+            ? CLI.process(serveArguments, environment: environment)
+            : CLI.process(
+                Array(prefix.dropFirst()) + [CLI.binary.path] + serveArguments, executable: URL(fileURLWithPath: prefix[0]),
+                environment: environment)
         self.process = process
         self.err = err
         out.fileHandleForReading.readabilityHandler = { [outText] handle in

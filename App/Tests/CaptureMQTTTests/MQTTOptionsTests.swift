@@ -40,6 +40,23 @@ import AppTestSupport
             #expect(!error.description.contains("hunter2secret"))
         }
     }
+
+    /// Issue #30: no refused broker URL is quoted, whatever part of it holds the secret (a
+    /// wrong scheme with user info, a query token, a password taken for a port, a scheme that
+    /// is not a word).
+    @Test(arguments: [
+        "http://user:S3cretPW@broker:1883", "ws://user:S3cretPW@broker", "mqtt://broker/?password=S3cretPW",
+        "mqtt://broker:1883?token=S3cretPW", "mqtt://admin:S3cretPW", "user:S3cretPW@broker://x", "mqtt://broker/S3cretPW",
+    ])
+    func noRefusalQuotesTheURL(url: String) {
+        do {
+            _ = try MQTTBroker(url: url)
+            Issue.record("\(url) was accepted")
+        } catch {
+            #expect(error.description.hasPrefix("invalid broker URL: "))
+            #expect(!error.description.contains("S3cretPW"), "\(error)")
+        }
+    }
 }
 
 @Suite struct MQTTSecretAndOptionsTests {

@@ -98,7 +98,7 @@ import AppTestSupport
             (fifo, fifoProblem, "is a FIFO (named pipe), not a regular file"),
             ("/dev/zero", Self.loadProblem("/dev/zero"), "is a character device, not a regular file"),
             (dir.path, Self.loadProblem(dir.path), "is a folder, not a regular file"),
-            (dir.path + "/missing.yaml", Self.loadProblem(dir.path + "/missing.yaml"), String(cString: strerror(ENOENT))),
+            (dir.path + "/missing.yaml", Self.loadProblem(dir.path + "/missing.yaml"), "does not exist"),
         ]
         for c in cases {
             let problem = try #require(c.problem, "\(c.path): loading did not return")

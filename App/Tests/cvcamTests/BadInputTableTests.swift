@@ -122,6 +122,7 @@ extension BadInputCase {
         "--pixel-format", "--set-ctrl",  // bad values and out-of-range controls: CameraCLITests
         "--models",  // a folder: ModelSearchTests
         "--listen", "--http-token", "--http-token-file",  // PreviewServerTests
+        "--allow-host",  // names and bad values: HTTPGuardTests, PreviewHardeningCLITests
     ]
 
     /// Each command on the 2-frame scene, writing into the row's folder; and its exit code when it ends normally.

@@ -14,18 +14,15 @@ extension CaptureError.Code {
 /// Credentials come from the URL's user info (`rtsp://user:pass@host/…`); a part the URL lacks
 /// is taken from `user`/`password` (the CLI passes `CVCAM_STREAM_USER` and
 /// `CVCAM_STREAM_PASSWORD`), so a password need not appear in a process list. What the URL
-/// says wins. `redacted` replaces the password (and the values of query parameters that look
-/// like secrets, such as `password=` or `token=`) with `***`; only `connectionString`, which
-/// goes to FFmpeg, carries them.
+/// says wins. `redacted` is the URL through `Redaction.redact` (password and the values of
+/// query parameters that look like secrets, such as `password=` or `token=`, as `***`); only
+/// `connectionString`, which goes to FFmpeg, carries them. Parsing a URL remembers its password
+/// and secret values with `Redaction.remember`, so no later message can show them.
 ///
 /// Threading: a value type; use it anywhere.
 public struct NetworkStreamURL: Sendable, Equatable, CustomStringConvertible {
     /// Schemes cvcam opens as network cameras.
     public static let schemes: Set<String> = ["rtsp", "rtsps", "http", "https"]
-    /// Query parameter names whose values are treated as secrets (compared lowercased).
-    static let secretQueryKeys: Set<String> = [
-        "password", "passwd", "pass", "pwd", "token", "auth", "key", "apikey", "api_key", "secret", "signature", "sig",
-    ]
 
     /// The scheme, lowercased ("rtsp", "http", …).
     public let scheme: String
@@ -50,16 +47,19 @@ public struct NetworkStreamURL: Sendable, Equatable, CustomStringConvertible {
     /// - Throws: `.invalidStreamURL` (its message redacted) when the scheme is not one of
     ///   `schemes`, there is no host, or it is not a URL.
     public init(_ text: String, user: String? = nil, password: String? = nil) throws(CaptureError) {
+        // Remembered before anything can fail: a refused address is quoted in its error.
+        Redaction.remember(secretsIn: text)
+        if let password { Redaction.remember(password) }
         guard var components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
             Self.schemes.contains(scheme)
         else {
             throw CaptureError(
                 .invalidStreamURL,
-                "\(Self.redactWithoutParsing(text)) is not a network camera address: use rtsp://, rtsps://, http:// or https:// (MJPEG), e.g. rtsp://camera.local:554/stream")
+                "\(Redaction.redact(text)) is not a network camera address: use rtsp://, rtsps://, http:// or https:// (MJPEG), e.g. rtsp://camera.local:554/stream")
         }
         guard let host = components.host, !host.isEmpty else {
             throw CaptureError(
-                .invalidStreamURL, "\(Self.redactWithoutParsing(text)) names no host: e.g. \(scheme)://192.168.1.20/stream")
+                .invalidStreamURL, "\(Redaction.redact(text)) names no host: e.g. \(scheme)://192.168.1.20/stream")
         }
         if components.user == nil || components.user == "", let user, !user.isEmpty { components.user = user }
         if components.password == nil, let password, !password.isEmpty, components.user != nil {
@@ -70,14 +70,7 @@ public struct NetworkStreamURL: Sendable, Equatable, CustomStringConvertible {
         self.user = components.user
         self.password = components.password
         connectionString = components.string ?? text
-
-        var shown = components
-        if shown.password != nil { shown.percentEncodedPassword = "***" }
-        shown.percentEncodedQueryItems = shown.percentEncodedQueryItems?.map { item in
-            Self.secretQueryKeys.contains(item.name.lowercased()) && item.value != nil
-                ? URLQueryItem(name: item.name, value: "***") : item
-        }
-        redacted = shown.string ?? Self.redactWithoutParsing(text)
+        redacted = Redaction.redact(connectionString)
     }
 
     public var description: String { redacted }
@@ -86,27 +79,14 @@ public struct NetworkStreamURL: Sendable, Equatable, CustomStringConvertible {
     /// `***`: for messages from FFmpeg or OpenCV, which may quote the URL they were given.
     public func redact(_ text: String) -> String {
         var out = text.replacingOccurrences(of: connectionString, with: redacted)
-        guard let password, !password.isEmpty else { return out }
-        let encoded = password.addingPercentEncoding(withAllowedCharacters: .urlPasswordAllowed) ?? password
-        for secret in Set([password, encoded]) {
-            if let user { out = out.replacingOccurrences(of: "\(user):\(secret)@", with: "\(user):***@") }
-            // A very short password would blank out ordinary words; the user:pass@ form covers it.
-            if secret.count >= 4 { out = out.replacingOccurrences(of: secret, with: "***") }
+        if let password, !password.isEmpty, let user {
+            // A password too short to mask alone is still masked where it follows its user.
+            let encoded = password.addingPercentEncoding(withAllowedCharacters: .urlPasswordAllowed) ?? password
+            for secret in Set([password, encoded]) {
+                out = out.replacingOccurrences(of: "\(user):\(secret)@", with: "\(user):\(Redaction.mask)@")
+            }
         }
-        return out
-    }
-
-    /// For text that did not parse as a URL: anything between "://" and the last "@" before the
-    /// path is treated as credentials.
-    static func redactWithoutParsing(_ text: String) -> String {
-        guard let start = text.range(of: "://") else { return text }
-        let rest = text[start.upperBound...]
-        let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
-        guard let at = authority.lastIndex(of: "@") else { return text }
-        let userinfo = authority[..<at]
-        let user = userinfo.prefix { $0 != ":" }
-        let shown = user.count < userinfo.count ? "\(user):***" : String(user)
-        return String(text[..<start.upperBound]) + shown + String(text[at...])
+        return Redaction.redact(out)
     }
 }
 
