@@ -173,6 +173,10 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
         }
     }
 
+    /// Frames being encoded and the end of the file `sessionDidStop` asked for: both on the
+    /// private writer queue, which runs no delegate code, so waiting for it cannot wait for the caller.
+    override func waitForWorkInProgress() { writerQueue.sync {} }
+
     // MARK: Writer queue
 
     private func write(_ sample: SampleBuffer, connection: CaptureConnection) {
