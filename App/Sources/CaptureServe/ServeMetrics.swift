@@ -15,6 +15,7 @@ import Synchronization
 /// | `cvcam_detection_latency_seconds` | histogram | detection time per analysed frame, 5 ms … 2 s |
 /// | `cvcam_input_reconnects_total` | counter | times the input came back after an interruption |
 /// | `cvcam_camera_online` | gauge | 1 while frames flow, else 0 |
+/// | `cvcam_commands_refused_total` | counter | commands on `set` refused by the camera's rate limit |
 ///
 /// Daemon-wide MQTT figures: `cvcam_mqtt_queue_depth`, `cvcam_mqtt_spooled_messages` (gauges),
 /// `cvcam_mqtt_dropped_messages_total`, `cvcam_mqtt_reconnects_total` (counters),
@@ -84,6 +85,7 @@ package final class ServeMetrics: Sendable {
         package let detectionLatency: DurationHistogram
         package let inputReconnects: Counter
         package let online: Gauge
+        package let commandsRefused: Counter
         private let lastTotals = Mutex(Totals())
 
         fileprivate init(name: String, registry: PrometheusCollectorRegistry) {
@@ -111,6 +113,15 @@ package final class ServeMetrics: Sendable {
             online = registry.makeGauge(
                 descriptor: metric("cvcam_camera_online", help: "1 while the camera delivers frames, else 0."),
                 labels: labels)
+            commandsRefused = registry.makeCounter(
+                descriptor: metric(
+                    "cvcam_commands_refused_total", help: "Commands on the camera's set topic refused by its rate limit."),
+                labels: labels)
+        }
+
+        /// Counts one command refused by the camera's rate limit.
+        package func recordCommandRefused() {
+            commandsRefused.increment()
         }
 
         /// Adds the growth of the session's running totals since the last call.
