@@ -219,8 +219,11 @@ package final class CaptureJob: @unchecked Sendable {
     /// Seconds since the session started.
     package var elapsed: Double { Date().timeIntervalSince(startedAt) }
 
-    /// How long a stop asked for by SIGINT/SIGTERM may take before the process ends anyway.
-    package static let signalGracePeriod = 1.0
+    /// How long a stop asked for by SIGINT/SIGTERM may take before the process ends anyway. The
+    /// stop waits for the frame being analysed and a network camera's read in progress (so no
+    /// thread is inside OpenCV or FFmpeg at exit), which a loaded machine can stretch past a
+    /// second; a read from a camera gone silent ends within its read timeout (5 s by default).
+    package static let signalGracePeriod = 5.0
     /// Set once the stop a signal asked for has returned (see `installSignalHandlers`).
     private let stopReturned = Atomic<Bool>(false)
 

@@ -230,12 +230,16 @@ package struct RecordingEvent: EventBody {
     package var path: String
     package var width: Int
     package var height: Int
+    /// `cvcam serve`: recording resumed after this many failed attempts (a full disk); absent
+    /// for a recording that followed the last one without trouble.
+    package var resumedAfterFailures: Int?
 
     /// Creates the value from each of its properties.
-    package init(path: String, width: Int, height: Int) {
+    package init(path: String, width: Int, height: Int, resumedAfterFailures: Int? = nil) {
         self.path = path
         self.width = width
         self.height = height
+        self.resumedAfterFailures = resumedAfterFailures
     }
 }
 

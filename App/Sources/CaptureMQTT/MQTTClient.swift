@@ -46,7 +46,10 @@ public final class MQTTClient: Sendable {
 
     deinit { stop() }
 
-    private static func validate(_ options: MQTTClientOptions) throws(MQTTError) {
+    /// Checks `options` as `init` does (client ID, keep-alive, delays, credentials, TLS files
+    /// and the broker's scheme, the will), without opening anything: for a configuration check
+    /// that must refuse what starting the client would refuse.
+    public static func validate(_ options: MQTTClientOptions) throws(MQTTError) {
         guard !options.clientID.isEmpty, options.clientID.utf8.count <= 65535 else {
             throw MQTTError(.invalidOptions, "the MQTT client ID must not be empty")
         }

@@ -74,4 +74,8 @@ public struct MQTTStatistics: Sendable, Equatable {
     public var delivered: Int = 0
     /// Why the last connection attempt failed or the last connection ended.
     public var lastError: MQTTError?
+    /// True while connections keep ending right after they were made, the sign of another client
+    /// using the same client ID (logged as an error once per episode); false again once a
+    /// connection holds.
+    public var takeoverSuspected: Bool = false
 }

@@ -13,6 +13,7 @@ extension MQTTClient {
         var everConnected = false
         var lastFailure: String?
         let drops = DropReporter(logger: logger)
+        var takeover = MQTTTakeoverDetector()
         while !core.stopping {
             let connection = Connection(options: options, logger: logger, core: core, drops: drops)
             switch connection.open() {
@@ -29,14 +30,23 @@ extension MQTTClient {
                 delay = min(delay * 2, options.reconnectDelay.maximum)
             case .connected:
                 lastFailure = nil
-                delay = options.reconnectDelay.minimum
                 core.withLock {
                     if everConnected { $0.statistics.reconnects += 1 }
                     $0.statistics.connected = true
                 }
                 everConnected = true
                 logger.info("MQTT connected to \(address) as \(options.clientID)")
+                let connectedAt = monotonicSeconds()
+                connection.whileUp = {
+                    // A connection that holds ends a suspected takeover loop.
+                    if takeover.connectionIsUp(for: monotonicSeconds() - connectedAt) {
+                        core.withLock { $0.statistics.takeoverSuspected = false }
+                        // A warning, as the error it ends: both show in the daemon's default log.
+                        logger.warning("MQTT connection to \(address) as \(options.clientID) has held for \(Int(takeover.stableAfter)) s: the client ID conflict is over")
+                    }
+                }
                 if let lost = connection.serve() {
+                    let lasted = monotonicSeconds() - connectedAt
                     core.withLock { state in
                         state.statistics.connected = false
                         state.statistics.lastError = lost
@@ -45,8 +55,19 @@ extension MQTTClient {
                         state.connectMessages.removeAll()
                     }
                     connection.close(clean: false)
-                    logger.notice("MQTT connection to \(address) lost: \(lost); reconnecting")
+                    // A connection that ends right after it was made is not a reason to reconnect
+                    // at once: back off as after a failed attempt (two clients with one ID would
+                    // otherwise take the connection from each other twice a second).
+                    if lasted > takeover.shortConnection { delay = options.reconnectDelay.minimum }
+                    if case .takeoverSuspected(let count) = takeover.connectionEnded(after: lasted, at: monotonicSeconds()) {
+                        core.withLock { $0.statistics.takeoverSuspected = true }
+                        logger.error(
+                            "MQTT connection to \(address) was closed by the broker \(count) times within \(Int(takeover.shortConnection)) s of connecting (in \(Int(takeover.window)) s): another client probably uses the client ID \(options.clientID), and the broker drops the older connection each time the other connects. Give each client its own ID (cvcam serve: mqtt.clientID, or leave it out for one unique to this host, topic prefix and file).")
+                    } else {
+                        logger.notice("MQTT connection to \(address) lost: \(lost); reconnecting in \(delay) s")
+                    }
                     pause(delay, core: core, drops: drops)
+                    if lasted <= takeover.shortConnection { delay = min(delay * 2, options.reconnectDelay.maximum) }
                 } else {
                     connection.close(clean: true)
                     core.withLock { $0.statistics.connected = false }
@@ -67,6 +88,13 @@ extension MQTTClient {
             logger.warning("MQTT client stopped with \(lost) undelivered messages that no spool folder keeps")
         }
         core.withLock { $0.threadFinished = true }
+    }
+
+    /// Seconds of CLOCK_MONOTONIC, for how long connections last.
+    static func monotonicSeconds() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
     }
 
     /// Sleeps `seconds` between attempts; `stop()` ends it early.
@@ -126,6 +154,8 @@ extension MQTTClient {
         fileprivate var reportedEarly: Set<Int32> = []
         /// libmosquitto's error and warning log lines (OpenSSL's reasons for a failed handshake).
         fileprivate var libraryErrors: [String] = []
+        /// Called on every turn of the connected loop (the client's thread).
+        var whileUp: (() -> Void)?
 
         init(options: MQTTClientOptions, logger: Logger, core: Core, drops: DropReporter) {
             self.options = options
@@ -273,6 +303,7 @@ extension MQTTClient {
                     return MQTTError(.connectionLost, code: rc, MQTTError.libraryReason(rc, errno: savedErrno))
                 }
                 drops.report(core: core)
+                whileUp?()
             }
         }
 

@@ -20,6 +20,17 @@ import Logging
 ///
 /// `latestOnly` messages stay in memory, at most one waiting per topic, and are never dropped.
 ///
+/// Acknowledgements are recorded in the spool file itself: each message's QoS byte gets its top
+/// bit set when the broker acknowledges it (`pwrite(2)` of one byte), so a daemon killed while it
+/// replays a spool file sends only what was not yet acknowledged when it starts again, and a file
+/// whose messages are all acknowledged is removed (or, if it cannot be, skipped).
+///
+/// A spool folder that cannot be written (a read-only file system, no permission, a full disk,
+/// not a folder) never stops the client: the outbox says so once, in a warning, and keeps
+/// messages in memory only from then on, within the same limits. One that is unwritable from the
+/// start is left as it is: its files are not sent, since their acknowledgements could not be
+/// recorded and they would be sent again at every start.
+///
 /// Not thread-safe: the client calls it only while holding its lock. Public for `Limits`.
 public final class MQTTOutbox {
     /// How much the outbox may hold before it spools or drops the oldest messages.
@@ -52,6 +63,10 @@ public final class MQTTOutbox {
         var file: String?
         /// Written on the current connection (cleared on a disconnect, so it is sent again).
         var sent = false
+        /// Where its QoS byte is in `file`, to mark it acknowledged.
+        var ackOffset: Int?
+        /// Marked acknowledged in its spool file (read back from a file only).
+        var acknowledgedInFile = false
     }
 
     struct SpoolFile {
@@ -65,6 +80,8 @@ public final class MQTTOutbox {
     /// Messages sent and not yet acknowledged, at most.
     let window: Int
     private let logger: Logger
+    /// The spool folder while it can be written; nil without one, or after it failed (memory only).
+    private(set) var activeSpool: String?
 
     private(set) var inflight: [Entry] = []
     private var memory: [Entry] = []
@@ -88,7 +105,7 @@ public final class MQTTOutbox {
         self.limits = limits
         self.logger = logger
         window = min(32, limits.maxMessages)
-        if let folder = limits.spoolDirectory { try openSpool(folder) }
+        if let folder = limits.spoolDirectory { openSpool(folder) }
     }
 
     // MARK: Counters
@@ -129,7 +146,7 @@ public final class MQTTOutbox {
 
     private func enforceLimits() {
         guard overLimits else { return }
-        if limits.spoolDirectory != nil {
+        if activeSpool != nil {
             // Spill the oldest waiting events down to half the limits, so files hold batches.
             var count = queued
             var bytes = memoryBytes
@@ -146,7 +163,12 @@ public final class MQTTOutbox {
             }
             memory = rest
             memoryBytes = bytes
-            writeSpoolFile(batch)
+            if let kept = writeSpoolFile(batch) {
+                // The spool failed (and is off now): the batch stays in memory, within its limits.
+                memory = kept + memory
+                memoryBytes += kept.reduce(0) { $0 + $1.message.size }
+                enforceLimits()
+            }
         } else {
             // Oldest first: unsent in-flight messages (after a disconnect), then waiting ones.
             while overLimits, let i = inflight.firstIndex(where: { !$0.sent && !$0.latestOnly }) {
@@ -193,7 +215,7 @@ public final class MQTTOutbox {
     @discardableResult
     func acknowledge(_ seq: UInt64) -> Bool {
         guard let i = inflight.firstIndex(where: { $0.seq == seq }) else { return false }
-        finish(inflight.remove(at: i))
+        finish(inflight.remove(at: i), acknowledged: true)
         return true
     }
 
@@ -203,9 +225,11 @@ public final class MQTTOutbox {
     }
 
     /// A message left the outbox (acknowledged or dropped): its memory and its spool file's share.
-    private func finish(_ entry: Entry) {
+    private func finish(_ entry: Entry, acknowledged: Bool = false) {
         memoryBytes -= entry.message.size
-        if let file = entry.file { settle(file, done: 1) }
+        guard let file = entry.file else { return }
+        if acknowledged, let offset = entry.ackOffset { markAcknowledged(file, offset: offset, qos: entry.message.qos) }
+        settle(file, done: 1)
     }
 
     // MARK: Spool
@@ -215,19 +239,22 @@ public final class MQTTOutbox {
 
     private func path(_ name: String) -> String { limits.spoolDirectory! + "/" + name }
 
-    private func openSpool(_ folder: String) throws(MQTTError) {
+    /// Makes the folder if needed and takes over the spool files in it; a folder that cannot be
+    /// used leaves the outbox in memory only (said once).
+    private func openSpool(_ folder: String) {
         do {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         } catch {
-            throw MQTTError(.spool, "cannot make the spool folder \(folder): \(error.localizedDescription); check the path and its permissions")
+            return warnMemoryOnly(folder, "it cannot be made (\(error.localizedDescription))", atStart: true)
         }
         guard access(folder, R_OK | W_OK | X_OK) == 0 else {
-            throw MQTTError(.spool, "cannot write to the spool folder \(folder): \(String(cString: strerror(errno))); check its permissions")
+            return warnMemoryOnly(folder, "it cannot be written (\(String(cString: strerror(errno))))", atStart: true)
         }
         let names: [String]
         do { names = try FileManager.default.contentsOfDirectory(atPath: folder) } catch {
-            throw MQTTError(.spool, "cannot list the spool folder \(folder): \(error.localizedDescription)")
+            return warnMemoryOnly(folder, "it cannot be listed (\(error.localizedDescription))", atStart: true)
         }
+        activeSpool = folder
         var lastSeq: UInt64 = 0
         for name in names.sorted() {
             if name.hasSuffix(Self.suffix + ".tmp") {
@@ -235,13 +262,22 @@ public final class MQTTOutbox {
                 continue
             }
             guard name.hasSuffix(Self.suffix), let first = UInt64(name.dropLast(Self.suffix.count)) else { continue }
-            guard let header = readHeader(name) else {
-                quarantine(name, "its header is unreadable")
+            guard let data = FileManager.default.contents(atPath: path(name)), let entries = Self.decode([UInt8](data), file: name)
+            else {
+                quarantine(name, "it is not a complete spool file")
                 continue
             }
-            spool.append(SpoolFile(name: name, firstSeq: first, count: header.count, bytes: header.bytes))
-            spoolBytes += header.bytes
-            lastSeq = max(lastSeq, header.lastSeq)
+            lastSeq = max(lastSeq, entries.last?.seq ?? first)
+            let unacknowledged = entries.filter { !$0.acknowledgedInFile }.count
+            if unacknowledged == 0 {
+                // Every message was delivered; only the removal was cut short (or it failed).
+                if unlink(path(name)) != 0 && errno != ENOENT {
+                    logger.debug("MQTT spool: \(path(name)) holds only delivered messages and cannot be removed: \(String(cString: strerror(errno)))")
+                }
+                continue
+            }
+            spool.append(SpoolFile(name: name, firstSeq: first, count: unacknowledged, bytes: data.count))
+            spoolBytes += data.count
         }
         nextSeq = lastSeq + 1
         if !spool.isEmpty {
@@ -249,16 +285,33 @@ public final class MQTTOutbox {
         }
     }
 
+    /// The spool folder cannot be used: one warning, then memory only.
+    private func warnMemoryOnly(_ folder: String, _ why: String, atStart: Bool) {
+        let wasActive = activeSpool != nil
+        activeSpool = nil
+        guard atStart || wasActive else { return }
+        let limitsText = "at most \(limits.maxMessages) messages and \(limits.maxBytes) bytes, the oldest dropped beyond"
+        if atStart {
+            logger.warning(
+                "MQTT spool folder \(folder) is not used because \(why): messages wait in memory only (\(limitsText)); spool files already in it are left there, unsent, until it can be written")
+        } else {
+            logger.warning(
+                "MQTT spool folder \(folder) cannot be written any more (\(why)): from now on messages wait in memory only (\(limitsText)); messages it delivered whose acknowledgement could not be recorded may be sent again after a restart")
+        }
+    }
     private static func spoolName(_ seq: UInt64) -> String {
         let digits = String(seq)
         return String(repeating: "0", count: max(0, 20 - digits.count)) + digits + suffix
     }
 
     /// Writes `batch` as one spool file after the others, making room by dropping the oldest files
-    /// (then the batch's oldest messages) past `maxSpoolBytes`. A file that cannot be written drops its messages.
-    private func writeSpoolFile(_ batch: [Entry]) {
+    /// (then the batch's oldest messages) past `maxSpoolBytes`. Returns nil when written; when the
+    /// file cannot be written the spool is off from now on, and it returns the messages the
+    /// caller must keep in memory instead.
+    private func writeSpoolFile(_ batch: [Entry]) -> [Entry]? {
         var batch = batch
-        guard !batch.isEmpty else { return }
+        guard !batch.isEmpty else { return nil }
+        guard let folder = activeSpool else { return batch }
         var bytes = Self.encode(batch)
         while spoolBytes + bytes.count > limits.maxSpoolBytes, !spool.isEmpty { dropHeadFile() }
         while spoolBytes + bytes.count > limits.maxSpoolBytes, !batch.isEmpty {
@@ -266,17 +319,17 @@ public final class MQTTOutbox {
             countDrop(1)
             bytes = Self.encode(batch)
         }
-        guard let first = batch.first else { return }
+        guard let first = batch.first else { return nil }
         let name = Self.spoolName(first.seq)
         do {
-            try Self.writeAtomically(bytes, to: path(name), folder: limits.spoolDirectory!)
+            try Self.writeAtomically(bytes, to: path(name), folder: folder)
         } catch {
-            logger.error("MQTT spool: \(error); \(batch.count) messages dropped")
-            countDrop(batch.count)
-            return
+            warnMemoryOnly(folder, error.message, atStart: false)
+            return batch
         }
         spool.append(SpoolFile(name: name, firstSeq: first.seq, count: batch.count, bytes: bytes.count))
         spoolBytes += bytes.count
+        return nil
     }
 
     /// Drops the oldest spool file's unread messages (those already read are in flight).
@@ -290,8 +343,28 @@ public final class MQTTOutbox {
             settle(file.name, done: remaining)
         } else {
             countDrop(file.count)
-            unlink(path(file.name))
+            remove(file.name)
         }
+    }
+
+    /// Removes a spool file whose messages are all delivered or dropped; a folder that refuses
+    /// turns the spool off (the file's delivered messages are marked, so none is sent again).
+    private func remove(_ name: String) {
+        guard unlink(path(name)) != 0, errno != ENOENT, let folder = activeSpool else { return }
+        warnMemoryOnly(folder, "removing \(name): \(String(cString: strerror(errno)))", atStart: false)
+    }
+
+    /// Marks the message at `offset` of spool file `name` acknowledged: the top bit of its QoS
+    /// byte. The corresponding C functions are `open(2)`, `pwrite(2)` and `close(2)`; no fsync (a
+    /// killed process loses nothing the kernel has; a power cut may send a few again, as QoS 1 allows).
+    private func markAcknowledged(_ name: String, offset: Int, qos: Int) {
+        let fd = open(path(name), O_WRONLY | O_CLOEXEC)
+        var byte = UInt8(truncatingIfNeeded: qos) | 0x80
+        let written = fd >= 0 ? pwrite(fd, &byte, 1, off_t(offset)) : -1
+        let savedErrno = errno
+        if fd >= 0 { close(fd) }
+        guard written != 1, let folder = activeSpool else { return }
+        warnMemoryOnly(folder, "recording a delivery in \(name): \(String(cString: strerror(savedErrno)))", atStart: false)
     }
 
     /// The next unread spool message, reading the oldest file when needed.
@@ -302,6 +375,12 @@ public final class MQTTOutbox {
                     spool.removeFirst()
                     spoolBytes -= file.bytes
                     quarantine(file.name, "it is not a complete spool file")
+                    continue
+                }
+                if entries.isEmpty {
+                    spool.removeFirst()
+                    spoolBytes -= file.bytes
+                    remove(file.name)
                     continue
                 }
                 head = (entries, 0)
@@ -330,7 +409,7 @@ public final class MQTTOutbox {
         guard let left = outstanding[name] else { return }
         if left - done <= 0 {
             outstanding[name] = nil
-            unlink(path(name))
+            remove(name)
         } else {
             outstanding[name] = left - done
         }
@@ -360,7 +439,11 @@ public final class MQTTOutbox {
         memory.removeAll()
         memoryBytes = 0
         outstanding.removeAll()
-        guard let folder = limits.spoolDirectory else { return pending.count }
+        guard let folder = activeSpool else {
+            // No spool, or it cannot be written: what came from spool files is still in them
+            // (not marked delivered), the rest is lost.
+            return pending.filter { $0.file == nil }.count
+        }
         // Messages older than the first unread file go in a file named before it; the rest after.
         let boundary = spool.first?.firstSeq ?? UInt64.max
         var lost = 0
@@ -377,13 +460,14 @@ public final class MQTTOutbox {
             }
         }
         // Only after the new files are complete: a crash in between sends some twice, never none.
-        for name in readFiles.subtracting(written) { unlink(path(name)) }
+        for name in readFiles.subtracting(written) { remove(name) }
         return lost
     }
 
     // MARK: Spool file format
     // "CVMQSPL1", count (UInt32), last seq (UInt64), then per message: seq (UInt64), qos (UInt8),
     // retain (UInt8), topic length (UInt32), payload length (UInt32), topic, payload. Little-endian.
+    // The QoS byte's top bit is set once the broker acknowledged the message.
 
     static func encode(_ entries: [Entry]) -> [UInt8] {
         var out = magic
@@ -420,29 +504,24 @@ public final class MQTTOutbox {
         }
         var entries: [Entry] = []
         for _ in 0..<count {
-            guard let seq = get(UInt64.self), let qos = get(UInt8.self), let retain = get(UInt8.self),
+            guard let seq = get(UInt64.self) else { return nil }
+            let qosOffset = offset
+            guard let qos = get(UInt8.self), let retain = get(UInt8.self),
                 let topicLength = get(UInt32.self), let payloadLength = get(UInt32.self),
                 let topic = take(Int(topicLength)), let payload = take(Int(payloadLength))
             else { return nil }
             let message = MQTTMessage(
-                topic: String(decoding: topic, as: UTF8.self), payload: Array(payload), qos: Int(qos), retain: retain != 0)
-            entries.append(Entry(seq: seq, message: message, latestOnly: false, file: file))
+                topic: String(decoding: topic, as: UTF8.self), payload: Array(payload), qos: Int(qos & 0x7F), retain: retain != 0)
+            entries.append(
+                Entry(seq: seq, message: message, latestOnly: false, file: file, ackOffset: qosOffset, acknowledgedInFile: qos & 0x80 != 0))
         }
         return offset == bytes.count ? entries : nil
     }
 
-    private func readHeader(_ name: String) -> (count: Int, lastSeq: UInt64, bytes: Int)? {
-        guard let data = FileManager.default.contents(atPath: path(name)) else { return nil }
-        let bytes = [UInt8](data)
-        guard bytes.count >= 20, Array(bytes[0..<8]) == Self.magic else { return nil }
-        let count = bytes[8..<12].reversed().reduce(0) { $0 << 8 | Int($1) }
-        let last = bytes[12..<20].reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-        return (count, last, bytes.count)
-    }
-
+    /// The messages of a spool file not yet marked delivered; nil when it is not a complete file.
     private func readSpoolFile(_ name: String) -> [Entry]? {
         guard let data = FileManager.default.contents(atPath: path(name)) else { return nil }
-        return Self.decode([UInt8](data), file: name)
+        return Self.decode([UInt8](data), file: name)?.filter { !$0.acknowledgedInFile }
     }
 
     /// Temporary file, fsync, rename, fsync of the folder: a reader sees the whole file or none.

@@ -16,18 +16,22 @@ package final class MQTTLink: ServeBrokerLink {
     private let metrics: ServeMetrics?
     private let pump: MetricsPump?
 
-    package init(_ settings: ServeConfig.MQTT, metrics: ServeMetrics?, logger: Logger) throws(MQTTError) {
+    /// The client options the daemon's settings stand for (also what `ServeConfig` checks).
+    package static func clientOptions(_ settings: ServeConfig.MQTT) throws(MQTTError) -> MQTTClientOptions {
         let broker = try MQTTBroker(url: settings.broker)
         let will = MQTTMessage(
             topic: CameraTopics.daemonAvailability(prefix: settings.topicPrefix), text: CameraTopics.offline, qos: 1, retain: true)
-        let options = MQTTClientOptions(
+        return MQTTClientOptions(
             broker: broker, clientID: settings.clientID, username: settings.username, password: settings.password.map(MQTTSecret.init),
             caFile: settings.caFile, certFile: settings.certFile, keyFile: settings.keyFile, keepAlive: settings.keepAlive,
             will: will,
             outbox: .init(
                 maxMessages: settings.maxQueuedMessages, maxBytes: settings.maxQueuedBytes, spoolDirectory: settings.spool,
                 maxSpoolBytes: settings.maxSpoolBytes))
-        let client = try MQTTClient(options: options, logger: logger)
+    }
+
+    package init(_ settings: ServeConfig.MQTT, metrics: ServeMetrics?, logger: Logger) throws(MQTTError) {
+        let client = try MQTTClient(options: try Self.clientOptions(settings), logger: logger)
         self.client = client
         self.metrics = metrics
         let last = Mutex<(dropped: Int, reconnects: Int)>((0, 0))

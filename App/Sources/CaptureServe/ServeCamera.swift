@@ -33,6 +33,10 @@ package final class ServeCamera: @unchecked Sendable {
     private var facesInView = Set<Int>()
     /// Whether frames flowed at some point: going online again after that is a reconnection.
     private var wasOnline = false
+    private var commandBucket: CommandRateLimiter
+    /// Refusals not yet logged (the log gets one line a second at most; each refusal is answered on MQTT).
+    private var unloggedRefusals = 0
+    private var lastRefusalLog = 0.0
     private var thread: Thread?
     private let wake = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
@@ -57,6 +61,7 @@ package final class ServeCamera: @unchecked Sendable {
     ) {
         self.config = config
         self.preview = preview
+        commandBucket = CommandRateLimiter(config.commandLimit, now: CommandRateLimiter.monotonicSeconds())
         topics = CameraTopics(prefix: prefix, camera: config.name)
         self.publisher = publisher
         self.statsInterval = statsInterval
@@ -258,7 +263,7 @@ package final class ServeCamera: @unchecked Sendable {
             observation.cancel()
             return .failed("cannot start \(config.name): \(Self.message(error))")
         }
-        try? recorder?.start()
+        recorder?.start()
         if let previewCamera { preview?.directory.attach(previewCamera) }
         setOnline(true)
         let stats = statsInterval.map { interval in
@@ -403,9 +408,31 @@ package final class ServeCamera: @unchecked Sendable {
     package func handle(command payload: [UInt8]) {
         let text = String(decoding: payload, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         let words = text.split(separator: " ", maxSplits: 1).map(String.init)
-        let current = lock.withLock { running }
+        let shown = text.count > 80 ? String(text.prefix(80)) + "…" : text
+        let now = CommandRateLimiter.monotonicSeconds()
+        let (current, allowed, logRefusals) = lock.withLock { () -> (Running?, Bool, Int) in
+            guard commandBucket.allow(now: now) else {
+                unloggedRefusals += 1
+                guard now - lastRefusalLog >= 1 else { return (running, false, 0) }
+                lastRefusalLog = now
+                defer { unloggedRefusals = 0 }
+                return (running, false, unloggedRefusals)
+            }
+            return (running, true, 0)
+        }
+        guard allowed else {
+            let limit = config.commandLimit
+            let event = ErrorEvent(
+                code: "rateLimited",
+                message: "'\(shown)': refused, more than \(limit.burst) commands at once or \(limit.perSecond) a second for this camera (commands.burst, commands.perSecond)")
+            publisher.publish(topic: topics.error, text: EventPrinter.encode(event))
+            metrics?.commandRefused()
+            if logRefusals > 0 {
+                logger.warning("\(logRefusals) command(s) refused by the rate limit of \(limit.burst) at once, \(limit.perSecond) a second (commands: in the configuration)")
+            }
+            return
+        }
         func refuse(_ why: String) {
-            let shown = text.count > 80 ? String(text.prefix(80)) + "…" : text
             let event = ErrorEvent(code: "badCommand", message: "'\(shown)': \(why)")
             publisher.publish(topic: topics.error, text: EventPrinter.encode(event))
             logger.warning("command refused: \(TerminalText.escaped(event.message))")
@@ -442,18 +469,23 @@ package final class ServeCamera: @unchecked Sendable {
     private func takeSnapshot(_ current: Running, folder: String, quality: Int) {
         let wall = Date()
         let base = "\(config.name)-\(LocalTimestamp(wall).fileNameStamp)-requested"
-        guard let url = RecordingFiles.freshURL(in: URL(fileURLWithPath: folder), base: base, pathExtension: "jpg") else {
-            let event = ErrorEvent(code: "snapshotFailed", message: "\(folder) already holds \(base).jpg to -\(SnapshotStore.maximumCollisionSuffix).jpg")
+        // The name is taken now (an empty file), so snapshots asked for in the same millisecond
+        // get -2, -3, …; the photo is then written over that empty file.
+        let url: URL
+        do { url = try RecordingFiles.reserveURL(in: URL(fileURLWithPath: folder), base: base, pathExtension: "jpg") } catch {
+            let event = ErrorEvent(code: "snapshotFailed", message: Self.message(error))
             publisher.publish(topic: topics.error, text: EventPrinter.encode(event))
             return
         }
         var settings = CapturePhotoSettings(codec: .jpeg(quality: quality), fileURL: url)
-        settings.replacesExistingFile = false
+        settings.replacesExistingFile = true
         let delegate = RequestedPhoto(printer: current.printer, path: url.path, wall: wall) { [weak self] message in
+            RecordingFiles.releaseReservation(url)
             guard let self else { return }
             publisher.publish(topic: topics.error, text: EventPrinter.encode(ErrorEvent(code: "snapshotFailed", message: message)))
         }
         do { try current.photo.capturePhoto(with: settings, delegate: delegate) } catch {
+            RecordingFiles.releaseReservation(url)
             publisher.publish(topic: topics.error, text: EventPrinter.encode(ErrorEvent(error)))
         }
     }
@@ -549,6 +581,12 @@ package protocol CameraMetricsSink: Sendable {
     /// The input is being opened again after it failed.
     func inputReconnectAttempted()
     func setOnline(_ online: Bool)
+    /// A command on the camera's `set` topic was refused by its rate limit.
+    func commandRefused()
+}
+
+extension CameraMetricsSink {
+    package func commandRefused() {}
 }
 
 extension ServeMetrics.Camera: CameraMetricsSink {
@@ -557,6 +595,39 @@ extension ServeMetrics.Camera: CameraMetricsSink {
     }
     package func inputReconnected() { recordReconnect() }
     package func inputReconnectAttempted() { recordReconnectAttempt() }
+    package func commandRefused() { recordCommandRefused() }
+}
+
+/// A token bucket for one camera's commands: `burst` tokens, refilled at `perSecond`; a
+/// command takes one or is refused.
+///
+/// A plain value; the camera keeps it under its lock.
+package struct CommandRateLimiter: Sendable {
+    package let limit: ServeConfig.CommandLimit
+    private var tokens: Double
+    private var last: Double
+
+    package init(_ limit: ServeConfig.CommandLimit, now: Double) {
+        self.limit = limit
+        tokens = Double(limit.burst)
+        last = now
+    }
+
+    /// Takes a token at `now` (seconds on a monotonic clock); false when none is left.
+    package mutating func allow(now: Double) -> Bool {
+        tokens = min(Double(limit.burst), tokens + max(0, now - last) * limit.perSecond)
+        last = max(last, now)
+        guard tokens >= 1 else { return false }
+        tokens -= 1
+        return true
+    }
+
+    /// Seconds of CLOCK_MONOTONIC.
+    package static func monotonicSeconds() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
 }
 
 /// What a camera needs to show itself in the daemon's preview: the directory its sessions are

@@ -1,6 +1,7 @@
 import ArgumentParser
 import CaptureJobs
 import CaptureKit
+import CaptureMQTT
 import CapturePreview
 import Foundation
 import Yams
@@ -16,6 +17,8 @@ import Yams
 package struct ServeConfig: Equatable, Sendable {
     package struct MQTT: Equatable, Sendable {
         package var broker: String
+        /// The file's `clientID`, else `ServeConfig.defaultClientID`: unique per host, topic
+        /// prefix and configuration file, so two daemons on one box never take each other's.
         package var clientID: String
         package var username: String?
         /// Read from `passwordFile` or the variable `passwordEnv` names; never printed.
@@ -88,6 +91,20 @@ package struct ServeConfig: Equatable, Sendable {
         }
     }
 
+    /// How many commands a camera takes on its `set` topic (a token bucket): `burst` at once,
+    /// then `perSecond` on average. Each command over the limit is refused and answered on the
+    /// camera's `error` topic, so no publisher can make it write photos without end.
+    package struct CommandLimit: Equatable, Sendable {
+        package var perSecond = 1.0
+        package var burst = 10
+
+        /// Creates the value from each of its properties.
+        package init(perSecond: Double = 1.0, burst: Int = 10) {
+            self.perSecond = perSecond
+            self.burst = burst
+        }
+    }
+
     package struct Camera: Equatable, Sendable {
         package var name: String
         /// The name Home Assistant shows (default: `name`).
@@ -99,13 +116,15 @@ package struct ServeConfig: Equatable, Sendable {
         /// `watch` arguments: the folder and the snapshot rules.
         package var snapshotArguments: [String]?
         package var record: Record?
+        /// `commands:`, the rate limit of the camera's `set` topic.
+        package var commandLimit = CommandLimit()
 
         package var inputOptions: InputOptions { try! InputOptions.parse(inputArguments) }  // checked when loaded
         package var faceOptions: FaceOptions? { faces.map { try! FaceOptions.parse($0.arguments) } }
         package var snapshotOptions: SnapshotOptions? { snapshotArguments.map { try! SnapshotOptions.parse($0) } }
 
         /// Creates the value from each of its properties.
-        package init(name: String, displayName: String, inputArguments: [String], faces: Faces? = nil, codes: Codes? = nil, snapshotArguments: [String]? = nil, record: Record? = nil) {
+        package init(name: String, displayName: String, inputArguments: [String], faces: Faces? = nil, codes: Codes? = nil, snapshotArguments: [String]? = nil, record: Record? = nil, commandLimit: CommandLimit = CommandLimit()) {
             self.name = name
             self.displayName = displayName
             self.inputArguments = inputArguments
@@ -113,6 +132,7 @@ package struct ServeConfig: Equatable, Sendable {
             self.codes = codes
             self.snapshotArguments = snapshotArguments
             self.record = record
+            self.commandLimit = commandLimit
         }
     }
 
@@ -157,6 +177,7 @@ package struct ServeConfig: Equatable, Sendable {
     package static func parse(_ text: String, file: String = "config", environment: [String: String] = [:]) throws(ServeConfigError) -> ServeConfig {
         let (config, problems) = try ServeConfigFile.compose(text, file: file) { root in
             var reader = ConfigReader(environment: environment)
+            reader.configPath = URL(fileURLWithPath: file).resolvingSymlinksInPath().path
             let config = reader.read(root)
             return (config, reader.problems)
         }
@@ -164,20 +185,54 @@ package struct ServeConfig: Equatable, Sendable {
         return config
     }
 
-    /// The line and the words of a YAML parser error: libyaml's problem and context, without
-    /// Yams' quote of the file (it could show a line holding a secret).
-    package static func yamlProblem(_ error: any Error) -> (line: Int?, text: String) {
-        guard let error = error as? YamlError else { return (nil, "\(error)") }
-        switch error {
-        case .scanner(let context, let problem, let mark, _), .parser(let context, let problem, let mark, _),
-            .composer(let context, let problem, let mark, _):
-            let around = context.map { " (\($0.text) at line \($0.mark.line), column \($0.mark.column))" } ?? ""
-            return (mark.line, "\(problem) at column \(mark.column)\(around)")
-        case .reader(let problem, let offset, _, _):
-            return (nil, "\(problem)" + (offset.map { " at byte \($0)" } ?? ""))
-        case .dataCouldNotBeDecoded: return (nil, "the file is not UTF-8 text")
-        default: return (nil, "\(error)")
+    /// The client ID a daemon uses when the file names none: `cvcam-<host>-<8 hex digits>`, the
+    /// digits a stable hash (FNV-1a) of the topic prefix and the configuration file's absolute
+    /// path. Two daemons on one box with different files or prefixes get different IDs (a broker
+    /// drops the older connection of two with one ID, and they would take turns forever); the
+    /// same daemon gets the same ID at every start.
+    package static func defaultClientID(host: String, topicPrefix: String, configPath: String) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in (topicPrefix + "\n" + configPath).utf8 {
+            hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
         }
+        let short = String(UInt32(truncatingIfNeeded: hash ^ (hash >> 32)), radix: 16)
+        let safeHost = String(host.unicodeScalars.filter { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "-") }.map(Character.init))
+        return "cvcam-\(safeHost.isEmpty ? "host" : safeHost)-" + String(repeating: "0", count: 8 - short.count) + short
+    }
+
+    /// This machine's host name, first label only (`box` for `box.example.org`).
+    package static var shortHostName: String {
+        ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "host"
+    }
+
+    /// Why the daemon could not write files into the folder `path` (making it and its parents
+    /// when missing, as it does at start), or nil. Nothing is created: `--check` and the start-up
+    /// refuse the same folders, a file where a folder should be, one this user cannot write
+    /// (read-only file system, permissions) or one that cannot be made. The corresponding C
+    /// functions are `stat(2)` and `access(2)`.
+    package static func folderProblem(_ path: String) -> String? {
+        var info = stat()
+        if stat(path, &info) == 0 {
+            guard info.st_mode & S_IFMT == S_IFDIR else { return "\(path) is a file, not a folder" }
+            guard access(path, W_OK | X_OK) == 0 else {
+                return "cannot write into \(path): \(AtomicFile.advice(for: errno, folder: path))"
+            }
+            return nil
+        }
+        guard errno == ENOENT || errno == ENOTDIR else { return "cannot use \(path): \(String(cString: strerror(errno)))" }
+        // Missing: the nearest existing folder above must be one this user can write into.
+        var ancestor = (path as NSString).deletingLastPathComponent
+        while true {
+            if ancestor.isEmpty { ancestor = "." }
+            if stat(ancestor, &info) == 0 { break }
+            guard ancestor != "/" && ancestor != "." else { return "cannot make \(path): \(String(cString: strerror(errno)))" }
+            ancestor = (ancestor as NSString).deletingLastPathComponent
+        }
+        guard info.st_mode & S_IFMT == S_IFDIR else { return "cannot make \(path): \(ancestor) is a file, not a folder" }
+        guard access(ancestor, W_OK | X_OK) == 0 else {
+            return "cannot make \(path): \(AtomicFile.advice(for: errno, folder: ancestor))"
+        }
+        return nil
     }
 
     /// Creates the value from each of its properties.
@@ -241,6 +296,8 @@ package struct ConfigReader {
     package var problems: [ServeConfigError.Problem] = []
     /// Every camera name read, valid camera or not, to find the same name used twice.
     package var names: [String] = []
+    /// The file's absolute path, for the default client ID ("config" when parsed from text).
+    package var configPath = "config"
 
     package init(environment: [String: String]) { self.environment = environment }
 
@@ -298,6 +355,11 @@ package struct ConfigReader {
             return nil
         }
         return Int(v)
+    }
+
+    /// A folder the daemon writes into (`ServeConfig.folderProblem`); the problem names the key.
+    package mutating func folder(_ value: String, _ path: String, _ node: Node) {
+        if let why = ServeConfig.folderProblem(value) { problem(path, node, why) }
     }
 
     /// A topic prefix: levels without wildcards, not starting or ending with "/".
@@ -451,8 +513,8 @@ package struct ConfigReader {
         let known = ["broker", "clientID", "username", "passwordFile", "passwordEnv", "caFile", "certFile", "keyFile", "keepAlive",
                      "topicPrefix", "queue", "homeAssistant"]
         guard let m = mapping(node, "mqtt", known: known) else { return nil }
-        let host = ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "host"
-        var result = ServeConfig.MQTT(broker: "", clientID: "cvcam-" + host)
+        let before = problems.count
+        var result = ServeConfig.MQTT(broker: "", clientID: "")
         var ok = true
         for (key, v, _) in m {
             let path = "mqtt." + key
@@ -460,6 +522,11 @@ package struct ConfigReader {
             case "broker":
                 guard let url = string(v, path) else { ok = false; continue }
                 if let why = Self.brokerProblem(url) { problem(path, v, why); ok = false }
+                // What the client itself will refuse (a port past 65535 that URLComponents lets by).
+                else if case .failure(let error) = Result(catching: { () throws(MQTTError) in try MQTTBroker(url: url) }) {
+                    problem(path, v, error.message)
+                    ok = false
+                }
                 result.broker = url
             case "clientID":
                 guard let id = string(v, path) else { ok = false; continue }
@@ -500,7 +567,9 @@ package struct ConfigReader {
                     switch qk {
                     case "maxMessages": result.maxQueuedMessages = integer(qv, qp, 1...10_000_000) ?? result.maxQueuedMessages
                     case "maxBytes": result.maxQueuedBytes = bytes(qv, qp) ?? result.maxQueuedBytes
-                    case "spool": result.spool = string(qv, qp)
+                    case "spool":
+                        result.spool = string(qv, qp)
+                        if let spool = result.spool { folder(spool, qp, qv) }
                     default: result.maxSpoolBytes = bytes(qv, qp) ?? result.maxSpoolBytes
                     }
                 }
@@ -520,6 +589,18 @@ package struct ConfigReader {
         if result.password != nil && result.username == nil { problem("mqtt.username", node, "missing: a password needs a username") }
         if (result.certFile == nil) != (result.keyFile == nil) {
             problem("mqtt.certFile", node, "certFile and keyFile go together (a client certificate and its key)")
+        }
+        if result.clientID.isEmpty {
+            result.clientID = ServeConfig.defaultClientID(
+                host: ServeConfig.shortHostName, topicPrefix: result.topicPrefix, configPath: configPath)
+        }
+        // Whatever else the MQTT client would refuse at start (TLS files with mqtt://, …): the
+        // same check, so `--check` and the start-up agree.
+        if ok && problems.count == before {
+            do throws(MQTTError) { try MQTTClient.validate(MQTTLink.clientOptions(result)) } catch {
+                problem("mqtt", node, error.message)
+                ok = false
+            }
         }
         return ok ? result : nil
     }
@@ -544,7 +625,7 @@ package struct ConfigReader {
 
     package static let cameraKeys = [
         "name", "displayName", "input", "size", "fps", "pixelFormat", "setCtrl", "rotate", "mirror", "preset", "connectTimeout",
-        "rectOfInterest", "faces", "codes", "snapshots", "record",
+        "rectOfInterest", "faces", "codes", "snapshots", "record", "commands",
     ]
     package static let snapshotKeys = [
         "dir", "minFaceSize", "minScore", "maxRoll", "maxYaw", "minSharpness", "bestOf", "faceCooldown", "cooldown", "preFrames",
@@ -565,6 +646,7 @@ package struct ConfigReader {
         var codes: ServeConfig.Codes?
         var snapshots: [String]?
         var record: ServeConfig.Record?
+        var commandLimit = ServeConfig.CommandLimit()
         var optionKeys: [String: String] = [:]
         for (key, v, _) in m {
             let path = label + ": " + key
@@ -604,6 +686,7 @@ package struct ConfigReader {
             case "codes": codes = readCodes(v, label)
             case "snapshots": snapshots = readSnapshots(v, label)
             case "record": record = readRecord(v, label)
+            case "commands": commandLimit = readCommandLimit(v, label) ?? commandLimit
             default: break
             }
         }
@@ -626,7 +709,22 @@ package struct ConfigReader {
         guard problems.count == before else { return nil }
         return ServeConfig.Camera(
             name: name, displayName: display ?? name, inputArguments: inputArgs, faces: faces, codes: codes,
-            snapshotArguments: snapshots, record: record)
+            snapshotArguments: snapshots, record: record, commandLimit: commandLimit)
+    }
+
+    /// `commands: {perSecond: 1, burst: 10}`.
+    package mutating func readCommandLimit(_ v: Node, _ label: String) -> ServeConfig.CommandLimit? {
+        let path = label + ": commands"
+        guard let m = mapping(v, path, known: ["perSecond", "burst"]) else { return nil }
+        var result = ServeConfig.CommandLimit()
+        for (key, value, _) in m {
+            if key == "perSecond" {
+                result.perSecond = number(value, path + ".perSecond", 0.001...1000) ?? result.perSecond
+            } else {
+                result.burst = integer(value, path + ".burst", 1...10_000) ?? result.burst
+            }
+        }
+        return result
     }
 
     package mutating func readFaces(_ v: Node, _ label: String) -> ServeConfig.Faces? {
@@ -687,6 +785,7 @@ package struct ConfigReader {
                 problem(label + ": snapshots." + key, value, "must be a single value")
                 continue
             }
+            if key == "dir", !s.isEmpty { folder(s, label + ": snapshots.dir", value) }
             args += ["--" + Self.kebab(key), s]
             keys[Self.kebab(key)] = key
         }
@@ -704,7 +803,9 @@ package struct ConfigReader {
         var result = ServeConfig.Record(dir: "")
         for (key, value, _) in m {
             switch key {
-            case "dir": result.dir = string(value, path + ".dir") ?? ""
+            case "dir":
+                result.dir = string(value, path + ".dir") ?? ""
+                if !result.dir.isEmpty { folder(result.dir, path + ".dir", value) }
             case "segment": result.segment = number(value, path + ".segment", 1...86_400) ?? result.segment
             default: result.quality = integer(value, path + ".quality", 1...100) ?? result.quality
             }

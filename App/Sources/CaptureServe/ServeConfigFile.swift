@@ -161,9 +161,11 @@ package enum ServeConfigFile {
         case .scanner(let context, let problem, let mark, _), .parser(let context, let problem, let mark, _),
             .composer(let context, let problem, let mark, _):
             let where_ = context.map { " (\($0.text) at line \($0.mark.line), column \($0.mark.column))" } ?? ""
-            return .init(path: "", line: mark.line, message: "not valid YAML at column \(mark.column): \(problem)\(where_)")
-        case .reader(let problem, _, _, _):
-            return .init(path: "", line: nil, message: "not valid YAML: \(problem)")
+            return .init(path: "", line: mark.line, message: "not valid YAML: \(problem) at column \(mark.column)\(where_)")
+        case .reader(let problem, let offset, _, _):
+            return .init(path: "", line: nil, message: "not valid YAML: \(problem)" + (offset.map { " at byte \($0)" } ?? ""))
+        case .dataCouldNotBeDecoded:
+            return .init(path: "", line: nil, message: "not valid YAML: the file is not UTF-8 text")
         default:
             return .init(path: "", line: nil, message: "not valid YAML")
         }

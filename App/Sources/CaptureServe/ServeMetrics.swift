@@ -16,6 +16,7 @@ import Synchronization
 /// | `cvcam_input_reconnects_total` | counter | times the input came back (frames flowing again) after it was lost |
 /// | `cvcam_input_reconnect_attempts_total` | counter | times the input was opened again after it failed, successful or not |
 /// | `cvcam_camera_online` | gauge | 1 while frames flow, else 0 |
+/// | `cvcam_commands_refused_total` | counter | commands on `set` refused by the camera's rate limit |
 ///
 /// A camera taken out of the configuration (`removeCamera`) takes its series with it, so an
 /// alert on `cvcam_camera_online == 0` does not fire for a camera that no longer exists.
@@ -95,6 +96,7 @@ package final class ServeMetrics: Sendable {
         package let inputReconnects: Counter
         package let inputReconnectAttempts: Counter
         package let online: Gauge
+        package let commandsRefused: Counter
         private let lastTotals = Mutex(Totals())
         /// One histogram per stage, made on its first observation (a camera without codes has
         /// no `codes` series); none once the camera was removed.
@@ -129,6 +131,15 @@ package final class ServeMetrics: Sendable {
             online = registry.makeGauge(
                 descriptor: metric("cvcam_camera_online", help: "1 while the camera delivers frames, else 0."),
                 labels: labels)
+            commandsRefused = registry.makeCounter(
+                descriptor: metric(
+                    "cvcam_commands_refused_total", help: "Commands on the camera's set topic refused by its rate limit."),
+                labels: labels)
+        }
+
+        /// Counts one command refused by the camera's rate limit.
+        package func recordCommandRefused() {
+            commandsRefused.increment()
         }
 
         /// Adds the growth of the session's running totals since the last call.

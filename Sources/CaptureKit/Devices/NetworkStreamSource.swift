@@ -96,10 +96,10 @@ public final class NetworkStreamSource: FrameSource, Sendable {
         switch probe.waitForOutcome(timeout: timeouts.connect + 5) {
         case .success(let opened): info = opened
         case .failure(let error):
-            probe.stop()
+            probe.stopAndJoin()
             throw error
         case nil:
-            probe.stop()
+            probe.stopAndJoin()
             throw Self.timedOut(url, timeouts)
         }
         self.info = info
@@ -107,7 +107,7 @@ public final class NetworkStreamSource: FrameSource, Sendable {
         // MJPEG over HTTP carries no timestamps: FFmpeg's rate for it is a guess.
         if url.scheme.hasPrefix("http") || !(reported > 0 && reported <= 1000) {
             guard let measured = probe.measureFrameRate(within: max(3, timeouts.read)) else {
-                probe.stop()
+                probe.stopAndJoin()
                 throw CaptureError(
                     .streamUnreachable,
                     "\(url.redacted) connected but sent fewer than two frames in \(max(3, timeouts.read)) s: check the camera's stream settings",
@@ -127,7 +127,8 @@ public final class NetworkStreamSource: FrameSource, Sendable {
         core = Mutex(Core(state: .idle, connection: probe))
     }
 
-    deinit { core.withLock { $0.connection }?.stop() }
+    // Joined: a connection thread must not outlive its source (it may be decoding in OpenCV).
+    deinit { core.withLock { $0.connection }?.stopAndJoin() }
 
     /// Where the source is in its connect/drop/backoff cycle.
     public var connectionState: ConnectionState { core.withLock { $0.state } }
@@ -162,12 +163,12 @@ public final class NetworkStreamSource: FrameSource, Sendable {
         }
         var connection = existing
         if connection == nil || connection?.hasEnded == true {
-            connection?.stop()
+            connection?.stopAndJoin()
             connection = start()
         }
         guard let connection else { return }
         guard let outcome = connection.waitForOutcome(timeout: timeouts.connect + 5) else {
-            connection.stop()
+            connection.stopAndJoin()
             core.withLock { $0.connection = nil }
             throw Self.timedOut(url, timeouts)
         }
@@ -191,10 +192,10 @@ public final class NetworkStreamSource: FrameSource, Sendable {
     ) throws(CaptureError) {
         switch outcome {
         case .failure(let error):
-            connection.stop()
+            connection.stopAndJoin()
             throw error
         case .success(let opened) where opened.dimensions != format.dimensions:
-            connection.stop()
+            connection.stopAndJoin()
             throw CaptureError(
                 .formatNotSupported,
                 "\(url.redacted) now streams \(opened.dimensions), not \(format.dimensions): restart cvcam to use the new size",
@@ -216,7 +217,7 @@ public final class NetworkStreamSource: FrameSource, Sendable {
                     pixelBuffer: frame.pixelBuffer, presentationTimeStamp: MediaTime(seconds: time), sequenceNumber: sequence,
                     jpegData: frame.jpegData)
             case .ended(let reason):
-                connection.stop()
+                connection.stopAndJoin()
                 core.withLock {
                     $0.connection = nil
                     $0.state = .lost(failures: 0, nextAttempt: clock() + backoff.delay(afterFailures: 0))
@@ -231,14 +232,16 @@ public final class NetworkStreamSource: FrameSource, Sendable {
         }
     }
 
+    /// Ends the connection and waits for its thread: a read in progress is finished first (at
+    /// most the read timeout when the camera went silent; a connection attempt at most the
+    /// connect timeout), so no thread of this source is inside FFmpeg or OpenCV once it returns.
     public func close() {
         let connection = core.withLock { core -> NetworkStreamConnectionThread? in
             defer { core.connection = nil }
             if core.state == .streaming { core.state = .idle }
             return core.connection
         }
-        // Not waited for: a read blocked in FFmpeg ends within the read timeout on its own thread.
-        connection?.stop()
+        connection?.stopAndJoin()
     }
 
     private static func timedOut(_ url: NetworkStreamURL, _ timeouts: NetworkStreamTimeouts) -> CaptureError {
@@ -259,7 +262,15 @@ public final class NetworkStreamSource: FrameSource, Sendable {
 /// One connection attempt and, once connected, its reading loop, on a thread of its own.
 /// Frames go into a one-frame mailbox (the newest wins).
 ///
-/// Threading: every method from any thread; the state is guarded by `condition`.
+/// The thread calls into FFmpeg and OpenCV (`cvb_stream_read`, `cv::imdecode`), so it must be
+/// joined before the process exits: a thread still decoding while `exit()` runs the libraries'
+/// destructors crashes the process. Its owner joins it (`stopAndJoin`); as a last line for exit
+/// paths that never release the source (an error thrown after the input was opened), every
+/// thread still running is stopped and joined by an `atexit` handler (`LiveStreamThreads`),
+/// which runs before those destructors.
+///
+/// Threading: every method from any thread except the connection's own; the state is guarded
+/// by `condition`.
 final class NetworkStreamConnectionThread: @unchecked Sendable {
     // @unchecked: every mutable field is read and written under `condition`'s lock.
 
@@ -276,14 +287,22 @@ final class NetworkStreamConnectionThread: @unchecked Sendable {
     private var lastTime = 0.0
     private var endReason: String?
     private var stopRequested = false
+    /// Set by the thread as its very last step, after the connection is closed.
+    private var threadEnded = false
+    /// Longest a stop may wait for the thread: a read or connect blocked in FFmpeg ends within its timeout.
+    let joinBound: Double
 
     init(
         url: NetworkStreamURL, timeouts: NetworkStreamTimeouts, clock: @escaping @Sendable () -> Double,
         opener: @escaping NetworkStreamOpener
     ) {
+        joinBound = max(timeouts.connect, timeouts.read) + 1
+        LiveStreamThreads.shared.add(self)
         let thread = Thread { [self] in
             WorkerThread.nameCurrentThread("cvcam.stream")
             run(url: url, timeouts: timeouts, clock: clock, opener: opener)
+            update { $0.threadEnded = true }
+            LiveStreamThreads.shared.remove(self)
         }
         thread.start()
     }
@@ -386,6 +405,65 @@ final class NetworkStreamConnectionThread: @unchecked Sendable {
 
     /// Asks the thread to finish; it closes the connection after its current read.
     func stop() { update { $0.stopRequested = true } }
+
+    /// Asks the thread to finish and waits until it has closed the connection and ended: after
+    /// the read or connection attempt in progress, so within the read (or connect) timeout.
+    func stopAndJoin() {
+        condition.lock()
+        stopRequested = true
+        condition.broadcast()
+        while !threadEnded { condition.wait() }
+        condition.unlock()
+    }
+
+    /// Waits up to `seconds` for the thread to end; whether it did.
+    fileprivate func join(within seconds: Double) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: seconds)
+        condition.lock()
+        defer { condition.unlock() }
+        while !threadEnded {
+            if !condition.wait(until: deadline) { return threadEnded }
+        }
+        return true
+    }
+}
+
+/// Every network-stream thread still running, so the process can stop and join them at `exit`.
+///
+/// The `atexit` handler is registered with the first thread. Handlers and C++ static destructors
+/// run in the reverse order of their registration, and OpenCV's and FFmpeg's were registered when
+/// their libraries loaded, before any stream thread existed: so this handler runs first, while
+/// the libraries are still whole. It waits at most the longest of the threads' timeouts plus a
+/// second (a read or connect blocked in FFmpeg ends within its timeout).
+///
+/// Threading: thread-safe (a Mutex).
+final class LiveStreamThreads: Sendable {
+    static let shared = LiveStreamThreads()
+    private let threads = Mutex<(registered: Bool, live: [ObjectIdentifier: NetworkStreamConnectionThread])>((false, [:]))
+
+    func add(_ thread: NetworkStreamConnectionThread) {
+        let register = threads.withLock { state -> Bool in
+            state.live[ObjectIdentifier(thread)] = thread
+            defer { state.registered = true }
+            return !state.registered
+        }
+        if register { atexit { LiveStreamThreads.shared.stopAndJoinAll() } }
+    }
+
+    func remove(_ thread: NetworkStreamConnectionThread) {
+        _ = threads.withLock { $0.live.removeValue(forKey: ObjectIdentifier(thread)) }
+    }
+
+    /// How many stream threads are running (tests).
+    var count: Int { threads.withLock { $0.live.count } }
+
+    /// Stops every live thread and waits for them to end, each at most its `joinBound`.
+    func stopAndJoinAll() {
+        let live = threads.withLock { Array($0.live.values) }
+        for thread in live { thread.stop() }
+        let deadline = Date(timeIntervalSinceNow: live.map(\.joinBound).max() ?? 0)
+        for thread in live { _ = thread.join(within: max(0, deadline.timeIntervalSinceNow)) }
+    }
 }
 
 extension CaptureDevice {

@@ -361,6 +361,8 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
         config.withLock { $0.skipped += dropped }
     }
 
+    override func waitForWorkInProgress() { pipeline.waitForWorkInProgress() }
+
     override func sessionDidStop() {
         // After the last admitted frame is delivered, on the delivery thread: no lane is
         // working then, so the stages may be finished from here.

@@ -14,7 +14,8 @@ public protocol CaptureFileOutputRecordingDelegate: AnyObject, Sendable {
     /// The recording ended. `error` is nil after `stopRecording()`; otherwise it says why:
     /// `.maximumDurationReached`, `.maximumFileSizeReached`, `.diskSpaceLimitReached` and
     /// `.sessionWasStopped` leave a complete file; `.writeFailed` leaves a file that plays up
-    /// to its last fragment (or no file when it could not be created).
+    /// to its last fragment, or no file when not one frame could be written (it could not be
+    /// created, or the disk was full): then `didStartRecordingTo` was not called either.
     func fileOutput(
         _ output: CaptureMovieFileOutput, didFinishRecordingTo outputFileURL: URL, from connections: [CaptureConnection],
         error: CaptureError?)
@@ -173,6 +174,10 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
         }
     }
 
+    /// Frames being encoded and the end of the file `sessionDidStop` asked for: both on the
+    /// private writer queue, which runs no delegate code, so waiting for it cannot wait for the caller.
+    override func waitForWorkInProgress() { writerQueue.sync {} }
+
     // MARK: Writer queue
 
     private func write(_ sample: SampleBuffer, connection: CaptureConnection) {
@@ -202,10 +207,6 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
                     path: recording.url.path, width: frame.width, height: frame.height, frameDuration: sample.duration,
                     calls: fileCalls)
                 lastFragmentDuration = .zero
-                let connections = self.connections
-                delegateQueue.async { [self] in
-                    recording.delegate.fileOutput(self, didStartRecordingTo: recording.url, from: connections)
-                }
             }
             guard let writer else { return }
             // Frame chunk + its index entry must fit under the size limit.
@@ -223,6 +224,13 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
                     "free disk space fell to \(free) bytes, below minFreeDiskSpaceLimit \(settings.minFreeDiskSpaceLimit); the file is complete"))
             }
             try writer.append(jpeg: jpeg)
+            if writer.frameCount == 1 {
+                // Only now is the first frame in the file (the delegate's contract).
+                let connections = self.connections
+                delegateQueue.async { [self] in
+                    recording.delegate.fileOutput(self, didStartRecordingTo: recording.url, from: connections)
+                }
+            }
             let duration = sample.duration.multiplied(by: Int64(writer.frameCount))
             state.withLock {
                 $0.recording?.frames = writer.frameCount
@@ -250,7 +258,10 @@ public final class CaptureMovieFileOutput: CaptureOutput, @unchecked Sendable {
             return r
         }) else { return }
         var finalError = error
-        if let writer {
+        if let writer, writer.frameCount == 0, error?.code == .writeFailed {
+            // Not one frame made it into the file (a full disk): nothing to keep.
+            writer.discard()
+        } else if let writer {
             do throws(CaptureError) {
                 try writer.finish()
             } catch let e {

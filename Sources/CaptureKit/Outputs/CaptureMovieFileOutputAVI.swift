@@ -54,8 +54,9 @@ final class MJPEGAVIWriter {
     /// Bytes in the file so far.
     var fileSize: Int64 { end }
 
-    /// Creates the file (it must not exist) and writes the headers. The corresponding C
-    /// functions are `open(2)` with O_CREAT|O_EXCL and `write(2)`.
+    /// Creates the file (it must not exist) and writes the headers. When the headers cannot be
+    /// written (a full disk), the file it created is removed again: it would hold no frame. The
+    /// corresponding C functions are `open(2)` with O_CREAT|O_EXCL, `write(2)` and `unlink(2)`.
     init(path: String, width: Int, height: Int, frameDuration: MediaTime, calls: any FileSystemCalls) throws(CaptureError) {
         self.path = path
         self.width = width
@@ -93,9 +94,16 @@ final class MJPEGAVIWriter {
             try append(h.bytes)
             try fragment()
         } catch {
-            abandon()
+            discard()
             throw error
         }
+    }
+
+    /// Closes and removes the file: for a movie that holds no frame (its creation or its first
+    /// frame failed). The file is this writer's own (made with O_EXCL), never one that was there.
+    func discard() {
+        abandon()
+        _ = calls.unlink(path)
     }
 
     deinit { abandon() }

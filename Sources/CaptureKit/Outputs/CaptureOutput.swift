@@ -61,4 +61,11 @@ public class CaptureOutput: @unchecked Sendable {
 
     /// Streaming stopped (user stop, end of input or error). Session queue.
     func sessionDidStop() {}
+
+    /// Blocks until no work on a frame of the stopped stream is in progress (detection,
+    /// conversion, encoding, writing): the session returns from a stop only after this, so a
+    /// process may `exit` right away without a thread still inside OpenCV. Called on the session
+    /// queue after `sessionDidStop`. Must not wait for the calling thread itself (a delegate
+    /// that stops the session from its callback).
+    func waitForWorkInProgress() {}
 }

@@ -63,6 +63,8 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
     }
     private let state = Mutex(State())
     private let delegateQueue = DispatchQueue(label: "cvcam.photo-output")
+    /// The thread running a `delegateQueue` job right now (encoding and the delegate's calls).
+    private let delegateThread = Mutex<pthread_t?>(nil)
     private let converter = FrameConverter()
     /// File system calls for writing photos (a seam for tests).
     let fileCalls: any FileSystemCalls
@@ -153,7 +155,7 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
             s.usedIDs.insert(settings.uniqueID)
             s.inFlight += 1
             let owner = delegate
-            delegateQueue.async { [self] in owner.photoOutput(self, willBeginCaptureFor: resolved) }
+            onDelegateQueue { [self] in owner.photoOutput(self, willBeginCaptureFor: resolved) }
             if problem == nil {
                 s.requests[settings.uniqueID] = Request(resolved: resolved, settings: settings, delegate: delegate)
                 s.machine.add(
@@ -163,7 +165,7 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
             }
         }
         if let problem {
-            delegateQueue.async { [self] in fail(resolved: resolved, settings: settings, delegate: delegate, error: problem) }
+            onDelegateQueue { [self] in fail(resolved: resolved, settings: settings, delegate: delegate, error: problem) }
         }
     }
 
@@ -212,7 +214,7 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
         }
         let transform = connections.first?.transform ?? (rotation: 0, mirrored: false)
         let wallTime = WallClock.shared.date(for: frame.presentationTimeStamp, on: device?.source.timestampClock ?? .media)
-        delegateQueue.async { [self, problem] in
+        onDelegateQueue { [self, problem] in
             delegate.photoOutput(self, willBeginCaptureFor: resolved)
             if let problem {
                 fail(resolved: resolved, settings: settings, delegate: delegate, error: problem)
@@ -298,6 +300,22 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
         delegate.photoOutput(self, didFinishCaptureFor: resolved, error: error)
     }
 
+    /// Runs `body` on the delegate queue, where photos are encoded and written and the delegate
+    /// is called, marking the thread so `waitForWorkInProgress` can tell a call from there.
+    private func onDelegateQueue(_ body: @escaping @Sendable () -> Void) {
+        delegateQueue.async { [self] in
+            delegateThread.withLock { $0 = pthread_self() }
+            body()
+            delegateThread.withLock { $0 = nil }
+        }
+    }
+
+    /// Photos being encoded and written; from a delegate callback (on that queue) at once.
+    override func waitForWorkInProgress() {
+        if delegateThread.withLock({ $0.map { pthread_equal($0, pthread_self()) != 0 } ?? false }) { return }
+        delegateQueue.sync {}
+    }
+
     // MARK: Session hooks
 
     override func sessionWillStart(format: CaptureDevice.Format, input: CaptureDeviceInput) {
@@ -327,7 +345,7 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
         restoreFlash(force: false)
         guard !failed.isEmpty else { return }
         let wrapped = CaptureError(error.code, "the photo at \(format.dimensions) failed: \(error.message)")
-        delegateQueue.async { [self] in
+        onDelegateQueue { [self] in
             for r in failed {
                 if !r.announced { r.delegate.photoOutput(self, willCapturePhotoFor: r.resolved) }
                 finishWithoutFrames(r, error: wrapped)
@@ -392,7 +410,7 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
         guard !started.isEmpty || !completed.isEmpty || !failed.isEmpty else { return }
         let transform = connection.transform
         let (started2, completed2, failed2) = (started, completed, failed)
-        delegateQueue.async { [self] in
+        onDelegateQueue { [self] in
             for r in started2 { r.delegate.photoOutput(self, willCapturePhotoFor: r.resolved) }
             for r in completed2 { finish(r, rotation: transform.rotation, mirrored: transform.mirrored, device: device) }
             for (r, error) in failed2 {
@@ -424,7 +442,7 @@ public final class CapturePhotoOutput: CaptureOutput, @unchecked Sendable {
         restoreFlash(force: true)
         guard !orphans.isEmpty else { return }
         let error = CaptureError(.sessionNotRunning, "the session stopped before the photo was taken")
-        delegateQueue.async { [self] in
+        onDelegateQueue { [self] in
             for r in orphans {
                 if !r.announced { r.delegate.photoOutput(self, willCapturePhotoFor: r.resolved) }
                 finishWithoutFrames(r, error: error)

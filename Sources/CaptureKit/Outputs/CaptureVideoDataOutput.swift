@@ -155,6 +155,10 @@ public final class CaptureVideoDataOutput: CaptureOutput, @unchecked Sendable {
         }
     }
 
+    /// The frame being converted and handed to the delegate, if any (frames not started were
+    /// taken back by `cancelPendingDeliveries`).
+    override func waitForWorkInProgress() { mailbox.waitForHandler() }
+
     override func sessionDidStop() {
         let queue = config.withLock { $0.queue }
         if let adapter = sampleBufferDelegate as? StreamAdapter {

@@ -11,7 +11,12 @@ import Foundation
 ///
 /// Items are handled one at a time, in order, on `queue`.
 ///
-/// Threading: `offer`, `drain` and `cancelPending` from any thread.
+/// `cancelPending` takes back every item not yet being handled, including the one whose job is
+/// already on the queue but has not started (that job then does nothing); `waitForHandler` waits
+/// for the item being handled, if any. Together they let a stopping session return only once no
+/// item is being worked on, without waiting for a queue the caller may itself be blocking.
+///
+/// Threading: `offer`, `drain`, `cancelPending` and `waitForHandler` from any thread.
 final class DeliveryMailbox<Item: Sendable>: @unchecked Sendable {
     // @unchecked: all mutable state is guarded by `condition`.
 
@@ -19,6 +24,12 @@ final class DeliveryMailbox<Item: Sendable>: @unchecked Sendable {
     private var pending: [Item] = []
     private var busy = false
     private var cancelled = false
+    /// The item whose job is on the queue and has not started yet.
+    private var scheduled: Item?
+    /// Set by `cancelPending` when it took `scheduled` back: its job must not handle it.
+    private var skipScheduled = false
+    /// The thread handling an item right now.
+    private var handlerThread: pthread_t?
 
     var discardsLateItems: Bool {
         get { condition.withLock { _discards } }
@@ -70,20 +81,27 @@ final class DeliveryMailbox<Item: Sendable>: @unchecked Sendable {
         return .accepted
     }
 
+    /// Puts `item`'s job on the queue. Call with `condition` locked.
     private func schedule(_ item: Item, queue: any SerialJobRunner, handler: @escaping @Sendable (Item) -> Void) {
+        scheduled = item
+        skipScheduled = false
         queue.run { [self] in
-            handler(item)
             condition.lock()
+            scheduled = nil
+            let skip = skipScheduled
+            skipScheduled = false
+            if !skip { handlerThread = pthread_self() }
+            condition.unlock()
+            if !skip { handler(item) }
+            condition.lock()
+            defer { condition.unlock() }
+            handlerThread = nil
+            condition.broadcast()
             if pending.isEmpty {
                 busy = false
-                condition.broadcast()
-                condition.unlock()
                 return
             }
-            let next = pending.removeFirst()
-            condition.broadcast()
-            condition.unlock()
-            schedule(next, queue: queue, handler: handler)
+            schedule(pending.removeFirst(), queue: queue, handler: handler)
         }
     }
 
@@ -94,17 +112,29 @@ final class DeliveryMailbox<Item: Sendable>: @unchecked Sendable {
         condition.unlock()
     }
 
-    /// Forgets waiting items (they are not handled) and releases a blocked producer.
-    /// Returns the forgotten items.
+    /// Forgets waiting items (they are not handled), the one whose job has not started
+    /// included, and releases a blocked producer. Returns the forgotten items.
     @discardableResult
     func cancelPending() -> [Item] {
         condition.lock()
-        let dropped = pending
+        var dropped = pending
+        if let scheduled, !skipScheduled {
+            dropped.insert(scheduled, at: 0)
+            skipScheduled = true
+        }
         pending = []
         cancelled = true
         condition.broadcast()
         condition.unlock()
         return dropped
+    }
+
+    /// Blocks while an item is being handled on another thread (from the handler itself it
+    /// returns at once: it would wait for itself).
+    func waitForHandler() {
+        condition.lock()
+        while let thread = handlerThread, pthread_equal(thread, pthread_self()) == 0 { condition.wait() }
+        condition.unlock()
     }
 }
 

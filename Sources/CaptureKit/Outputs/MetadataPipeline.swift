@@ -100,6 +100,14 @@ final class MetadataPipeline<Lane: Hashable & Sendable, Context: Sendable, Outpu
         delivery.waitUntilIdle()
     }
 
+    /// `waitUntilIdle`, unless called from one of the pipeline's own threads (a stage or a
+    /// delivery that stops the session), which would wait for itself.
+    func waitForWorkInProgress() {
+        let own = condition.withLock { [delivery] + Array(workers.values) }
+        guard !own.contains(where: \.isCurrentThread) else { return }
+        waitUntilIdle()
+    }
+
     /// Forgets frames waiting in every one of their lanes (no lane started them); returns how
     /// many. Frames a lane has started are finished and delivered.
     func cancelPending() -> Int {

@@ -245,7 +245,14 @@ public final class CaptureSession: @unchecked Sendable {
         try onSessionQueue { () throws(CaptureError) in try startStreaming(announce: true) }
     }
 
-    /// Stops streaming and waits until the capture thread has finished (`stopRunning`).
+    /// Stops streaming and waits until it has stopped (`stopRunning`): the capture thread and
+    /// the input's own threads (a network camera's connection) are joined, and no output is
+    /// still working on a frame (detection, conversion, photo encoding, the movie's last
+    /// frames and its index are written). So `stopRunning(); exit(0)` never finds a thread
+    /// inside OpenCV or FFmpeg. A network camera's read in progress is waited for, at most its
+    /// read timeout when the camera went silent. Frames not yet started are dropped and counted.
+    ///
+    /// Do not call it from an output's delegate while another thread waits on that delegate.
     ///
     /// - Throws: `.sessionNotRunning` when the session is already stopped.
     public func stopRunning() throws(CaptureError) {
@@ -258,6 +265,7 @@ public final class CaptureSession: @unchecked Sendable {
     }
 
     /// Blocks until the session is stopped, or `timeout` seconds pass. Returns whether it stopped.
+    /// Stopped means what `stopRunning` waits for: threads joined, no output working on a frame.
     @discardableResult
     public func waitUntilStopped(timeout: Double = .infinity) -> Bool {
         let deadline = Date(timeIntervalSinceNow: min(timeout, 1e9))
@@ -350,7 +358,10 @@ public final class CaptureSession: @unchecked Sendable {
         runner?.stop()
         runner = nil
         runnerGeneration += 1
-        for output in state.withLock({ $0.outputs }) { output.sessionDidStop() }
+        let outputs = state.withLock { $0.outputs }
+        for output in outputs { output.sessionDidStop() }
+        // Before the state says stopped: `waitUntilStopped` then means no work is in progress.
+        for output in outputs { output.waitForWorkInProgress() }
         if announce {
             setRunState(.stopped, lastError: error)
             emit(.didStopRunning)

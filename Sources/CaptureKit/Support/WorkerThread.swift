@@ -36,6 +36,8 @@ final class WorkerThread: SerialJobRunner, @unchecked Sendable {
         var jobs: [@Sendable () -> Void] = []
         var closing = false
         var started = false
+        /// The worker's thread, once it runs.
+        var thread: pthread_t?
     }
 
     private let shared = Shared()
@@ -70,6 +72,14 @@ final class WorkerThread: SerialJobRunner, @unchecked Sendable {
         shared.condition.signal()
     }
 
+    /// Whether the caller is this worker's thread (a wait for the worker's jobs from one of them
+    /// would wait for itself).
+    var isCurrentThread: Bool {
+        shared.condition.lock()
+        defer { shared.condition.unlock() }
+        return shared.thread.map { pthread_equal($0, pthread_self()) != 0 } ?? false
+    }
+
     /// Blocks until every job queued before this call has run.
     func waitUntilIdle() {
         let done = DispatchSemaphore(value: 0)
@@ -90,6 +100,9 @@ final class WorkerThread: SerialJobRunner, @unchecked Sendable {
     }
 
     private static func loop(_ shared: Shared) {
+        shared.condition.lock()
+        shared.thread = pthread_self()
+        shared.condition.unlock()
         while true {
             shared.condition.lock()
             while shared.jobs.isEmpty && !shared.closing { shared.condition.wait() }
