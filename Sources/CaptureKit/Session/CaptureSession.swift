@@ -209,6 +209,12 @@ public final class CaptureSession: @unchecked Sendable {
         try onSessionQueue { () throws(CaptureError) in
             try checkAdd(output: output)
             output.owner.withLock { $0 = ObjectIdentifier(self) }
+            output.runtimeErrorSink.withLock {
+                $0 = { [weak self] error in
+                    guard let self else { return }
+                    self.sessionQueue.async { self.failAtRunTime(error, wasRunning: self.runState != .stopped) }
+                }
+            }
             state.withLock { $0.outputs.append(output) }
             try applyIfNotConfiguring()
         }
@@ -229,6 +235,7 @@ public final class CaptureSession: @unchecked Sendable {
                 throw CaptureError(.outputNotInSession, "removeOutput: the output is not in this session")
             }
             output.owner.withLock { $0 = nil }
+            output.runtimeErrorSink.withLock { $0 = nil }
             output.setConnections([])
             try applyIfNotConfiguring()
         }
@@ -346,6 +353,15 @@ public final class CaptureSession: @unchecked Sendable {
         }
     }
 
+    /// A failure after configuration that ends the run (`AVCaptureSessionRuntimeError`): the
+    /// `.runtimeError` event, then the session stops, if it was running. Session queue.
+    private func failAtRunTime(_ error: CaptureError, wasRunning: Bool) {
+        guard wasRunning else { return }
+        logger.error("session failed: \(error)")
+        emit(.runtimeError(error))
+        finishRunning(with: error)
+    }
+
     private func finishRunning(with error: CaptureError?, announce: Bool = true) {
         runner?.stop()
         runner = nil
@@ -430,6 +446,10 @@ public final class CaptureSession: @unchecked Sendable {
             try startStreaming(announce: false)
         } else {
             for (output, _) in currentWiring() where !runner.wiresOutput(output) {
+                if let error = output.startError() {
+                    failAtRunTime(error, wasRunning: true)
+                    throw error
+                }
                 output.sessionWillStart(format: format, input: input)
             }
             runner.setWiring(currentWiring())
@@ -446,6 +466,14 @@ public final class CaptureSession: @unchecked Sendable {
         }
         guard let input = snapshot.inputs.first else {
             throw CaptureError(.sessionHasNoInputs, "startRunning(): add an input to the session first")
+        }
+        // An output that cannot do what it was asked (a face model that will not load) stops the
+        // start before the device opens.
+        for output in snapshot.outputs {
+            if let error = output.startError() {
+                if !announce { setRunState(.stopped, lastError: error) }
+                throw error
+            }
         }
         let format = try resolveFormat(input: input, preset: snapshot.preset)
         input.device.applySessionFormat(format)
