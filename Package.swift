@@ -90,12 +90,17 @@ let package = Package(
 
         // Detectors, imaging and pixel buffers: the one Swift layer over CVBridge. CaptureKit does
         // not depend on CVBridge, so a shim call anywhere else fails to compile.
+        // The face models (YuNet-n 2023, YuNet 2022mar, the Haar cascade, their licences) are its
+        // resources, so every package that depends on CaptureKit gets them in its build folder
+        // (`<package>_CaptureVision.resources/Models`, found by FaceModelSearch, not Bundle.module).
+        // The checkout's Models/ is a link to Sources/CaptureVision/Models.
         .target(
             name: "CaptureVision",
             dependencies: [
                 "CVBridge",
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            resources: [.copy("Models")]
         ),
         .target(
             name: "CaptureKit",

@@ -13,6 +13,7 @@ public final class FrameRecorder: CaptureVideoDataOutputSampleBufferDelegate, @u
     private let condition = NSCondition()
     private var _frames: [SampleBuffer] = []
     private var _drops: [FrameDropReason] = []
+    private var _droppedBuffers: [SampleBuffer] = []
     private var _received = 0
     /// Seconds each delivered frame is held before returning.
     public let delay: Double
@@ -29,8 +30,10 @@ public final class FrameRecorder: CaptureVideoDataOutputSampleBufferDelegate, @u
 
     /// Every frame kept so far, in order.
     public var frames: [SampleBuffer] { condition.withLock { _frames } }
-    /// Why each dropped frame was dropped, in order.
+    /// Why each dropped frame was dropped (its `droppedFrameReason`), in order.
     public var drops: [FrameDropReason] { condition.withLock { _drops } }
+    /// The buffers handed to `didDrop`, in order (kept only when `keepsFrames`).
+    public var droppedSampleBuffers: [SampleBuffer] { condition.withLock { _droppedBuffers } }
     /// Frames delivered so far, kept or not.
     public var received: Int { condition.withLock { _received } }
 
@@ -43,9 +46,7 @@ public final class FrameRecorder: CaptureVideoDataOutputSampleBufferDelegate, @u
         return _frames
     }
 
-    public func captureOutput(
-        _ output: CaptureVideoDataOutput, didOutput sampleBuffer: SampleBuffer, from connection: CaptureConnection
-    ) {
+    public func captureOutput(_ output: CaptureOutput, didOutput sampleBuffer: SampleBuffer, from connection: CaptureConnection) {
         if delay > 0 { Thread.sleep(forTimeInterval: delay) }
         condition.withLock {
             if keepsFrames { _frames.append(sampleBuffer) }
@@ -54,11 +55,14 @@ public final class FrameRecorder: CaptureVideoDataOutputSampleBufferDelegate, @u
         }
     }
 
-    public func captureOutput(
-        _ output: CaptureVideoDataOutput, didDrop sampleBuffer: SampleBuffer?, reason: FrameDropReason,
-        from connection: CaptureConnection
-    ) {
-        condition.withLock { _drops.append(reason) }
+    public func captureOutput(_ output: CaptureOutput, didDrop sampleBuffer: SampleBuffer, from connection: CaptureConnection) {
+        condition.withLock {
+            guard let reason = sampleBuffer.droppedFrameReason else {
+                preconditionFailure("a buffer handed to didDrop carries no droppedFrameReason")
+            }
+            _drops.append(reason)
+            if keepsFrames { _droppedBuffers.append(sampleBuffer) }
+        }
     }
 }
 
@@ -157,6 +161,12 @@ public final class PhotoEvents: CapturePhotoCaptureDelegate, @unchecked Sendable
 
     private func add(_ s: String) { lock.withLock { _events.append(s) } }
 
+    /// The photo output's errors are `CaptureError`s typed `Error?` (as AVFoundation types them);
+    /// anything else would be recorded as `.unsupported` naming it.
+    private static func captureError(_ error: any Error) -> CaptureError {
+        error as? CaptureError ?? CaptureError(.unsupported, "not a CaptureError: \(error)")
+    }
+
     public func photoOutput(_ output: CapturePhotoOutput, willBeginCaptureFor r: CaptureResolvedPhotoSettings) {
         add("willBegin:\(r.uniqueID)")
     }
@@ -166,19 +176,21 @@ public final class PhotoEvents: CapturePhotoCaptureDelegate, @unchecked Sendable
     public func photoOutput(_ output: CapturePhotoOutput, didCapturePhotoFor r: CaptureResolvedPhotoSettings) {
         add("didCapture:\(r.uniqueID)")
     }
-    public func photoOutput(_ output: CapturePhotoOutput, didFinishProcessingPhoto photo: CapturePhoto, error: CaptureError?) {
+    public func photoOutput(_ output: CapturePhotoOutput, didFinishProcessingPhoto photo: CapturePhoto, error: (any Error)?) {
         lock.withLock {
             _events.append("didFinishProcessing:\(photo.resolvedSettings.uniqueID)")
             _photos.append(photo)
-            _photoErrors.append(error)
+            _photoErrors.append(error.map(Self.captureError))
         }
     }
     public func photoOutput(
-        _ output: CapturePhotoOutput, didFinishCaptureFor r: CaptureResolvedPhotoSettings, error: CaptureError?
+        _ output: CapturePhotoOutput, didFinishCaptureFor r: CaptureResolvedPhotoSettings, error: (any Error)?
     ) {
         lock.withLock {
             _events.append("didFinishCapture:\(r.uniqueID)")
-            _finishErrors[r.uniqueID] = error
+            // `.some`: a capture that finished without an error is recorded as nil, not left out.
+            let finishError: CaptureError? = error.map(Self.captureError)
+            _finishErrors[r.uniqueID] = .some(finishError)
         }
         finished.signal()
     }
@@ -224,12 +236,13 @@ public final class RecordingEvents: CaptureFileOutputRecordingDelegate, @uncheck
         lock.withLock { _events.append("didStart") }
     }
     public func fileOutput(
-        _ output: CaptureMovieFileOutput, didFinishRecordingTo outputFileURL: URL, from connections: [CaptureConnection],
-        error: CaptureError?
+        _ output: CaptureFileOutput, didFinishRecordingTo outputFileURL: URL, from connections: [CaptureConnection],
+        error: (any Error)?
     ) {
         lock.withLock {
             _events.append("didFinish")
-            _error = error
+            // CaptureKit's recording errors are CaptureErrors typed `Error?`, as in AVFoundation.
+            _error = error.map { $0 as? CaptureError ?? CaptureError(.writeFailed, "not a CaptureError: \($0)") }
         }
         finished.signal()
     }

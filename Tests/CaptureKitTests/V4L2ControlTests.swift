@@ -35,7 +35,7 @@ extension V4L2EmulatorTests {
             expectError(.deviceNotLockedForConfiguration) { try device.setVideoZoomFactor(2) }
             expectError(.deviceNotLockedForConfiguration) { try device.setTorchMode(.off) }
             #expect(try device.value(of: .brightness) == 0)
-            #expect(try device.focusMode == .continuousAutoFocus)
+            #expect(try device.currentFocusMode() == .continuousAutoFocus)
         }
 
         @Test(arguments: [
@@ -72,10 +72,10 @@ extension V4L2EmulatorTests {
             try device.lockForConfiguration()
             defer { device.unlockForConfiguration() }
             expectError(.unsupported) { try device.setFocusMode(.autoFocus) }
-            #expect(try device.focusMode == .continuousAutoFocus)
+            #expect(try device.currentFocusMode() == .continuousAutoFocus)
             expectError(.settingInactive) { try device.setLensPosition(0.5) }
             try device.setFocusModeLocked(lensPosition: 0.4)
-            #expect(try device.focusMode == .locked)
+            #expect(try device.currentFocusMode() == .locked)
             #expect(try device.lensPosition == 0.4)
             // focus_absolute runs 0…250 and larger values focus closer: 0.4 of the way from the
             // closest is 150.
@@ -84,7 +84,7 @@ extension V4L2EmulatorTests {
             #expect(try device.value(of: .focusAbsolute) == 250)
             expectError(.valueOutOfRange) { try device.setLensPosition(1.5) }
             try device.setFocusMode(.continuousAutoFocus)
-            #expect(try device.focusMode == .continuousAutoFocus)
+            #expect(try device.currentFocusMode() == .continuousAutoFocus)
             #expect(try device.controlDescription(.focusAbsolute)?.isInactive == true)
         }
 
@@ -93,7 +93,7 @@ extension V4L2EmulatorTests {
             #expect(device.isExposureModeSupported(.custom))
             #expect(device.isExposureModeSupported(.locked))
             #expect(!device.isExposureModeSupported(.autoExpose))
-            #expect(try device.exposureMode == .continuousAutoExposure)
+            #expect(try device.currentExposureMode() == .continuousAutoExposure)
             #expect(try device.minExposureDuration == MediaTime(value: 300, timescale: 1_000_000))
             #expect(try device.maxExposureDuration == MediaTime(value: 204_700, timescale: 1_000_000))
             try device.lockForConfiguration()
@@ -111,7 +111,7 @@ extension V4L2EmulatorTests {
             expectError(.valueOutOfRange) { try device.setExposureTargetBias(3) }
 
             try device.setExposureModeCustom(duration: MediaTime(value: 1, timescale: 100), iso: 400)
-            #expect(try device.exposureMode == .custom)
+            #expect(try device.currentExposureMode() == .custom)
             #expect(try device.value(of: .exposureAuto) == 1)
             // 10 ms is 100 units of 100 µs.
             #expect(try device.value(of: .exposureAbsolute) == 100)
@@ -123,7 +123,7 @@ extension V4L2EmulatorTests {
             expectError(.valueOutOfRange) { try device.setISO(3200) }
             expectError(.settingInactive) { try device.setExposureTargetBias(0) }
             try device.setExposureMode(.locked)
-            #expect(try device.exposureMode == .locked)
+            #expect(try device.currentExposureMode() == .locked)
             try device.setExposureMode(.continuousAutoExposure)
             #expect(try device.value(of: .exposureAuto) == 3)  // aperture priority: UVC's auto
         }
@@ -132,25 +132,41 @@ extension V4L2EmulatorTests {
             #expect(device.isWhiteBalanceModeSupported(.continuousAutoWhiteBalance))
             #expect(device.isWhiteBalanceModeSupported(.locked))
             #expect(!device.isWhiteBalanceModeSupported(.autoWhiteBalance))
-            #expect(try device.whiteBalanceMode == .continuousAutoWhiteBalance)
+            #expect(try device.currentWhiteBalanceMode() == .continuousAutoWhiteBalance)
             try device.lockForConfiguration()
             defer { device.unlockForConfiguration() }
             expectError(.settingInactive) { try device.setWhiteBalanceTemperature(5000) }
             try device.setWhiteBalanceModeLocked(temperature: 5000)
-            #expect(try device.whiteBalanceMode == .locked)
+            #expect(try device.currentWhiteBalanceMode() == .locked)
             #expect(try device.whiteBalanceTemperature == 5000)
             expectError(.valueOutOfRange) { try device.setWhiteBalanceTemperature(9000) }
             try device.setWhiteBalanceMode(.continuousAutoWhiteBalance)
             #expect(try device.value(of: .autoWhiteBalance) == 1)
         }
 
+        /// The settable properties of an AVFoundation app (issue #32, row 6 and its neighbours).
+        @Test func modesAndZoomAreSettableProperties() throws {
+            try device.lockForConfiguration()
+            defer { device.unlockForConfiguration() }
+            device.exposureMode = .locked
+            #expect(device.exposureMode == .locked)
+            device.whiteBalanceMode = .locked
+            #expect(device.whiteBalanceMode == .locked)
+            device.videoZoomFactor = 2.5
+            #expect(device.videoZoomFactor == 2.5)
+            #expect(try device.value(of: .zoomAbsolute) == 250)
+            #expect(device.minAvailableVideoZoomFactor == 1 && device.maxAvailableVideoZoomFactor == 5)
+            // A device without a torch reads as off, as AVFoundation's does.
+            #expect(!device.hasTorch && device.torchMode == .off)
+        }
+
         @Test func zoom() throws {
-            #expect(try device.videoZoomFactor == 1)
-            #expect(try device.maxAvailableVideoZoomFactor == 5)
+            #expect(try device.currentVideoZoomFactor() == 1)
+            #expect(device.maxAvailableVideoZoomFactor == 5)
             try device.lockForConfiguration()
             defer { device.unlockForConfiguration() }
             try device.setVideoZoomFactor(2.5)
-            #expect(try device.videoZoomFactor == 2.5)
+            #expect(try device.currentVideoZoomFactor() == 2.5)
             #expect(try device.value(of: .zoomAbsolute) == 250)
             expectError(.valueOutOfRange) { try device.setVideoZoomFactor(6) }
             expectError(.valueOutOfRange) { try device.setVideoZoomFactor(0.5) }
@@ -162,7 +178,7 @@ extension V4L2EmulatorTests {
             try device.lockForConfiguration()
             defer { device.unlockForConfiguration() }
             expectError(.unsupported) { try device.setTorchMode(.on) }
-            expectError(.unsupported) { _ = try device.torchMode }
+            expectError(.unsupported) { _ = try device.currentTorchMode() }
             expectError(.unsupported) { try device.setValue(1, for: .flashLEDMode) }
         }
 
@@ -175,9 +191,9 @@ extension V4L2EmulatorTests {
             #expect(device.isWhiteBalanceModeSupported(.autoWhiteBalance))
             try device.lockForConfiguration()
             defer { device.unlockForConfiguration() }
-            #expect(try device.torchMode == .off)
+            #expect(try device.currentTorchMode() == .off)
             try device.setTorchMode(.on)
-            #expect(try device.torchMode == .on)
+            #expect(try device.currentTorchMode() == .on)
             #expect(try device.value(of: .flashLEDMode) == 2)
             try device.setTorchMode(.off)
             #expect(try device.value(of: .flashLEDMode) == 0)
@@ -185,9 +201,9 @@ extension V4L2EmulatorTests {
             // The one-shot buttons only work with the continuous mode off, as on real cameras.
             expectError(.settingInactive) { try device.setValue(1, for: .autoFocusStart) }
             try device.setFocusMode(.autoFocus)
-            #expect(try device.focusMode == .locked)
+            #expect(try device.currentFocusMode() == .locked)
             try device.setWhiteBalanceMode(.autoWhiteBalance)
-            #expect(try device.whiteBalanceMode == .locked)
+            #expect(try device.currentWhiteBalanceMode() == .locked)
             let report = try device.v4l2Report()
             #expect(report.controls.first { $0.control == .flashLEDMode }?.menu.map(\.name) == ["Off", "Flash", "Torch"])
             #expect(report.controls.first { $0.control == .autoFocusStart }?.type == "button")

@@ -110,6 +110,32 @@ extension V4L2EmulatorTests {
             #expect(!reads.contains(CaptureDevice.Control.regionOfInterestRect.rawValue))
         }
 
+        /// The tap-to-focus code of an AVFoundation app, unchanged: settable points and modes
+        /// write the same region as the throwing forms (issue #32, row 6).
+        @Test func theAVFoundationSpellingSetsPointsAndModes() throws {
+            try device.lockForConfiguration()
+            defer { device.unlockForConfiguration() }
+            let point = CGPoint(x: 0.25, y: 0.75)
+            #expect(device.isFocusPointOfInterestSupported && device.isFocusModeSupported(.continuousAutoFocus))
+            device.focusPointOfInterest = point
+            device.focusMode = .continuousAutoFocus
+            #expect(device.focusPointOfInterest == point)
+            #expect(device.focusMode == .continuousAutoFocus)
+            var now = try Self.region()
+            #expect(now.rect == [80, 300, 160, 120])
+            #expect(now.bits & Self.autoFocus != 0)
+
+            #expect(device.isExposurePointOfInterestSupported && device.isExposureModeSupported(.continuousAutoExposure))
+            device.exposurePointOfInterest = point
+            device.exposureMode = .continuousAutoExposure
+            #expect(device.exposurePointOfInterest == point)
+            #expect(device.exposureMode == .continuousAutoExposure)
+            now = try Self.region()
+            #expect(now.bits & (Self.autoFocus | Self.autoExposure) == Self.autoFocus | Self.autoExposure)
+            device.focusMode = .locked
+            #expect(try device.currentFocusMode() == .locked)
+        }
+
         @Test func aPointTakesEffectWithTheNextAutomaticMode() throws {
             try device.lockForConfiguration()
             defer { device.unlockForConfiguration() }
@@ -126,7 +152,7 @@ extension V4L2EmulatorTests {
             var now = try Self.region()
             #expect(now.rect == [80, 300, 160, 120])
             #expect(now.bits & Self.autoFocus != 0)
-            #expect(try device.focusMode == .continuousAutoFocus)
+            #expect(try device.currentFocusMode() == .continuousAutoFocus)
 
             // The same point for exposure: the region stays, and both bits are set.
             try device.setExposureMode(.continuousAutoExposure)
@@ -198,7 +224,7 @@ extension V4L2EmulatorTests {
             }
             try device.setFocusMode(.continuousAutoFocus)
             try device.setExposureMode(.continuousAutoExposure)
-            #expect(try device.focusMode == .continuousAutoFocus)
+            #expect(try device.currentFocusMode() == .continuousAutoFocus)
         }
     }
 }

@@ -193,7 +193,7 @@ struct V4L2EmulatorTests {
             #expect(writes[1].time <= photo.timestamp.seconds)
             #expect(photo.timestamp.seconds <= writes[2].time)
         }
-        #expect(try device.torchMode == .on)
+        #expect(try device.currentTorchMode() == .on)
         try device.lockForConfiguration()
         try device.setTorchMode(.off)
         device.unlockForConfiguration()
@@ -471,6 +471,36 @@ struct V4L2EmulatorTests {
         #expect(V4L2Emulator.openResources().descriptors == 0)
     }
 
+    /// A setting made with AVFoundation's spelling on a camera that was unplugged after the
+    /// app's check is a run-time failure: a `.warning` event of the session, never a trap.
+    @Test func aPropertySetOnAnUnpluggedCameraIsAWarningNotATrap() async throws {
+        let device = try V4L2Emulator.device()
+        let session = CaptureSession()
+        try session.setSessionPreset(.vga640x480)
+        try session.addInput(try CaptureDeviceInput(device: device))
+        let output = CaptureVideoDataOutput()
+        output.setSampleBufferDelegate(FrameRecorder(keepsFrames: false), queue: DispatchQueue(label: "v4l2.test"))
+        try session.addOutput(output)
+        #expect(device.isFocusModeSupported(.continuousAutoFocus))
+        let events = session.events()
+        V4L2Emulator.setFaults("unplug-after 5")
+        defer { V4L2Emulator.clearFaults() }
+        try session.startRunning()
+        let interrupted = await nextEvent(events) { if case .wasInterrupted = $0 { true } else { false } }
+        #expect(interrupted != nil)
+        try device.lockForConfiguration()
+        device.focusMode = .continuousAutoFocus
+        device.unlockForConfiguration()
+        let warning = await nextEvent(events) { if case .warning = $0 { true } else { false } }
+        guard case .warning(let error) = warning else {
+            Issue.record("no warning for the refused setting: \(String(describing: warning))")
+            try session.stopRunning()
+            return
+        }
+        #expect(error.message.contains(device.localizedName), "\(error)")
+        try session.stopRunning()
+    }
+
     @Test func aDeviceBusyElsewhereGivesDeviceBusy() throws {
         let device = try V4L2Emulator.device()
         // Another process holds the node (the emulator refuses opens as a busy driver does).
@@ -714,7 +744,7 @@ final class FrameSizeLog: CaptureVideoDataOutputSampleBufferDelegate, @unchecked
     private let lock = NSCondition()
     private var seen: [(width: Int, height: Int, time: Double)] = []
 
-    func captureOutput(_ output: CaptureVideoDataOutput, didOutput sampleBuffer: SampleBuffer, from connection: CaptureConnection) {
+    func captureOutput(_ output: CaptureOutput, didOutput sampleBuffer: SampleBuffer, from connection: CaptureConnection) {
         lock.lock()
         seen.append((sampleBuffer.width, sampleBuffer.height, sampleBuffer.presentationTimeStamp.seconds))
         lock.broadcast()

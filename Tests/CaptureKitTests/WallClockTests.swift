@@ -76,7 +76,7 @@ private final class WallTimeRecorder: CaptureVideoDataOutputSampleBufferDelegate
     private let lock = NSLock()
     private var lags: [Double] = []
 
-    func captureOutput(_ output: CaptureVideoDataOutput, didOutput sampleBuffer: SampleBuffer, from connection: CaptureConnection) {
+    func captureOutput(_ output: CaptureOutput, didOutput sampleBuffer: SampleBuffer, from connection: CaptureConnection) {
         let received = Date()
         let wall = WallClock.shared.date(monotonic: sampleBuffer.presentationTimeStamp)
         lock.withLock { lags.append(received.timeIntervalSince(wall)) }

@@ -22,8 +22,8 @@ final class Finished: CaptureFileOutputRecordingDelegate, @unchecked Sendable {
     // @unchecked: `done` is a semaphore, `error` is written once before it is signalled.
     let done = DispatchSemaphore(value: 0)
     var error: CaptureError?
-    func fileOutput(_ output: CaptureMovieFileOutput, didFinishRecordingTo outputFileURL: URL, from connections: [CaptureConnection], error: CaptureError?) {
-        self.error = error
+    func fileOutput(_ output: CaptureFileOutput, didFinishRecordingTo outputFileURL: URL, from connections: [CaptureConnection], error: (any Error)?) {
+        self.error = error.map { $0 as? CaptureError ?? CaptureError(.writeFailed, "\($0)") }
         done.signal()
     }
 }

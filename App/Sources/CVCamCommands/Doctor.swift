@@ -11,8 +11,10 @@ struct Doctor: ParsableCommand {
         discussion: """
             Face models are looked for in this order; each file is taken from the first place \
             that has it: --models DIR, else CVCAM_MODELS (either, when given, is the only place \
-            looked in); ../share/cvcam/models beside the executable; the checkout's Models/ for a \
-            binary in a build folder; /usr/share/cvcam/models; /usr/local/share/cvcam/models; \
+            looked in); ../share/cvcam/models beside the executable; the library's resources \
+            beside the executable (the *_CaptureVision.resources/Models folder `swift build` \
+            makes); the checkout's Models/ for a binary in a build folder; \
+            /usr/share/cvcam/models; /usr/local/share/cvcam/models; \
             OpenCV's Haar cascades (/usr/share/opencv4/haarcascades, Debian's opencv-data).
 
             Exit codes: 0 a face model was found; 1 none was found.

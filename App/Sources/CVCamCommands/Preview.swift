@@ -139,7 +139,9 @@ struct Preview: ParsableCommand {
 
         let video = CaptureVideoDataOutput()
         faceOptions.applyModelsFolder()
-        let metadata = CaptureMetadataOutput(faceDetection: faceOptions.detection(for: input).configuration)
+        // As every face command, the preview opts in to the Haar cascade when YuNet is missing (with a warning).
+        let metadata = CaptureMetadataOutput(
+            faceDetection: faceOptions.detection(for: input).configuration, allowsHaarCascadeFallback: true)
         let wanted = [MetadataObjectType.face, .qr].filter(metadata.availableMetadataObjectTypes.contains)
         if !wanted.contains(.face) { TerminalText.printLine("cvcam: warning: \(CLIError.noFaceModel)") }
         try metadata.setMetadataObjectTypes(wanted)

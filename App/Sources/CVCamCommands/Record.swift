@@ -174,10 +174,10 @@ final class Recorder: CaptureFileOutputRecordingDelegate, @unchecked Sendable {
     }
 
     func fileOutput(
-        _ output: CaptureMovieFileOutput, didFinishRecordingTo outputFileURL: URL, from connections: [CaptureConnection],
-        error: CaptureError?
+        _ output: CaptureFileOutput, didFinishRecordingTo outputFileURL: URL, from connections: [CaptureConnection],
+        error: (any Error)?
     ) {
-        ending = error
+        ending = error.map(CaptureError.delegated)
         finished.signal()
         // A limit ended the recording: nothing more to do, stop the session.
         stop()

@@ -248,7 +248,7 @@ final class Shutter: CaptureVideoDataOutputSampleBufferDelegate, CapturePhotoCap
 
     // MARK: Frames and faces
 
-    func captureOutput(_ output: CaptureVideoDataOutput, didOutput sampleBuffer: SampleBuffer, from connection: CaptureConnection) {
+    func captureOutput(_ output: CaptureOutput, didOutput sampleBuffer: SampleBuffer, from connection: CaptureConnection) {
         let t = sampleBuffer.presentationTimeStamp.seconds
         // The photo output hears of each frame before this clock does, and the clock runs at most
         // two frames behind the capture thread, so three frames after a request its frame was taken
@@ -319,9 +319,9 @@ final class Shutter: CaptureVideoDataOutputSampleBufferDelegate, CapturePhotoCap
         lock.withLock { if awaitingFrame == resolvedSettings.uniqueID { awaitingFrame = nil } }
     }
 
-    func photoOutput(_ output: CapturePhotoOutput, didFinishProcessingPhoto photo: CapturePhoto, error: CaptureError?) {
+    func photoOutput(_ output: CapturePhotoOutput, didFinishProcessingPhoto photo: CapturePhoto, error: (any Error)?) {
         let faceIDs = lock.withLock { facesByCapture[photo.resolvedSettings.uniqueID] ?? [] }
-        if let error {
+        if let error = error.map(CaptureError.delegated) {
             lock.withLock { failedCount += 1 }
             printer.emit(ErrorEvent(error), text: "error: \(error.message)")
             return
@@ -339,7 +339,7 @@ final class Shutter: CaptureVideoDataOutputSampleBufferDelegate, CapturePhotoCap
     }
 
     func photoOutput(
-        _ output: CapturePhotoOutput, didFinishCaptureFor resolvedSettings: CaptureResolvedPhotoSettings, error: CaptureError?
+        _ output: CapturePhotoOutput, didFinishCaptureFor resolvedSettings: CaptureResolvedPhotoSettings, error: (any Error)?
     ) {
         let done = lock.withLock {
             if awaitingFrame == resolvedSettings.uniqueID { awaitingFrame = nil }

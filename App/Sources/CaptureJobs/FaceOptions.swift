@@ -83,7 +83,7 @@ package struct FaceOptions: ParsableArguments {
                     CaptureMetadataOutput(
                         faceStage: FaceObservingStage(wrapping: DefaultFaceStage(detector: try detector(for: input)), observer: $0),
                         codeStage: nil)
-                } ?? CaptureMetadataOutput(faceDetection: detection(for: input).configuration)
+                } ?? CaptureMetadataOutput(faceDetection: detection(for: input).configuration, allowsHaarCascadeFallback: true)
         }
         guard metadata.availableMetadataObjectTypes.contains(.face) else { throw CLIError.noFaceModel }
         try metadata.setMetadataObjectTypes([.face])
@@ -92,11 +92,13 @@ package struct FaceOptions: ParsableArguments {
         return metadata
     }
 
-    /// This face detector alone. Throws `CLIError.noFaceModel` when no face model loads.
+    /// This face detector alone. Throws `CLIError.noFaceModel` when no face model loads. The CLI
+    /// opts in to the Haar cascade when YuNet is missing: it warns once on stderr and goes on
+    /// (`cvcam doctor` shows which model runs), where a library user gets an error.
     package func detector(for input: InputOptions) throws -> FaceDetector {
         applyModelsFolder()
         do {
-            return try FaceDetector(configuration: detection(for: input).configuration)
+            return try FaceDetector(configuration: detection(for: input).configuration, allowsHaarCascadeFallback: true)
         } catch {
             throw CLIError.noFaceModel
         }

@@ -149,6 +149,8 @@ package final class TimedFaceStage: FaceMetadataStage {
 
     package var isAvailable: Bool { inner.isAvailable }
 
+    package var faceDetectorModel: FaceDetectorModel? { inner.faceDetectorModel }
+
     package func process(
         _ frame: AnalysisFrame, regionOfInterest: CGRect, updateInterval: Double, scanInterval: Double
     ) throws(CaptureError) -> (faces: [MetadataFaceObject], events: [MetadataEvent]) {

@@ -198,7 +198,7 @@ package final class MJPEGFanOut: CaptureVideoDataOutputSampleBufferDelegate, Sen
     }
 
     package func captureOutput(
-        _ output: CaptureVideoDataOutput, didOutput sampleBuffer: SampleBuffer, from connection: CaptureConnection
+        _ output: CaptureOutput, didOutput sampleBuffer: SampleBuffer, from connection: CaptureConnection
     ) {
         stream(sampleBuffer)
     }

@@ -166,9 +166,9 @@ package final class PreviewPhotoTaker: CapturePhotoCaptureDelegate, Sendable {
         try photos.capturePhoto(with: CapturePhotoSettings(), delegate: PreviewPhotoTaker(camera: camera, post: post))
     }
 
-    package func photoOutput(_ output: CapturePhotoOutput, didFinishProcessingPhoto photo: CapturePhoto, error: CaptureError?) {
+    package func photoOutput(_ output: CapturePhotoOutput, didFinishProcessingPhoto photo: CapturePhoto, error: (any Error)?) {
         guard error == nil, let data = photo.fileDataRepresentation() else {
-            post.yield(PreviewMessage.json(PreviewMessage.Failure(message: "photo failed: \(error?.message ?? "no data")")))
+            post.yield(PreviewMessage.json(PreviewMessage.Failure(message: "photo failed: \(error.map { CaptureError.delegated($0).message } ?? "no data")")))
             return
         }
         let id = photo.resolvedSettings.uniqueID

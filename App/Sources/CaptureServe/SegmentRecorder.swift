@@ -130,9 +130,10 @@ package final class SegmentRecorder: CaptureFileOutputRecordingDelegate, @unchec
     }
 
     package func fileOutput(
-        _ output: CaptureMovieFileOutput, didFinishRecordingTo outputFileURL: URL, from connections: [CaptureConnection],
-        error: CaptureError?
+        _ output: CaptureFileOutput, didFinishRecordingTo outputFileURL: URL, from connections: [CaptureConnection],
+        error: (any Error)?
     ) {
+        let error = error.map(CaptureError.delegated)
         let stopping = lock.withLock {
             active = false
             return finishing

@@ -508,8 +508,8 @@ private final class RequestedPhoto: CapturePhotoCaptureDelegate {
         self.failed = failed
     }
 
-    package func photoOutput(_ output: CapturePhotoOutput, didFinishProcessingPhoto photo: CapturePhoto, error: CaptureError?) {
-        if let error { return failed("snapshot: \(error.message)") }
+    package func photoOutput(_ output: CapturePhotoOutput, didFinishProcessingPhoto photo: CapturePhoto, error: (any Error)?) {
+        if let error { return failed("snapshot: \(CaptureError.delegated(error).message)") }
         printer.emit(
             SnapshotEvent(
                 path: path, time: eventTime(photo.timestamp), width: photo.resolvedSettings.photoDimensions.width,

@@ -25,7 +25,7 @@ struct PreviewV4L2EmulatorTests {
 
         init(_ fanOut: MJPEGFanOut) { self.fanOut = fanOut }
 
-        func captureOutput(_ output: CaptureVideoDataOutput, didOutput sampleBuffer: SampleBuffer, from connection: CaptureConnection) {
+        func captureOutput(_ output: CaptureOutput, didOutput sampleBuffer: SampleBuffer, from connection: CaptureConnection) {
             jpegs.withLock { $0[sampleBuffer.presentationTimeStamp] = sampleBuffer.jpegData }
             fanOut.stream(sampleBuffer)
         }

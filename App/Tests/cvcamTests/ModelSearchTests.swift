@@ -75,6 +75,24 @@ import AppTestSupport
         #expect(line.contains("\(root.path)/share/cvcam/models/\(FaceDetector.yuNetModelName)"), "\(line)")
     }
 
+    /// A binary with the library's resources beside it, as `swift build` lays out a build folder
+    /// (issue #32): found after an installed tree, before everything else.
+    @Test func theLibraryResourcesBesideTheExecutable() throws {
+        let (root, binary) = try copiedBinary("bin/cvcam")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let resources = root.appendingPathComponent("bin/some-package_CaptureVision.resources/Models")
+        try models(into: resources)
+        let (status, line) = try inUse(binary)
+        #expect(status == 0)
+        #expect(line.contains("\(resources.path)/\(FaceDetector.yuNetModelName)"), "\(line)")
+        let doctor = try CLI.run(["doctor"], environment: ["CVCAM_MODELS": ""], executable: binary).stdout
+        #expect(doctor.contains("the library's resources: \(resources.path)"), "\(doctor)")
+
+        try models(into: root.appendingPathComponent("share/cvcam/models"))
+        let (_, installedLine) = try inUse(binary)
+        #expect(installedLine.contains("\(root.path)/share/cvcam/models/"), "\(installedLine)")
+    }
+
     @Test func checkoutOfABinaryInABuildFolder() throws {
         let (root, binary) = try copiedBinary(".build/x86_64-unknown-linux-gnu/debug/cvcam")
         defer { try? FileManager.default.removeItem(at: root) }

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Synchronization
 
 /// A source of video: a V4L2 camera, a video file, a folder of images or a synthetic camera,
@@ -7,6 +8,13 @@ import Synchronization
 /// Settings (`activeFormat`, frame durations) change only between `lockForConfiguration()`
 /// and `unlockForConfiguration()`; changing them without the lock throws
 /// `CaptureError.Code.deviceNotLockedForConfiguration`.
+///
+/// As in AVFoundation the settings are also settable properties (`device.activeFormat = f`,
+/// `device.focusMode = .autoFocus`, `device.focusPointOfInterest = p`, …). Their misuse stops the
+/// program as AVFoundation raises (no lock, a value the device does not support: check the
+/// `is…Supported` methods and `formats` first); a camera that refuses a change at run time is
+/// reported as a `.warning` event of every session using the device, and logged on
+/// `cvcam.device`. The `set…` methods are the throwing forms.
 ///
 /// Threading: thread-safe. Settings changed while a session runs take effect the next time the
 /// session starts or commits a configuration.
@@ -136,6 +144,10 @@ public final class CaptureDevice: Sendable, CustomStringConvertible {
     /// The focus and exposure points of interest set through this object (see
     /// `CaptureDevice+PointOfInterest.swift`); nil until set.
     let pointsOfInterest = Mutex(PointsOfInterest())
+    /// The sessions using this device, each told of a setting the camera refused
+    /// (`reportSettingFailure`), by session.
+    let settingFailureObservers = Mutex<[ObjectIdentifier: @Sendable (CaptureError) -> Void]>([:])
+    private static let logger = Logger(label: "cvcam.device")
 
     /// Creates a device over any frame source (cameras, files, synthetic scenes, test doubles).
     /// The first format becomes active at its fastest rate.
@@ -158,14 +170,78 @@ public final class CaptureDevice: Sendable, CustomStringConvertible {
     /// Every format the device supports.
     public var formats: [Format] { source.formats }
 
-    /// The format the device streams in. Change it with `setActiveFormat(_:)`.
-    public var activeFormat: Format { settings.withLock { $0.activeFormat } }
+    /// The format the device streams in (`activeFormat`).
+    ///
+    /// Setting works as `setActiveFormat(_:)`, without `try`: setting without
+    /// `lockForConfiguration()` or a format not in `formats` stops the program, as AVFoundation
+    /// raises.
+    public var activeFormat: Format {
+        get { settings.withLock { $0.activeFormat } }
+        set { trapOnMisuse("activeFormat") { () throws(CaptureError) in try setActiveFormat(newValue) } }
+    }
 
     /// The active frame duration (one over the frame rate) the device streams at.
-    public var activeVideoMinFrameDuration: MediaTime { settings.withLock { $0.activeVideoMinFrameDuration } }
+    ///
+    /// Setting works as `setActiveVideoMinFrameDuration(_:)`, without `try`: setting without
+    /// `lockForConfiguration()` or a duration the active format does not support stops the
+    /// program, as AVFoundation raises.
+    public var activeVideoMinFrameDuration: MediaTime {
+        get { settings.withLock { $0.activeVideoMinFrameDuration } }
+        set {
+            trapOnMisuse("activeVideoMinFrameDuration") { () throws(CaptureError) in
+                try setActiveVideoMinFrameDuration(newValue)
+            }
+        }
+    }
 
     /// The longest frame duration the device may use (equal to the minimum for fixed-rate sources).
-    public var activeVideoMaxFrameDuration: MediaTime { settings.withLock { $0.activeVideoMaxFrameDuration } }
+    ///
+    /// Setting works as `setActiveVideoMaxFrameDuration(_:)`, without `try`, and stops the
+    /// program on misuse, as `activeVideoMinFrameDuration`.
+    public var activeVideoMaxFrameDuration: MediaTime {
+        get { settings.withLock { $0.activeVideoMaxFrameDuration } }
+        set {
+            trapOnMisuse("activeVideoMaxFrameDuration") { () throws(CaptureError) in
+                try setActiveVideoMaxFrameDuration(newValue)
+            }
+        }
+    }
+
+    /// Runs a setting whose every failure is a misuse (no I/O): stops the program with its message.
+    private func trapOnMisuse(_ property: String, _ body: () throws(CaptureError) -> Void) {
+        do { try body() } catch { preconditionFailure("\(property): \(error.message)") }
+    }
+
+    /// Runs the throwing form of a property setter (`device.focusMode = …`). A misuse the app
+    /// could have checked stops the program, as AVFoundation raises: no configuration lock, a
+    /// value out of range, or a setting the device does not support while it still answers
+    /// queries. A camera that refuses the change or has gone (unplugged between the app's check
+    /// and the call) is a run-time failure: reported, never a trap (`reportSettingFailure`).
+    func applySetting(_ property: String, _ body: () throws(CaptureError) -> Void) {
+        precondition(isLockedForConfiguration, "\(property): call lockForConfiguration() first")
+        do {
+            try body()
+        } catch {
+            let misuse = [.unsupported, .valueOutOfRange, .deviceNotLockedForConfiguration].contains(error.code)
+            if misuse && answersControlQueries {
+                preconditionFailure("\(property): \(error.message) (check the is…Supported properties first)")
+            }
+            reportSettingFailure(error)
+        }
+    }
+
+    /// Whether the device answers control queries now: not a camera (its controls are known not
+    /// to exist), or a camera that lists its controls (one that has gone does not).
+    private var answersControlQueries: Bool {
+        source.capabilities == nil || (try? controlDescriptions()) != nil
+    }
+
+    /// A setting made through a property that the camera refused at run time (an ioctl error):
+    /// the sessions using this device get a `.warning` event, and it is logged. Any thread.
+    func reportSettingFailure(_ error: CaptureError) {
+        Self.logger.warning("\(localizedName): a setting failed: \(error)")
+        for observer in settingFailureObservers.withLock({ Array($0.values) }) { observer(error) }
+    }
 
     /// Whether the caller holds the configuration lock.
     public var isLockedForConfiguration: Bool { settings.withLock { $0.lockCount > 0 } }

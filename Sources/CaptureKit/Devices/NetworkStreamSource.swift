@@ -77,6 +77,9 @@ public final class NetworkStreamSource: FrameSource, Sendable {
     /// does not carry one), and keeps that connection for the first `open`.
     ///
     /// - Parameters:
+    ///   - url: the stream (RTSP, RTSPS, or MJPEG over HTTP(S)).
+    ///   - timeouts: how long connecting and each read may take.
+    ///   - backoff: the waits between reconnection attempts.
     ///   - clock: monotonic seconds, for frame times and the backoff schedule (tests inject one).
     ///   - opener: makes connections (tests inject scripted ones).
     /// - Throws: `.streamUnreachable` when the first connection fails or delivers fewer than two

@@ -4,8 +4,10 @@ extension SyntheticScene {
     /// demo clip, tests and benchmarks. Returns the number of frames written.
     ///
     /// - Parameters:
+    ///   - path: the video file to write.
     ///   - frames: how many frames (default: the scene's `frameCount`, or 1 s when endless).
-    ///   - quality: not applied for codecs that take none.
+    ///   - fourCC: the codec's four-character code (`MJPG` by default).
+    ///   - backend: the writer that encodes them (`VideoFileWriter.Backend`).
     /// - Throws: `.writeFailed` when the file cannot be written, or rendering errors.
     @discardableResult
     public func writeClip(

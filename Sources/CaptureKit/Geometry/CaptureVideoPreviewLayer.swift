@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The geometry of a live preview (`AVCaptureVideoPreviewLayer`'s coordinate conversions),
 /// without any window: where a camera frame lands in a view of a given size, so an app can
@@ -44,13 +45,29 @@ import Foundation
 /// (1, 0), (0, 0), (0, 1), (1, 1).
 ///
 /// ## Construction and threading
-/// A value type, `Sendable`; use it from any thread. Made from plain values it is a fixed
-/// geometry. Made from a `CaptureConnection` it follows the connection: every conversion
-/// reads the connection's rotation and mirroring and the device's active format at that
-/// moment, once per call, so one call never mixes two settings (copies share the connection).
+/// A class, as AVFoundation's layer is: create it empty and give it a session and a frame, as
+/// an AVFoundation app does,
+/// ```swift
+/// let previewLayer = CaptureVideoPreviewLayer()
+/// previewLayer.session = session
+/// previewLayer.videoGravity = .resizeAspectFill
+/// previewLayer.frame = CGRect(x: 0, y: 0, width: 390, height: 844)
+/// ```
+/// or with `init(session:)`. Following a session, every conversion reads, at that moment, the
+/// session's video connection (rotation and mirroring: the connection of its
+/// `CaptureVideoDataOutput`, whose frames an app draws, else of any output, else none) and its
+/// input's active format (the frame size), so the geometry follows the session as it is
+/// reconfigured. The throwing initialisers make a fixed geometry from plain values, or one that
+/// follows a given connection, and check their arguments.
 ///
-/// Pure arithmetic in Swift; no C, OpenCV or V4L2 call is involved.
-public struct CaptureVideoPreviewLayer: Sendable, CustomStringConvertible {
+/// Until the layer has a size (`frame` or `bounds` with a positive, finite width and height)
+/// and a frame to show (a session with an input), it has no geometry: conversions answer NaN
+/// points, `.null` rects and nil metadata objects (`hasGeometry` tells).
+///
+/// Thread-safe: its settings are behind a lock; each conversion takes one consistent reading of
+/// every setting, so one call never mixes two. Pure arithmetic in Swift; no C, OpenCV or V4L2
+/// call is involved.
+public final class CaptureVideoPreviewLayer: Sendable, CustomStringConvertible {
     /// How the frame is placed in the view (`AVLayerVideoGravity`).
     ///
     /// Value type; thread-safe.
@@ -70,22 +87,34 @@ public struct CaptureVideoPreviewLayer: Sendable, CustomStringConvertible {
     /// The rotations a connection can apply, in degrees clockwise.
     public static let supportedVideoRotationAngles: [Double] = [0, 90, 180, 270]
 
-    /// The view the preview draws into, in layer coordinates.
-    public let bounds: CGRect
-    /// How the frame is placed in `bounds`. Defaults to `.resizeAspect`.
-    public var videoGravity: VideoGravity
-    /// The input whose metadata this layer converts; `transformedMetadataObject(for:)` returns
-    /// nil for objects from other inputs. Nil: not tied to an input, objects from any input
-    /// are converted.
-    public let inputID: CaptureInput.ID?
-    /// The connection this layer follows, when made from one.
-    public let connection: CaptureConnection?
-
     private enum Source: Sendable {
-        case fixed(quarterTurns: Int, mirrored: Bool, frame: CaptureDevice.Dimensions)
+        /// Not yet given a session.
+        case empty
+        case fixed(quarterTurns: Int, mirrored: Bool, frame: CaptureDevice.Dimensions, inputID: CaptureInput.ID?)
         case live(CaptureConnection, CaptureDeviceInput)
+        case session(CaptureSession)
     }
-    private let source: Source
+    private struct State: Sendable {
+        var source: Source
+        /// Where the layer sits in its superlayer (`frame.origin`); conversions ignore it.
+        var position = CGPoint.zero
+        var bounds: CGRect
+        var videoGravity: VideoGravity
+    }
+    private let state: Mutex<State>
+
+    /// An empty layer (`AVCaptureVideoPreviewLayer()`): no session, no size. Give it a `session`
+    /// and a `frame` before converting anything.
+    public init() {
+        state = Mutex(State(source: .empty, bounds: .zero, videoGravity: .resizeAspect))
+    }
+
+    /// A layer that shows `session` (`AVCaptureVideoPreviewLayer(session:)`); give it a `frame`
+    /// before converting anything.
+    public convenience init(session: CaptureSession) {
+        self.init()
+        self.session = session
+    }
 
     /// A fixed geometry from plain values (no session needed).
     ///
@@ -114,11 +143,10 @@ public struct CaptureVideoPreviewLayer: Sendable, CustomStringConvertible {
                 .invalidPreviewGeometry, "frame size \(frameDimensions) must have a positive width and height")
         }
         try Self.validate(bounds)
-        self.bounds = bounds
-        self.videoGravity = videoGravity
-        self.inputID = inputID
-        self.connection = nil
-        self.source = .fixed(quarterTurns: index, mirrored: isVideoMirrored, frame: frameDimensions)
+        state = Mutex(
+            State(
+                source: .fixed(quarterTurns: index, mirrored: isVideoMirrored, frame: frameDimensions, inputID: inputID),
+                bounds: bounds, videoGravity: videoGravity))
     }
 
     /// A geometry that follows a connection: rotation and mirroring come from `connection`,
@@ -141,51 +169,146 @@ public struct CaptureVideoPreviewLayer: Sendable, CustomStringConvertible {
                 "the connection carries \(connection.inputID), not \(input.id) (\(input.device.localizedName)); pass the connection's own input")
         }
         try Self.validate(bounds)
-        self.bounds = bounds
-        self.videoGravity = videoGravity
-        self.inputID = input.id
-        self.connection = connection
-        self.source = .live(connection, input)
+        state = Mutex(State(source: .live(connection, input), bounds: bounds, videoGravity: videoGravity))
     }
 
     private static func validate(_ bounds: CGRect) throws(CaptureError) {
-        let values = [bounds.origin.x, bounds.origin.y, bounds.size.width, bounds.size.height]
-        guard values.allSatisfy(\.isFinite), bounds.size.width > 0, bounds.size.height > 0 else {
+        guard isUsable(bounds) else {
             throw CaptureError(
                 .invalidPreviewGeometry,
                 "view bounds \(bounds) must be finite with a positive width and height")
         }
     }
 
-    /// Clockwise rotation in degrees, 0, 90, 180 or 270 (the connection's, when following one).
-    public var videoRotationAngle: Double { Self.supportedVideoRotationAngles[geometry.quarterTurns] }
+    private static func isUsable(_ bounds: CGRect) -> Bool {
+        let values = [bounds.origin.x, bounds.origin.y, bounds.size.width, bounds.size.height]
+        return values.allSatisfy(\.isFinite) && bounds.size.width > 0 && bounds.size.height > 0
+    }
 
-    /// Whether the rotated frame is flipped left-right (the connection's, when following one).
-    public var isVideoMirrored: Bool { geometry.mirrored }
+    // MARK: Settings
 
-    /// The frame size in pixels, unrotated (the device's active format, when following a
-    /// connection).
-    public var frameDimensions: CaptureDevice.Dimensions {
-        switch source {
-        case .fixed(_, _, let frame): frame
-        case .live(_, let input): input.device.activeFormat.dimensions
+    /// The session the layer shows (`session`). Setting it makes the layer follow that
+    /// session's video connection and input; nil leaves the layer without a picture.
+    public var session: CaptureSession? {
+        get {
+            if case .session(let session) = state.withLock({ $0.source }) { return session }
+            return nil
+        }
+        set { state.withLock { $0.source = newValue.map { .session($0) } ?? .empty } }
+    }
+
+    /// The view, in layer coordinates (`bounds`): conversions map into and out of this rect.
+    public var bounds: CGRect {
+        get { state.withLock { $0.bounds } }
+        set { state.withLock { $0.bounds = newValue } }
+    }
+
+    /// Where the layer sits in its superlayer and how large it is (`frame`). Setting it sets
+    /// `bounds` to the same size at origin zero, as a CALayer does; the layer's position in its
+    /// superlayer plays no part in the conversions, which are in the layer's own coordinates.
+    public var frame: CGRect {
+        get { state.withLock { CGRect(origin: $0.position, size: $0.bounds.size) } }
+        set {
+            state.withLock {
+                $0.position = newValue.standardized.origin
+                $0.bounds = CGRect(origin: .zero, size: newValue.standardized.size)
+            }
         }
     }
 
-    /// One consistent reading of every setting; each public call takes exactly one.
-    private var geometry: PreviewGeometry {
-        switch source {
-        case let .fixed(turns, mirrored, frame):
-            return PreviewGeometry(
-                bounds: bounds, gravity: videoGravity, quarterTurns: turns, mirrored: mirrored, frame: frame)
+    /// How the frame is placed in `bounds` (`videoGravity`). Defaults to `.resizeAspect`.
+    public var videoGravity: VideoGravity {
+        get { state.withLock { $0.videoGravity } }
+        set { state.withLock { $0.videoGravity = newValue } }
+    }
+
+    /// The input whose metadata this layer converts; `transformedMetadataObject(for:)` returns
+    /// nil for objects from other inputs. Nil: not tied to an input, objects from any input
+    /// are converted. Following a session: its input.
+    public var inputID: CaptureInput.ID? {
+        switch state.withLock({ $0.source }) {
+        case .empty: nil
+        case .fixed(_, _, _, let inputID): inputID
+        case .live(_, let input): input.id
+        case .session(let session): session.inputs.first?.id
+        }
+    }
+
+    /// The connection whose rotation and mirroring the layer follows (`connection`): the one it
+    /// was made with, or the session's video connection (see "Construction and threading");
+    /// change its `videoRotationAngle` and `isVideoMirrored` to turn the picture.
+    public var connection: CaptureConnection? {
+        switch state.withLock({ $0.source }) {
+        case .empty, .fixed: nil
+        case .live(let connection, _): connection
+        case .session(let session): Self.videoConnection(of: session)
+        }
+    }
+
+    /// Whether the layer has what conversions need: a usable size and a frame to show.
+    public var hasGeometry: Bool { geometry != nil }
+
+    /// Clockwise rotation in degrees, 0, 90, 180 or 270 (the connection's, when following one;
+    /// 0 without geometry).
+    public var videoRotationAngle: Double { Self.supportedVideoRotationAngles[reading.quarterTurns] }
+
+    /// Whether the rotated frame is flipped left-right (the connection's, when following one).
+    public var isVideoMirrored: Bool { reading.mirrored }
+
+    /// The frame size in pixels, unrotated (the device's active format, when following a
+    /// connection or session; 0×0 when there is none yet).
+    public var frameDimensions: CaptureDevice.Dimensions {
+        reading.frame ?? CaptureDevice.Dimensions(width: 0, height: 0)
+    }
+
+    /// The session's video connection: its video data output's, else any output's.
+    private static func videoConnection(of session: CaptureSession) -> CaptureConnection? {
+        let outputs = session.outputs
+        let preferred = outputs.filter { $0 is CaptureVideoDataOutput } + outputs.filter { !($0 is CaptureVideoDataOutput) }
+        for output in preferred {
+            if let connection = output.connection(with: .video) { return connection }
+        }
+        return nil
+    }
+
+    /// Every setting, read once.
+    private struct Reading {
+        var bounds: CGRect
+        var gravity: VideoGravity
+        var quarterTurns: Int
+        var mirrored: Bool
+        var frame: CaptureDevice.Dimensions?
+    }
+
+    private var reading: Reading {
+        let s = state.withLock { $0 }
+        switch s.source {
+        case .empty:
+            return Reading(bounds: s.bounds, gravity: s.videoGravity, quarterTurns: 0, mirrored: false, frame: nil)
+        case let .fixed(turns, mirrored, frame, _):
+            return Reading(bounds: s.bounds, gravity: s.videoGravity, quarterTurns: turns, mirrored: mirrored, frame: frame)
         case let .live(connection, input):
             // `transform` reads rotation and mirroring under one lock; the angle is always
             // 0/90/180/270 (the connection traps on anything else).
             let (rotation, mirrored) = connection.transform
-            return PreviewGeometry(
-                bounds: bounds, gravity: videoGravity, quarterTurns: (Int(rotation) / 90) & 3, mirrored: mirrored,
+            return Reading(
+                bounds: s.bounds, gravity: s.videoGravity, quarterTurns: (Int(rotation) / 90) & 3, mirrored: mirrored,
                 frame: input.device.activeFormat.dimensions)
+        case let .session(session):
+            let input = session.inputs.first as? CaptureDeviceInput
+            let (rotation, mirrored) = Self.videoConnection(of: session)?.transform ?? (0, false)
+            return Reading(
+                bounds: s.bounds, gravity: s.videoGravity, quarterTurns: (Int(rotation) / 90) & 3, mirrored: mirrored,
+                frame: input?.device.activeFormat.dimensions)
         }
+    }
+
+    /// One consistent reading of every setting, or nil without a usable size or frame; each
+    /// public call takes exactly one.
+    private var geometry: PreviewGeometry? {
+        let r = reading
+        guard Self.isUsable(r.bounds), let frame = r.frame, frame.width > 0, frame.height > 0 else { return nil }
+        return PreviewGeometry(bounds: r.bounds, gravity: r.gravity, quarterTurns: r.quarterTurns, mirrored: r.mirrored, frame: frame)
     }
 
     /// The settings as one line, e.g.
@@ -195,46 +318,50 @@ public struct CaptureVideoPreviewLayer: Sendable, CustomStringConvertible {
             let d = Double(v)
             return d == d.rounded() && abs(d) < 1e15 ? String(Int(d)) : String(d)
         }
-        let g = geometry, b = bounds
+        let r = reading, b = r.bounds
         return "CaptureVideoPreviewLayer(bounds \(text(b.minX)),\(text(b.minY)) \(text(b.width))x\(text(b.height)), "
-            + "\(videoGravity), \(90 * g.quarterTurns)°\(g.mirrored ? ", mirrored" : ""), frame \(g.frame))"
+            + "\(r.gravity), \(90 * r.quarterTurns)°\(r.mirrored ? ", mirrored" : ""), frame \(r.frame.map(\.description) ?? "none"))"
     }
 
     // MARK: Conversions
 
+    private static let noPoint = CGPoint(x: CGFloat.nan, y: CGFloat.nan)
+
     /// Converts a point in layer coordinates (a tap) to device space, for
     /// `focusPointOfInterest`/`exposurePointOfInterest`
     /// (`captureDevicePointConverted(fromLayerPoint:)`). Undoes placement, mirroring and
-    /// rotation; a point in the letterbox bars maps outside 0…1.
+    /// rotation; a point in the letterbox bars maps outside 0…1. NaN without geometry.
     public func captureDevicePointConverted(fromLayerPoint point: CGPoint) -> CGPoint {
-        geometry.devicePoint(fromLayer: point)
+        geometry?.devicePoint(fromLayer: point) ?? Self.noPoint
     }
 
     /// Converts a point in device space to layer coordinates
     /// (`layerPointConverted(fromCaptureDevicePoint:)`): rotation, then mirroring, then
-    /// placement. A point that `.resizeAspectFill` crops away maps outside `bounds`.
+    /// placement. A point that `.resizeAspectFill` crops away maps outside `bounds`. NaN without
+    /// geometry.
     public func layerPointConverted(fromCaptureDevicePoint point: CGPoint) -> CGPoint {
-        geometry.layerPoint(fromDevice: point)
+        geometry?.layerPoint(fromDevice: point) ?? Self.noPoint
     }
 
     /// Converts a rect in layer coordinates to device space, e.g. for a metadata output's
     /// `rectOfInterest` (`metadataOutputRectConverted(fromLayerRect:)`). The result is the
-    /// bounding box of the rect's four converted corners; `.null` stays `.null`.
+    /// bounding box of the rect's four converted corners; `.null` stays `.null`, and is the
+    /// answer without geometry.
     public func metadataOutputRectConverted(fromLayerRect rect: CGRect) -> CGRect {
-        geometry.deviceRect(fromLayer: rect)
+        geometry?.deviceRect(fromLayer: rect) ?? .null
     }
 
     /// Converts a rect in device space (a metadata object's `bounds`) to layer coordinates
     /// (`layerRectConverted(fromMetadataOutputRect:)`). The result is the bounding box of the
-    /// rect's four converted corners; `.null` stays `.null`.
+    /// rect's four converted corners; `.null` stays `.null`, and is the answer without geometry.
     public func layerRectConverted(fromMetadataOutputRect rect: CGRect) -> CGRect {
-        geometry.layerRect(fromDevice: rect)
+        geometry?.layerRect(fromDevice: rect) ?? .null
     }
 
     // MARK: Metadata objects
 
     /// A copy of `face` in layer coordinates, or nil when it came from another input than
-    /// `inputID` (`transformedMetadataObject(for:)`).
+    /// `inputID` or the layer has no geometry (`transformedMetadataObject(for:)`).
     ///
     /// - `bounds` converts as `layerRectConverted(fromMetadataOutputRect:)`.
     /// - `landmarks` convert point by point and keep their index order, so after mirroring the
@@ -244,8 +371,7 @@ public struct CaptureVideoPreviewLayer: Sendable, CustomStringConvertible {
     ///   mirrored. The stretch of `.resize` does not change the angles.
     /// - Every other property is copied unchanged.
     public func transformedMetadataObject(for face: MetadataFaceObject) -> MetadataFaceObject? {
-        guard accepts(face) else { return nil }
-        let g = geometry
+        guard accepts(face), let g = geometry else { return nil }
         var copy = face
         copy.bounds = g.layerRect(fromDevice: face.bounds)
         copy.landmarks = face.landmarks.map(g.layerPoint(fromDevice:))
@@ -261,7 +387,7 @@ public struct CaptureVideoPreviewLayer: Sendable, CustomStringConvertible {
     }
 
     /// A copy of `code` in layer coordinates, or nil when it came from another input than
-    /// `inputID` (`transformedMetadataObject(for:)`).
+    /// `inputID` or the layer has no geometry (`transformedMetadataObject(for:)`).
     ///
     /// - `corners` convert point by point and keep their index order. Rotation keeps them
     ///   clockwise; mirroring makes the same index order run counter-clockwise in layer space
@@ -272,8 +398,7 @@ public struct CaptureVideoPreviewLayer: Sendable, CustomStringConvertible {
     public func transformedMetadataObject(
         for code: MetadataMachineReadableCodeObject
     ) -> MetadataMachineReadableCodeObject? {
-        guard accepts(code) else { return nil }
-        let g = geometry
+        guard accepts(code), let g = geometry else { return nil }
         var copy = code
         copy.bounds = g.layerRect(fromDevice: code.bounds)
         copy.corners = code.corners.map(g.layerPoint(fromDevice:))
@@ -282,8 +407,9 @@ public struct CaptureVideoPreviewLayer: Sendable, CustomStringConvertible {
 
     /// A copy of any metadata object in layer coordinates, for mixed arrays from a metadata
     /// output; dispatches to the face and code overloads, which return the concrete type.
-    /// Returns nil for an object from another input than `inputID`, and for metadata types
-    /// CaptureKit does not define (it cannot know which of their properties are coordinates).
+    /// Returns nil for an object from another input than `inputID`, without geometry, and for
+    /// metadata types CaptureKit does not define (it cannot know which of their properties are
+    /// coordinates).
     public func transformedMetadataObject(for object: any MetadataObject) -> (any MetadataObject)? {
         switch object {
         case let face as MetadataFaceObject: transformedMetadataObject(for: face)

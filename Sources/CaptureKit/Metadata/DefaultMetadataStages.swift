@@ -55,12 +55,10 @@ public final class DefaultFaceStage: FaceMetadataStage {
         state = Mutex(State(tracker: FaceTracker(configuration: tracking)))
     }
 
-    /// The default stage with `configuration`, or nil (logged by the detector) when no face model loads.
-    static func makeOrNil(_ configuration: FaceDetector.Configuration) -> (any FaceMetadataStage)? {
-        (try? FaceDetector(configuration: configuration)).map { DefaultFaceStage(detector: $0) }
-    }
-
     public var isAvailable: Bool { true }
+
+    /// The detector's model (`FaceDetector.model`).
+    public var faceDetectorModel: FaceDetectorModel? { detector.model }
 
     /// The searches run so far.
     public var searchCounts: SearchCounts { state.withLock { $0.counts } }
@@ -186,10 +184,6 @@ public final class DefaultCodeStage: CodeMetadataStage {
         self.detector = detector
     }
 
-    static func makeOrNil() -> (any CodeMetadataStage)? {
-        (try? CodeDetector()).map { DefaultCodeStage(detector: $0) }
-    }
-
     public var availableTypes: [MetadataObjectType] { Self.supportedTypes }
 
     /// The code types the linked decoders support (known without building a detector).
@@ -256,6 +250,8 @@ public final class FaceObservingStage: FaceMetadataStage, @unchecked Sendable {
     }
 
     public var isAvailable: Bool { inner.isAvailable }
+
+    public var faceDetectorModel: FaceDetectorModel? { inner.faceDetectorModel }
 
     public func process(
         _ frame: AnalysisFrame, regionOfInterest: CGRect, updateInterval: Double, scanInterval: Double

@@ -9,6 +9,9 @@ import Foundation
 public protocol FaceMetadataStage: AnyObject, Sendable {
     /// Whether faces can be detected at all (a model loaded).
     var isAvailable: Bool { get }
+    /// The face model the stage runs, for `CaptureMetadataOutput.faceDetectorModel` (the
+    /// default: nil, not said).
+    var faceDetectorModel: FaceDetectorModel? { get }
     /// Detects faces inside `regionOfInterest` (device space) of `frame`, matches them to the
     /// tracks so far, and returns the frame's faces (with `faceID`s) and the track events.
     /// `updateInterval`: the least time between two `faceUpdated` events of one track.
@@ -26,6 +29,7 @@ public protocol FaceMetadataStage: AnyObject, Sendable {
 
 extension FaceMetadataStage {
     public func prepare(width: Int, height: Int, regionOfInterest: CGRect) {}
+    public var faceDetectorModel: FaceDetectorModel? { nil }
 }
 
 /// The code half of a metadata output's per-frame work: decode codes in one frame and decide

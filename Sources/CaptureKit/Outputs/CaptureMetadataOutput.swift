@@ -25,15 +25,32 @@ extension CaptureMetadataOutputObjectsDelegate {
 
 /// Finds faces and machine-readable codes in the session's frames (`AVCaptureMetadataOutput`).
 ///
-/// - `availableMetadataObjectTypes`: what the loaded detectors allow (`.face` when a face
-///   model loaded; the code types ZBar supports).
-/// - `metadataObjectTypes`: what to look for; empty by default (nothing is detected). Setting a
-///   type that is not available throws `.unsupported`. Taking every face type (or every code
-///   type) out while the session runs ends that stage's tracks: their `faceLeft` (`codeLeft`)
-///   events come with the next frame, after every frame analysed before the change, and
-///   asking for the types again starts afresh (`faceEntered` with new IDs).
+/// - `availableMetadataObjectTypes`: what the detectors allow (`.face` when a usable face model
+///   is found or loaded; the code types the linked decoders support).
+/// - `metadataObjectTypes`: what to look for; empty by default (nothing is detected). Set it as
+///   in AVFoundation (`output.metadataObjectTypes = [.face, .qr]`), or with the throwing
+///   `setMetadataObjectTypes(_:)`.
+///   Taking every face type (or every code type) out while the session runs ends that stage's
+///   tracks: their `faceLeft` (`codeLeft`) events come with the next frame, after every frame
+///   analysed before the change, and asking for the types again starts afresh (`faceEntered`
+///   with new IDs).
 /// - `rectOfInterest`: device space (0…1, top-left origin, unrotated); detectors look only
 ///   inside it and objects outside it are not reported.
+///
+/// ## Face models
+/// Faces are found by YuNet (`faceDetectorModel` says which model and file run). The model
+/// travels with the library (see `FaceModelSearch`). A missing or unloadable YuNet is never
+/// a quiet downgrade: unless the output was created with `allowsHaarCascadeFallback: true`,
+/// asking for `.face` without a usable YuNet fails with `.faceModelUnavailable`:
+/// `setMetadataObjectTypes(_:)` throws it at once; after the property setter,
+/// `CaptureSession.startRunning()` throws it, and a session already running stops with it as a
+/// `.runtimeError` event (how AVFoundation reports failures at run time).
+///
+/// ## Misuse
+/// As AVFoundation raises an exception, the property setter stops the program (a precondition)
+/// for a type this output can never deliver: a code type the linked decoders lack, or `.face`
+/// on an output created without a face stage. Check `availableMetadataObjectTypes`, or use
+/// `setMetadataObjectTypes(_:)`, which throws `.unsupported` instead.
 ///
 /// Detection runs on the output's own threads, never on the capture thread: each stage on its
 /// own (`cvcam.faces`, `cvcam.codes`; a stage is loaded only when its types are asked for), and
@@ -74,6 +91,9 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
         /// Per lane, the epoch a frame that ends its tracks was admitted for.
         var endingAdmitted: [Lane: Int] = [:]
     }
+
+    /// Whether the Haar cascade may run when YuNet cannot be loaded (see "Face models").
+    public let allowsHaarCascadeFallback: Bool
 
     private let config = Mutex(Config())
     private let faceSlot: StageSlot<any FaceMetadataStage>
@@ -124,17 +144,31 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
     /// QR on a 720p30 camera are analysed at its frame rate on two cores; faces from about
     /// 32 px tall at 720p) and codes from `CodeDetector`.
     public override init() {
-        faceSlot = .faces(.realTime)
+        faceSlot = .faces(.realTime, modelsDirectory: nil, allowsHaarCascadeFallback: false)
         codeSlot = .codes()
+        allowsHaarCascadeFallback = false
         super.init()
     }
 
-    /// Creates an output whose face detector uses `faceDetection`: `.standard` (frames up to
-    /// 2048 px analysed at their own size: smaller faces, about 4× the CPU of `.realTime` at
-    /// 720p; the right choice for photos) or `.tiled` (distant faces in 1080p). Codes as in `init()`.
-    public init(faceDetection: FaceDetector.Configuration) {
-        faceSlot = .faces(faceDetection)
+    /// Creates an output whose face detector uses `faceDetection`: `.realTime` (the default of
+    /// `init()`), `.standard` (frames up to 2048 px analysed at their own size: smaller faces,
+    /// about 4× the CPU of `.realTime` at 720p; the right choice for photos) or `.tiled` (distant
+    /// faces in 1080p). Codes as in `init()`.
+    ///
+    /// - Parameters:
+    ///   - faceDetection: the face detector's configuration.
+    ///   - faceModelsDirectory: the only folder to load the face models from (nil: the
+    ///     `FaceModelSearch` order, which finds the models shipped with the library).
+    ///   - allowsHaarCascadeFallback: run OpenCV's Haar cascade (no landmarks, roll or yaw;
+    ///     fewer faces) when YuNet cannot be loaded, instead of failing; a warning is logged on
+    ///     `cvcam.faces` and `faceDetectorModel` says so.
+    public init(
+        faceDetection: FaceDetector.Configuration, faceModelsDirectory: URL? = nil, allowsHaarCascadeFallback: Bool = false
+    ) {
+        faceSlot = .faces(
+            faceDetection, modelsDirectory: faceModelsDirectory, allowsHaarCascadeFallback: allowsHaarCascadeFallback)
         codeSlot = .codes()
+        self.allowsHaarCascadeFallback = allowsHaarCascadeFallback
         super.init()
     }
 
@@ -142,42 +176,79 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
     public init(faceStage: (any FaceMetadataStage)?, codeStage: (any CodeMetadataStage)?) {
         faceSlot = StageSlot(faceStage)
         codeSlot = StageSlot(codeStage)
+        allowsHaarCascadeFallback = false
         super.init()
     }
 
-    /// What can be detected. The default stages are loaded only when their types are set
-    /// (`setMetadataObjectTypes`); until then faces count as available when a face model file
-    /// is found (`FaceDetector.locateModels`).
+    /// What can be detected. The default stages are loaded when their types are set; until then
+    /// faces count as available when a usable face model file is found (`FaceModelSearch`: YuNet,
+    /// or the Haar cascade with `allowsHaarCascadeFallback`), and not after a model failed to load.
     public var availableMetadataObjectTypes: [MetadataObjectType] {
         let faces = faceSlot.loaded.map(\.isAvailable) ?? faceSlot.mayLoad
         let codes = codeSlot.loaded?.availableTypes ?? (codeSlot.mayLoad ? DefaultCodeStage.supportedTypes : [])
         return (faces ? [.face] : []) + codes
     }
 
+    /// The face model the face stage runs (YuNet or, when allowed, the Haar cascade, with its
+    /// file); nil until `.face` has been asked for and loaded, when loading failed, or for a
+    /// custom face stage that does not say.
+    public var faceDetectorModel: FaceDetectorModel? { faceSlot.loaded?.faceDetectorModel }
+
     /// Whether the face stage (and its networks) has been loaded; the code stage likewise.
     var loadedStages: (faces: Bool, codes: Bool) { (faceSlot.loaded != nil, codeSlot.loaded != nil) }
 
-    /// What is being looked for (empty by default).
-    public var metadataObjectTypes: [MetadataObjectType] { config.withLock { $0.types } }
-
-    /// Chooses what to look for.
+    /// What is being looked for (empty by default), as AVFoundation's `metadataObjectTypes`.
     ///
-    /// - Throws: `.unsupported` naming the types that are not in `availableMetadataObjectTypes`.
+    /// Setting it loads the detectors the types need. A type this output can never deliver stops
+    /// the program (see "Misuse"); a face model that cannot be loaded is reported by
+    /// `CaptureSession.startRunning()`, or as a runtime error of a running session (see "Face
+    /// models"). `setMetadataObjectTypes(_:)` reports both as thrown errors instead.
+    public var metadataObjectTypes: [MetadataObjectType] {
+        get { config.withLock { $0.types } }
+        set {
+            let (misuse, loadError) = prepare(newValue)
+            if let misuse { preconditionFailure(misuse.message) }
+            apply(newValue)
+            if let loadError { reportRuntimeError(loadError) }
+        }
+    }
+
+    /// Chooses what to look for (the throwing form of the `metadataObjectTypes` setter).
+    ///
+    /// - Throws: `.unsupported` naming the types this output cannot deliver (nothing changes);
+    ///   `.faceModelUnavailable` when `.face` is asked for and no usable face model loads
+    ///   (nothing changes).
     public func setMetadataObjectTypes(_ types: [MetadataObjectType]) throws(CaptureError) {
-        // Load what the types need now (a model that will not load makes `.face` unavailable).
-        if types.contains(.face) { _ = faceSlot.load() }
-        if types.contains(where: { $0 != .face }) { _ = codeSlot.load() }
-        let available = availableMetadataObjectTypes
-        let missing = types.filter { !available.contains($0) }
+        let (misuse, loadError) = prepare(types)
+        if let error = misuse ?? loadError { throw error }
+        apply(types)
+    }
+
+    /// Loads the stages `types` need. Returns the misuse (a type this output can never deliver)
+    /// and the load failure (a stage that exists but could not be loaded now), if any.
+    private func prepare(_ types: [MetadataObjectType]) -> (misuse: CaptureError?, loadError: CaptureError?) {
+        var loadError: CaptureError?
+        if types.contains(.face), case .failure(let error) = faceSlot.load() { loadError = error }
+        if types.contains(where: { $0 != .face }), case .failure(let error) = codeSlot.load() { loadError = loadError ?? error }
+        let faceProvided = faceSlot.isProvided
+        let codeTypes = codeSlot.loaded?.availableTypes ?? (codeSlot.isProvided ? DefaultCodeStage.supportedTypes : [])
+        let missing = types.filter { $0 == .face ? !faceProvided : !codeTypes.contains($0) }
         guard missing.isEmpty else {
-            throw CaptureError(
-                .unsupported,
-                "metadata types \(missing.map(\.rawValue).joined(separator: ", ")) are not available; available: \(available.map(\.rawValue).joined(separator: ", "))"
+            let available = availableMetadataObjectTypes
+            return (
+                CaptureError(
+                    .unsupported,
+                    "metadata types \(missing.map(\.rawValue).joined(separator: ", ")) are not available; available: \(available.map(\.rawValue).joined(separator: ", ")) (check availableMetadataObjectTypes first)"
+                ), nil
             )
         }
+        return (nil, loadError)
+    }
+
+    /// Sets `types`; a lane switched off ends its tracks (a face still there when it is switched
+    /// on again would otherwise come back as an update of a track nobody saw enter).
+    private func apply(_ types: [MetadataObjectType]) {
         config.withLock { c in
-            // A lane switched off must not keep its tracks: a face that is still there when it
-            // is switched on again would come back as an update of a track nobody saw enter.
             for lane in Self.lanes(of: c.types).subtracting(Self.lanes(of: types)) { c.laneEpochs[lane, default: 0] += 1 }
             c.types = types
         }
@@ -298,6 +369,14 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
     }
 
     // MARK: Session hooks
+
+    override func startError() -> CaptureError? {
+        // Loads again, so a model installed since the types were set is found now.
+        let types = config.withLock { $0.types }
+        if types.contains(.face), case .failure(let error) = faceSlot.load() { return error }
+        if types.contains(where: { $0 != .face }), case .failure(let error) = codeSlot.load() { return error }
+        return nil
+    }
 
     override func sessionWillStart(format: CaptureDevice.Format, input: CaptureDeviceInput) {
         let source = input.device.source
@@ -459,9 +538,12 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
 /// Threading: thread-safe.
 final class StageSlot<Stage: Sendable>: @unchecked Sendable {
     // @unchecked: `state` is a Mutex; the stages themselves are Sendable by their protocols.
+    typealias Factory = @Sendable () throws(CaptureError) -> Stage
     private struct State: Sendable {
         var stage: Stage?
-        var factory: (@Sendable () -> Stage?)?
+        var factory: Factory?
+        /// Why the last load failed (cleared by a load that succeeds).
+        var lastError: CaptureError?
     }
     private let state: Mutex<State>
     /// Whether loading may succeed, checked without loading.
@@ -474,8 +556,8 @@ final class StageSlot<Stage: Sendable>: @unchecked Sendable {
         available = { present }
     }
 
-    /// A slot that builds its stage with `factory` on first `load()`.
-    init(factory: @escaping @Sendable () -> Stage?, available: @escaping @Sendable () -> Bool) {
+    /// A slot that builds its stage with `factory` on `load()`.
+    init(factory: @escaping Factory, available: @escaping @Sendable () -> Bool) {
         state = Mutex(State(stage: nil, factory: factory))
         self.available = available
     }
@@ -483,32 +565,58 @@ final class StageSlot<Stage: Sendable>: @unchecked Sendable {
     /// The stage, if loaded.
     var loaded: Stage? { state.withLock { $0.stage } }
 
-    /// Whether the stage is loaded or a load may succeed.
-    var mayLoad: Bool { loaded != nil || state.withLock { $0.factory != nil } && available() }
+    /// Whether the slot can give a stage at all: it holds one or can build one (which may still
+    /// fail, e.g. for want of a model file).
+    var isProvided: Bool { state.withLock { $0.stage != nil || $0.factory != nil } }
 
-    /// Loads the stage once (nil when it cannot be).
-    func load() -> Stage? {
-        state.withLock { s in
-            if let stage = s.stage { return stage }
+    /// Whether the stage is loaded or a load may succeed (not after a failed one).
+    var mayLoad: Bool {
+        loaded != nil || state.withLock { $0.factory != nil && $0.lastError == nil } && available()
+    }
+
+    /// The stage, loaded now if it was not (a failed load is tried again on the next call, so a
+    /// model installed meanwhile is found); nil when the slot has no stage and no factory.
+    func load() -> Result<Stage, CaptureError>? {
+        state.withLock { s -> Result<Stage, CaptureError>? in
+            if let stage = s.stage { return .success(stage) }
             guard let factory = s.factory else { return nil }
-            s.factory = nil
-            s.stage = factory()
-            return s.stage
+            do throws(CaptureError) {
+                let stage = try factory()
+                s.stage = stage
+                s.factory = nil
+                s.lastError = nil
+                return .success(stage)
+            } catch {
+                s.lastError = error
+                return .failure(error)
+            }
         }
     }
 }
 
 extension StageSlot where Stage == any FaceMetadataStage {
-    /// The default face stage with `configuration`, loaded on first use.
-    static func faces(_ configuration: FaceDetector.Configuration) -> StageSlot {
+    /// The default face stage with `configuration`, loaded on first use from the models
+    /// `FaceModelSearch` finds (only `modelsDirectory` when given).
+    static func faces(
+        _ configuration: FaceDetector.Configuration, modelsDirectory: URL?, allowsHaarCascadeFallback: Bool
+    ) -> StageSlot {
         StageSlot(
-            factory: { DefaultFaceStage.makeOrNil(configuration) }, available: { FaceDetector.locateModels() != nil })
+            factory: { () throws(CaptureError) in
+                DefaultFaceStage(
+                    detector: try FaceDetector(
+                        configuration: configuration, modelsDirectory: modelsDirectory,
+                        allowsHaarCascadeFallback: allowsHaarCascadeFallback))
+            },
+            available: {
+                FaceDetector.hasUsableModel(
+                    in: FaceModelSearch(explicit: modelsDirectory), allowsHaarCascadeFallback: allowsHaarCascadeFallback)
+            })
     }
 }
 
 extension StageSlot where Stage == any CodeMetadataStage {
     /// The default code stage, loaded on first use.
     static func codes() -> StageSlot {
-        StageSlot(factory: { DefaultCodeStage.makeOrNil() }, available: { true })
+        StageSlot(factory: { () throws(CaptureError) in DefaultCodeStage(detector: try CodeDetector()) }, available: { true })
     }
 }

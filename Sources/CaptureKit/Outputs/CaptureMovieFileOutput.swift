@@ -3,26 +3,32 @@ import Foundation
 import Logging
 import Synchronization
 
-/// Receives the start and end of recordings (`AVCaptureFileOutputRecordingDelegate`).
+/// AVFoundation's `AVCaptureFileOutput`, the type its recording delegate is called with:
+/// CaptureKit has one file output, so this names it.
+public typealias CaptureFileOutput = CaptureMovieFileOutput
+
+/// Receives the start and end of recordings (`AVCaptureFileOutputRecordingDelegate`), with
+/// AVFoundation's signatures (`CaptureFileOutput`, `error: Error?`).
 ///
 /// Called on the movie output's serial delegate queue. `didFinishRecordingTo` is called exactly
 /// once for every `startRecording` (also when the file could not be created); `didStartRecordingTo`
 /// comes before it when the first frame was written.
 public protocol CaptureFileOutputRecordingDelegate: AnyObject, Sendable {
     /// The first frame is in the file.
-    func fileOutput(_ output: CaptureMovieFileOutput, didStartRecordingTo fileURL: URL, from connections: [CaptureConnection])
-    /// The recording ended. `error` is nil after `stopRecording()`; otherwise it says why:
-    /// `.maximumDurationReached`, `.maximumFileSizeReached`, `.diskSpaceLimitReached` and
-    /// `.sessionWasStopped` leave a complete file; `.writeFailed` leaves a file that plays up
-    /// to its last fragment, or no file when not one frame could be written (it could not be
-    /// created, or the disk was full): then `didStartRecordingTo` was not called either.
+    func fileOutput(_ output: CaptureFileOutput, didStartRecordingTo fileURL: URL, from connections: [CaptureConnection])
+    /// The recording ended. `error` is nil after `stopRecording()`; otherwise it is a
+    /// `CaptureError` saying why: `.maximumDurationReached`, `.maximumFileSizeReached`,
+    /// `.diskSpaceLimitReached` and `.sessionWasStopped` leave a complete file; `.writeFailed`
+    /// leaves a file that plays up to its last fragment, or no file when not one frame could be
+    /// written (it could not be created, or the disk was full): then `didStartRecordingTo` was
+    /// not called either.
     func fileOutput(
-        _ output: CaptureMovieFileOutput, didFinishRecordingTo outputFileURL: URL, from connections: [CaptureConnection],
-        error: CaptureError?)
+        _ output: CaptureFileOutput, didFinishRecordingTo outputFileURL: URL, from connections: [CaptureConnection],
+        error: (any Error)?)
 }
 
 extension CaptureFileOutputRecordingDelegate {
-    public func fileOutput(_ output: CaptureMovieFileOutput, didStartRecordingTo fileURL: URL, from connections: [CaptureConnection]) {}
+    public func fileOutput(_ output: CaptureFileOutput, didStartRecordingTo fileURL: URL, from connections: [CaptureConnection]) {}
 }
 
 /// Records the session's video to a movie file (`AVCaptureMovieFileOutput`): Motion-JPEG in AVI,

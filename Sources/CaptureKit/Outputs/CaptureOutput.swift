@@ -11,6 +11,8 @@ public class CaptureOutput: @unchecked Sendable {
 
     private let connectionList = Mutex<[CaptureConnection]>([])
     let owner = Mutex<ObjectIdentifier?>(nil)
+    /// Set by the session holding this output: stops it with a runtime error, if it runs.
+    let runtimeErrorSink = Mutex<(@Sendable (CaptureError) -> Void)?>(nil)
 
     init() {}
 
@@ -26,7 +28,19 @@ public class CaptureOutput: @unchecked Sendable {
         connectionList.withLock { $0 = list }
     }
 
+    /// Reports a failure that keeps this output from doing what it was asked while its session
+    /// runs (a face model that will not load): the session stops with a `.runtimeError` event,
+    /// as AVFoundation posts `AVCaptureSessionRuntimeError`. Nothing happens outside a running
+    /// session; `startError()` reports the failure when it starts. Any thread.
+    func reportRuntimeError(_ error: CaptureError) {
+        runtimeErrorSink.withLock { $0 }?(error)
+    }
+
     // MARK: Hooks for the session (called on the session queue or the capture thread)
+
+    /// Why this output cannot run as configured (the session's `startRunning()` throws it), or
+    /// nil. Session queue.
+    func startError() -> CaptureError? { nil }
 
     /// The session is about to start streaming `format` from `input`. Session queue.
     func sessionWillStart(format: CaptureDevice.Format, input: CaptureDeviceInput) {}

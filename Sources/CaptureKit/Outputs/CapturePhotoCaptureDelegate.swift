@@ -18,12 +18,14 @@ public protocol CapturePhotoCaptureDelegate: AnyObject, Sendable {
     func photoOutput(_ output: CapturePhotoOutput, willCapturePhotoFor resolvedSettings: CaptureResolvedPhotoSettings)
     /// Every frame for the capture has been taken.
     func photoOutput(_ output: CapturePhotoOutput, didCapturePhotoFor resolvedSettings: CaptureResolvedPhotoSettings)
-    /// One photo is encoded (and written, when the settings name a file), or failed.
-    func photoOutput(_ output: CapturePhotoOutput, didFinishProcessingPhoto photo: CapturePhoto, error: CaptureError?)
-    /// The capture is over; `error` is the first error of the capture, if any.
+    /// One photo is encoded (and written, when the settings name a file), or failed. The error
+    /// is typed `Error?` as in AVFoundation; it is always a `CaptureError` (`error as? CaptureError`
+    /// gives its code, path and errno).
+    func photoOutput(_ output: CapturePhotoOutput, didFinishProcessingPhoto photo: CapturePhoto, error: (any Error)?)
+    /// The capture is over; `error` is the first error of the capture, if any (a `CaptureError`).
     func photoOutput(
         _ output: CapturePhotoOutput, didFinishCaptureFor resolvedSettings: CaptureResolvedPhotoSettings,
-        error: CaptureError?)
+        error: (any Error)?)
 }
 
 extension CapturePhotoCaptureDelegate {
@@ -32,7 +34,7 @@ extension CapturePhotoCaptureDelegate {
     public func photoOutput(_ output: CapturePhotoOutput, didCapturePhotoFor resolvedSettings: CaptureResolvedPhotoSettings) {}
     public func photoOutput(
         _ output: CapturePhotoOutput, didFinishCaptureFor resolvedSettings: CaptureResolvedPhotoSettings,
-        error: CaptureError?
+        error: (any Error)?
     ) {}
 }
 

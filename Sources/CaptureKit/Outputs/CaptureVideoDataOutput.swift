@@ -1,27 +1,25 @@
 import Dispatch
 import Synchronization
 
-/// Receives video frames and drops (`AVCaptureVideoDataOutputSampleBufferDelegate`).
+/// Receives video frames and drops (`AVCaptureVideoDataOutputSampleBufferDelegate`), with
+/// AVFoundation's signatures: `output` is the `CaptureVideoDataOutput` that calls (typed as
+/// `CaptureOutput`, as AVFoundation types it `AVCaptureOutput`).
 ///
 /// Both methods are called on the queue given to `setSampleBufferDelegate(_:queue:)`, in
 /// capture order.
 public protocol CaptureVideoDataOutputSampleBufferDelegate: AnyObject, Sendable {
     /// A frame, already converted to the output's pixel format and the connection's rotation
     /// and mirroring.
-    func captureOutput(
-        _ output: CaptureVideoDataOutput, didOutput sampleBuffer: SampleBuffer, from connection: CaptureConnection)
-    /// A frame that will not be delivered, and why. `sampleBuffer` is nil when the source
-    /// skipped frames it never produced (`discontinuity`).
-    func captureOutput(
-        _ output: CaptureVideoDataOutput, didDrop sampleBuffer: SampleBuffer?, reason: FrameDropReason,
-        from connection: CaptureConnection)
+    func captureOutput(_ output: CaptureOutput, didOutput sampleBuffer: SampleBuffer, from connection: CaptureConnection)
+    /// A frame that will not be delivered; `sampleBuffer.droppedFrameReason` says why. Called
+    /// once per dropped frame (optional, as in AVFoundation: the default does nothing; the
+    /// output counts drops either way). A frame the source never produced (`discontinuity`)
+    /// comes as a buffer without pixels (0×0), with its sequence number and estimated time.
+    func captureOutput(_ output: CaptureOutput, didDrop sampleBuffer: SampleBuffer, from connection: CaptureConnection)
 }
 
 extension CaptureVideoDataOutputSampleBufferDelegate {
-    public func captureOutput(
-        _ output: CaptureVideoDataOutput, didDrop sampleBuffer: SampleBuffer?, reason: FrameDropReason,
-        from connection: CaptureConnection
-    ) {}
+    public func captureOutput(_ output: CaptureOutput, didDrop sampleBuffer: SampleBuffer, from connection: CaptureConnection) {}
 }
 
 /// Delivers every captured frame to a delegate or an AsyncSequence
@@ -31,8 +29,8 @@ extension CaptureVideoDataOutputSampleBufferDelegate {
 ///   format, untouched). Conversion, rotation and mirroring run on the delegate's queue, never
 ///   on the capture thread.
 /// - `alwaysDiscardsLateVideoFrames` (default true): while the delegate is busy, only the newest
-///   frame waits; each replaced frame is reported through `didDrop` with `frameWasLate` and
-///   counted. When false, up to `maximumQueuedFrames` wait in order; a file read as fast as
+///   frame waits; each replaced frame is reported through `didDrop` (its
+///   `droppedFrameReason` is `frameWasLate`) and counted. When false, up to `maximumQueuedFrames` wait in order; a file read as fast as
 ///   possible then waits for the consumer (no frame is lost), a live source drops with
 ///   `outOfBuffers`.
 ///
@@ -119,11 +117,9 @@ public final class CaptureVideoDataOutput: CaptureOutput, @unchecked Sendable {
     private final class StreamAdapter: CaptureVideoDataOutputSampleBufferDelegate {
         let continuation: AsyncStream<SampleBuffer>.Continuation
         init(continuation: AsyncStream<SampleBuffer>.Continuation) { self.continuation = continuation }
-        func captureOutput(
-            _ output: CaptureVideoDataOutput, didOutput sampleBuffer: SampleBuffer, from connection: CaptureConnection
-        ) {
+        func captureOutput(_ output: CaptureOutput, didOutput sampleBuffer: SampleBuffer, from connection: CaptureConnection) {
             if case .dropped = continuation.yield(sampleBuffer) {
-                output.count(drop: .frameWasLate)
+                (output as? CaptureVideoDataOutput)?.count(drop: .frameWasLate)
             }
         }
         func finish() { continuation.finish() }
@@ -143,7 +139,9 @@ public final class CaptureVideoDataOutput: CaptureOutput, @unchecked Sendable {
 
     override func sourceSkipped(frames count: Int, before sample: SampleBuffer, connection: CaptureConnection) {
         guard let queue = config.withLock({ $0.queue }) else { return }
-        for _ in 0..<count { report(drop: .discontinuity, sample: nil, connection: connection, queue: queue) }
+        for skipped in SampleBuffer.skipped(count, before: sample) {
+            report(drop: .discontinuity, sample: skipped, connection: connection, queue: queue)
+        }
     }
 
     override func drain() { mailbox.drain() }
@@ -171,10 +169,11 @@ public final class CaptureVideoDataOutput: CaptureOutput, @unchecked Sendable {
         config.withLock { $0.drops[reason, default: 0] += 1 }
     }
 
-    private func report(drop reason: FrameDropReason, sample: SampleBuffer?, connection: CaptureConnection, queue: DispatchQueue) {
+    private func report(drop reason: FrameDropReason, sample: SampleBuffer, connection: CaptureConnection, queue: DispatchQueue) {
         count(drop: reason)
+        let dropped = sample.dropped(reason)
         queue.async { [self] in
-            sampleBufferDelegate?.captureOutput(self, didDrop: sample, reason: reason, from: connection)
+            sampleBufferDelegate?.captureOutput(self, didDrop: dropped, from: connection)
         }
     }
 
@@ -188,7 +187,7 @@ public final class CaptureVideoDataOutput: CaptureOutput, @unchecked Sendable {
                 sample, to: format, rotation: transform.rotation, mirrored: transform.mirrored)
         } catch {
             count(drop: .outOfBuffers)
-            delegate.captureOutput(self, didDrop: sample, reason: .outOfBuffers, from: connection)
+            delegate.captureOutput(self, didDrop: sample.dropped(.outOfBuffers), from: connection)
             return
         }
         config.withLock { $0.delivered += 1 }

@@ -13,6 +13,11 @@ import Synchronization
 ///              device lost   ▼    │  device back
 ///                         interrupted ── stopRunning() ──▶ stopped
 /// ```
+/// AVFoundation's spellings work as there: `session.sessionPreset = .high` (a preset the input
+/// cannot deliver stops the program, as AVFoundation raises: check `canSetSessionPreset(_:)`),
+/// and a failure while running arrives as a `.runtimeError` event. The throwing forms
+/// (`setSessionPreset(_:)`, `addInput(_:)`, …) say what went wrong to a Swift caller.
+///
 /// Illegal calls throw a specific `CaptureError`: `startRunning` while running or interrupted
 /// (`.sessionAlreadyRunning`), inside a configuration block (`.sessionIsConfiguring`) or with
 /// no input (`.sessionHasNoInputs`); `stopRunning` while stopped (`.sessionNotRunning`);
@@ -56,7 +61,8 @@ public final class CaptureSession: @unchecked Sendable {
         case wasInterrupted(CaptureError)
         /// The device came back and streaming resumed (`AVCaptureSessionInterruptionEnded`).
         case interruptionEnded
-        /// A problem that did not stop streaming (an unreadable image skipped in a folder).
+        /// A problem that did not stop streaming: an unreadable image skipped in a folder, a
+        /// device setting the camera refused (`device.focusMode = …`).
         case warning(CaptureError)
 
         public var description: String {
@@ -107,8 +113,26 @@ public final class CaptureSession: @unchecked Sendable {
     public var inputs: [CaptureInput] { state.withLock { $0.inputs } }
     /// The outputs.
     public var outputs: [CaptureOutput] { state.withLock { $0.outputs } }
-    /// The active preset.
-    public var sessionPreset: SessionPreset { state.withLock { $0.preset } }
+    /// The active preset (`sessionPreset`; `.high` by default).
+    ///
+    /// Setting it works as `setSessionPreset(_:)`, without `try`: a preset the input cannot
+    /// deliver stops the program (a precondition, as AVFoundation raises; check
+    /// `canSetSessionPreset(_:)` first), and a running session that cannot reopen its device in
+    /// the new format stops with a `.runtimeError` event.
+    public var sessionPreset: SessionPreset {
+        get { state.withLock { $0.preset } }
+        set {
+            precondition(
+                canSetSessionPreset(newValue),
+                "sessionPreset: the input cannot deliver the \(newValue) preset; check canSetSessionPreset(_:) first")
+            let wasRunning = runState != .stopped
+            do {
+                try setSessionPreset(newValue)
+            } catch {
+                sessionQueue.sync { failAtRunTime(error, wasRunning: wasRunning) }
+            }
+        }
+    }
     /// The error that last stopped the session, if any.
     public var lastRuntimeError: CaptureError? { state.withLock { $0.lastError } }
 
@@ -173,6 +197,10 @@ public final class CaptureSession: @unchecked Sendable {
         try onSessionQueue { () throws(CaptureError) in
             let deviceInput = try checkAdd(input: input)
             deviceInput.owner.withLock { $0 = ObjectIdentifier(self) }
+            // A device setting the camera refused (`device.focusMode = …`) reaches this session's events.
+            deviceInput.device.settingFailureObservers.withLock {
+                $0[ObjectIdentifier(self)] = { [weak self] error in self?.emit(.warning(error)) }
+            }
             state.withLock { $0.inputs.append(deviceInput) }
             try applyIfNotConfiguring()
         }
@@ -193,6 +221,9 @@ public final class CaptureSession: @unchecked Sendable {
                 throw CaptureError(.inputNotInSession, "removeInput: the input is not in this session")
             }
             input.owner.withLock { $0 = nil }
+            if let deviceInput = input as? CaptureDeviceInput {
+                _ = deviceInput.device.settingFailureObservers.withLock { $0.removeValue(forKey: ObjectIdentifier(self)) }
+            }
             try applyIfNotConfiguring()
         }
     }
@@ -209,6 +240,12 @@ public final class CaptureSession: @unchecked Sendable {
         try onSessionQueue { () throws(CaptureError) in
             try checkAdd(output: output)
             output.owner.withLock { $0 = ObjectIdentifier(self) }
+            output.runtimeErrorSink.withLock {
+                $0 = { [weak self] error in
+                    guard let self else { return }
+                    self.sessionQueue.async { self.failAtRunTime(error, wasRunning: self.runState != .stopped) }
+                }
+            }
             state.withLock { $0.outputs.append(output) }
             try applyIfNotConfiguring()
         }
@@ -229,6 +266,7 @@ public final class CaptureSession: @unchecked Sendable {
                 throw CaptureError(.outputNotInSession, "removeOutput: the output is not in this session")
             }
             output.owner.withLock { $0 = nil }
+            output.runtimeErrorSink.withLock { $0 = nil }
             output.setConnections([])
             try applyIfNotConfiguring()
         }
@@ -354,6 +392,15 @@ public final class CaptureSession: @unchecked Sendable {
         }
     }
 
+    /// A failure after configuration that ends the run (`AVCaptureSessionRuntimeError`): the
+    /// `.runtimeError` event, then the session stops, if it was running. Session queue.
+    private func failAtRunTime(_ error: CaptureError, wasRunning: Bool) {
+        guard wasRunning else { return }
+        logger.error("session failed: \(error)")
+        emit(.runtimeError(error))
+        finishRunning(with: error)
+    }
+
     private func finishRunning(with error: CaptureError?, announce: Bool = true) {
         runner?.stop()
         runner = nil
@@ -441,6 +488,10 @@ public final class CaptureSession: @unchecked Sendable {
             try startStreaming(announce: false)
         } else {
             for (output, _) in currentWiring() where !runner.wiresOutput(output) {
+                if let error = output.startError() {
+                    failAtRunTime(error, wasRunning: true)
+                    throw error
+                }
                 output.sessionWillStart(format: format, input: input)
             }
             runner.setWiring(currentWiring())
@@ -457,6 +508,14 @@ public final class CaptureSession: @unchecked Sendable {
         }
         guard let input = snapshot.inputs.first else {
             throw CaptureError(.sessionHasNoInputs, "startRunning(): add an input to the session first")
+        }
+        // An output that cannot do what it was asked (a face model that will not load) stops the
+        // start before the device opens.
+        for output in snapshot.outputs {
+            if let error = output.startError() {
+                if !announce { setRunState(.stopped, lastError: error) }
+                throw error
+            }
         }
         let format = try resolveFormat(input: input, preset: snapshot.preset)
         input.device.applySessionFormat(format)

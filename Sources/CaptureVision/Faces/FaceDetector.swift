@@ -281,6 +281,8 @@ public final class FaceDetector: @unchecked Sendable {
     let catCascade: OpaquePointer?
     /// The YuNet model file, for the networks `sizedYuNet(width:height:)` creates.
     let yuNetModelPath: String?
+    /// The Haar cascade file, when the cascade runs (`model` reports it).
+    let haarCascadePath: String?
     /// One YuNet network per input size the searches use (whole frame, coarse pass, the two
     /// halves: four for a video), created on first use and never reshaped. Reshaping one network
     /// on every frame made OpenCV rebuild its layers each time (heaptrack: 9,520 layer
@@ -322,6 +324,7 @@ public final class FaceDetector: @unchecked Sendable {
             {
                 yuNet = network
                 yuNetModelPath = yuNetModel.path
+                haarCascadePath = nil
                 // Scored at 0.5: the face is already known to be there.
                 uprightYuNet = YuNetNetwork(
                     model: yuNetModel.path, width: 160, height: 160, scoreThreshold: 0.5, nmsThreshold: 0.3, topK: 16,
@@ -348,6 +351,7 @@ public final class FaceDetector: @unchecked Sendable {
                 let handle = cvb_cascade_create(haarCascade.path, &err)
             {
                 cascade = handle
+                haarCascadePath = haarCascade.path
                 backend = .haar
                 if yuNetModel != nil, !Self.fallbackAnnounced.exchange(true, ordering: .relaxed) {
                     Self.logger.warning(

@@ -6,12 +6,20 @@ import Foundation
 /// 2. `CVCAM_MODELS`: either one, when set, is the only place searched, so a wrong path is an
 ///    error rather than a silent fallback;
 /// 3. `../share/cvcam/models` relative to the running executable (an installed tree);
-/// 4. `Models/` of the checkout, for a binary inside a build folder (`<checkout>/.build*/…`);
-/// 5. `/usr/share/cvcam/models`, then `/usr/local/share/cvcam/models`;
-/// 6. OpenCV's Haar cascades from Debian's opencv-data (`/usr/share/opencv4/haarcascades`).
+/// 4. the library's own resources beside the executable: SwiftPM copies CaptureVision's `Models`
+///    into `<package>_CaptureVision.resources/` in the build folder of every package that depends
+///    on CaptureKit, so an app built with `swift build` finds YuNet with no set-up;
+/// 5. `Models/` of the checkout, for a binary inside a build folder (`<checkout>/.build*/…`);
+/// 6. `/usr/share/cvcam/models`, then `/usr/local/share/cvcam/models`;
+/// 7. OpenCV's Haar cascades from Debian's opencv-data (`/usr/share/opencv4/haarcascades`).
 ///
 /// Each model file is taken from the first place that holds it. Nothing of the build machine is
-/// compiled in: the executable's own path is read from `/proc/self/exe` at run time.
+/// compiled in: the executable's own path is read from `/proc/self/exe` at run time. That is why
+/// the resources are not found through SwiftPM's `Bundle.module`: its accessor also falls back to
+/// the build folder's absolute path, and stops the process (`fatalError`) when neither is there —
+/// a binary copied elsewhere (`Tools/install`, a container image) would crash instead of going
+/// on to the installed models. A binary moved out of its build folder takes its
+/// `*_CaptureVision.resources` folder along, or uses an installed tree or `CVCAM_MODELS`.
 /// A value type, safe to use from any thread; `locate` touches the file system.
 public struct FaceModelSearch: Sendable, Equatable {
     /// Why a folder is on the list.
@@ -19,6 +27,7 @@ public struct FaceModelSearch: Sendable, Equatable {
         case explicit = "--models"
         case environment = "CVCAM_MODELS"
         case installedBesideExecutable = "beside the executable"
+        case resourceBundle = "the library's resources"
         case checkout = "the checkout"
         case system = "system"
         case local = "local"
@@ -38,7 +47,9 @@ public struct FaceModelSearch: Sendable, Equatable {
     public static let environmentVariable = "CVCAM_MODELS"
 
     /// The search for a process: `explicit` first, then the environment and the executable's
-    /// location. `executable` defaults to this process's (`/proc/self/exe`).
+    /// location. `executable` defaults to this process's (`/proc/self/exe`); the library's
+    /// resources are looked for in its folder (`resourceBundle(besideExecutable:)`) and listed
+    /// only when they are there.
     public init(
         explicit: URL? = nil, environment: [String: String] = ProcessInfo.processInfo.environment,
         executable: URL? = Self.currentExecutable
@@ -58,6 +69,9 @@ public struct FaceModelSearch: Sendable, Equatable {
                 Candidate(
                     place: .installedBesideExecutable,
                     folder: bin.deletingLastPathComponent().appendingPathComponent("share/cvcam/models").standardized))
+            if let resources = Self.resourceBundle(besideExecutable: executable) {
+                list.append(Candidate(place: .resourceBundle, folder: resources))
+            }
             if let checkout = Self.checkout(containing: executable) {
                 list.append(Candidate(place: .checkout, folder: checkout.appendingPathComponent("Models")))
             }
@@ -73,6 +87,27 @@ public struct FaceModelSearch: Sendable, Equatable {
         for candidate in candidates {
             let file = candidate.folder.appendingPathComponent(fileName)
             if FileManager.default.fileExists(atPath: file.path) { return (file, candidate.place) }
+        }
+        return nil
+    }
+
+    /// The suffix SwiftPM gives the folder of CaptureVision's resources; the part before it is the
+    /// name of the package that holds CaptureVision, which depends on how an app refers to it.
+    public static let resourceBundleSuffix = "_CaptureVision.resources"
+
+    /// The `Models` folder of the library's resources in the folder of `executable`
+    /// (`<package>_CaptureVision.resources/Models`, as `swift build` lays out a build folder), or
+    /// nil when there is none. SwiftPM allows one target named CaptureVision in a build, so at
+    /// most one such folder is there.
+    public static func resourceBundle(besideExecutable executable: URL) -> URL? {
+        let folder = executable.deletingLastPathComponent()
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path) else { return nil }
+        for name in names.sorted() where name.hasSuffix(resourceBundleSuffix) {
+            let models = folder.appendingPathComponent(name).appendingPathComponent("Models")
+            var isFolder: ObjCBool = false
+            if FileManager.default.fileExists(atPath: models.path, isDirectory: &isFolder), isFolder.boolValue {
+                return models
+            }
         }
         return nil
     }

@@ -11,7 +11,7 @@ import Foundation
 final class Counter: CaptureVideoDataOutputSampleBufferDelegate, @unchecked Sendable {
     // @unchecked: `frames` is touched only on the delegate's serial queue and read after the run.
     var frames = 0
-    func captureOutput(_ output: CaptureVideoDataOutput, didOutput sampleBuffer: SampleBuffer, from connection: CaptureConnection) {
+    func captureOutput(_ output: CaptureOutput, didOutput sampleBuffer: SampleBuffer, from connection: CaptureConnection) {
         frames += 1
     }
 }

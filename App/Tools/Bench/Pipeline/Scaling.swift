@@ -77,7 +77,7 @@ final class PassThroughFaceStage: FaceMetadataStage {
 /// Records nothing; lets a video data output run its conversion for every frame.
 final class DiscardingVideoDelegate: CaptureVideoDataOutputSampleBufferDelegate {
     func captureOutput(
-        _ output: CaptureVideoDataOutput, didOutput sampleBuffer: SampleBuffer, from connection: CaptureConnection
+        _ output: CaptureOutput, didOutput sampleBuffer: SampleBuffer, from connection: CaptureConnection
     ) {}
 }
 

@@ -159,7 +159,7 @@ final class ReleaseRecorder: CaptureVideoDataOutputSampleBufferDelegate {
     let arrivals = Mutex<[Double: Double]>([:])
 
     func captureOutput(
-        _ output: CaptureVideoDataOutput, didOutput sampleBuffer: SampleBuffer, from connection: CaptureConnection
+        _ output: CaptureOutput, didOutput sampleBuffer: SampleBuffer, from connection: CaptureConnection
     ) {
         let t = now()
         arrivals.withLock { $0[sampleBuffer.presentationTimeStamp.seconds] = t }

@@ -7,6 +7,9 @@ import Foundation
 /// `ioctl(VIDIOC_G_CTRL)` / `ioctl(VIDIOC_S_CTRL)`. The manual mode last chosen is kept in
 /// `DeviceCapabilities.chosenExposureMode`, since V4L2 has one manual mode for two of ours.
 ///
+/// `exposureMode` is a settable property as in AVFoundation; `currentExposureMode()` and
+/// `setExposureMode(_:)` are its throwing forms.
+///
 /// Threading: reads are thread-safe; setters also require `lockForConfiguration()`.
 extension CaptureDevice {
     /// How exposure is chosen (`AVCaptureDevice.ExposureMode`).
@@ -32,15 +35,28 @@ extension CaptureDevice {
         }
     }
 
-    /// The current exposure mode. Manual exposure reads as the manual mode last chosen through
-    /// this API (`.locked` or `.custom`; `.custom` if none was).
+    /// The current exposure mode, read from `exposure_auto` (the throwing form of the
+    /// `exposureMode` getter). Manual exposure reads as the manual mode last chosen through this
+    /// API (`.locked` or `.custom`; `.custom` if none was).
+    /// - Throws: `.unsupported` for a camera without the control; the control's read error.
+    public func currentExposureMode() throws(CaptureError) -> ExposureMode {
+        let raw = try value(of: .exposureAuto)
+        if raw != 1 { return .continuousAutoExposure }
+        let chosen = source.capabilities?.chosenExposureMode
+        return chosen == .locked ? .locked : .custom
+    }
+
+    /// The exposure mode (`exposureMode`).
+    ///
+    /// Reading answers `.continuousAutoExposure` for a device without exposure controls (a file,
+    /// a synthetic camera) or when the camera cannot be read; `currentExposureMode()` throws
+    /// instead. Setting works as `setExposureMode(_:)`, without `try`: as AVFoundation raises,
+    /// setting without `lockForConfiguration()` or a mode `isExposureModeSupported(_:)` denies
+    /// stops the program; a camera that refuses the change is reported as a `.warning` event of
+    /// the sessions using this device (and logged on `cvcam.device`).
     public var exposureMode: ExposureMode {
-        get throws(CaptureError) {
-            let raw = try value(of: .exposureAuto)
-            if raw != 1 { return .continuousAutoExposure }
-            let chosen = source.capabilities?.chosenExposureMode
-            return chosen == .locked ? .locked : .custom
-        }
+        get { (try? currentExposureMode()) ?? .continuousAutoExposure }
+        set { applySetting("exposureMode") { () throws(CaptureError) in try setExposureMode(newValue) } }
     }
 
     /// Sets the exposure mode. Requires the lock. `.continuousAutoExposure` first applies an

@@ -24,12 +24,23 @@ extension CaptureDevice {
     /// Whether `mode` is available (`auto` never is on V4L2).
     public func isTorchModeSupported(_ mode: TorchMode) -> Bool { mode != .auto && hasTorch }
 
-    /// The torch mode.
+    /// The torch mode, read from `flash_led_mode` (the throwing form of the `torchMode` getter).
+    /// - Throws: `.unsupported` for a camera without a torch; the control's read error.
+    public func currentTorchMode() throws(CaptureError) -> TorchMode {
+        guard hasTorch else { throw CaptureError(.unsupported, "\(localizedName) has no torch") }
+        return try value(of: .flashLEDMode) == 2 ? .on : .off
+    }
+
+    /// The torch mode (`torchMode`).
+    ///
+    /// Reading answers `.off` for a device without a torch or when the camera cannot be read
+    /// (`currentTorchMode()` throws instead). Setting works as `setTorchMode(_:)`, without `try`:
+    /// as AVFoundation raises, setting without `lockForConfiguration()` or a mode
+    /// `isTorchModeSupported(_:)` denies stops the program; a camera that refuses the change is
+    /// reported as a `.warning` event of the sessions using this device.
     public var torchMode: TorchMode {
-        get throws(CaptureError) {
-            guard hasTorch else { throw CaptureError(.unsupported, "\(localizedName) has no torch") }
-            return try value(of: .flashLEDMode) == 2 ? .on : .off
-        }
+        get { (try? currentTorchMode()) ?? .off }
+        set { applySetting("torchMode") { () throws(CaptureError) in try setTorchMode(newValue) } }
     }
 
     /// Turns the torch on or off. Requires the lock.

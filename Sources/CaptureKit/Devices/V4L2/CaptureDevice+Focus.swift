@@ -6,6 +6,9 @@ import Foundation
 /// (`focus_absolute`) and the button `V4L2_CID_AUTO_FOCUS_START`, through
 /// `ioctl(VIDIOC_G_CTRL)` / `ioctl(VIDIOC_S_CTRL)`.
 ///
+/// `focusMode` is a settable property as in AVFoundation; `currentFocusMode()` and
+/// `setFocusMode(_:)` are its throwing forms.
+///
 /// Threading: reads are thread-safe; setters also require `lockForConfiguration()`.
 extension CaptureDevice {
     /// How the lens focuses (`AVCaptureDevice.FocusMode`).
@@ -27,15 +30,28 @@ extension CaptureDevice {
         }
     }
 
-    /// The current focus mode (read from `focus_automatic_continuous`).
-    public var focusMode: FocusMode {
-        get throws(CaptureError) {
-            guard isControlSupported(.focusAuto) else {
-                if isControlSupported(.focusAbsolute) { return .locked }
-                throw CaptureError(.unsupported, "\(localizedName) has no focus control")
-            }
-            return try value(of: .focusAuto) != 0 ? .continuousAutoFocus : .locked
+    /// The current focus mode, read from `focus_automatic_continuous` (the throwing form of
+    /// the `focusMode` getter).
+    /// - Throws: `.unsupported` for a camera without focus controls; the control's read error.
+    public func currentFocusMode() throws(CaptureError) -> FocusMode {
+        guard isControlSupported(.focusAuto) else {
+            if isControlSupported(.focusAbsolute) { return .locked }
+            throw CaptureError(.unsupported, "\(localizedName) has no focus control")
         }
+        return try value(of: .focusAuto) != 0 ? .continuousAutoFocus : .locked
+    }
+
+    /// The focus mode (`focusMode`).
+    ///
+    /// Reading answers `.locked` for a device without focus controls (a fixed-focus camera, a
+    /// file) or when the camera cannot be read; `currentFocusMode()` throws instead. Setting works
+    /// as `setFocusMode(_:)`, without `try`: as AVFoundation raises, setting without
+    /// `lockForConfiguration()` or a mode `isFocusModeSupported(_:)` denies stops the program;
+    /// a camera that refuses the change is reported as a `.warning` event of the sessions using
+    /// this device (and logged on `cvcam.device`).
+    public var focusMode: FocusMode {
+        get { (try? currentFocusMode()) ?? .locked }
+        set { applySetting("focusMode") { () throws(CaptureError) in try setFocusMode(newValue) } }
     }
 
     /// Sets the focus mode. Requires the configuration lock. The automatic modes first apply a

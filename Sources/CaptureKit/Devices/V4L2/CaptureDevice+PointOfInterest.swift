@@ -25,6 +25,9 @@ import Foundation
 /// owns it and the other's bit is cleared, so that operation meters or focuses on the whole frame
 /// again rather than on a region meant for the other point.
 ///
+/// Both points are settable properties as in AVFoundation (`device.focusPointOfInterest = p`);
+/// `setFocusPointOfInterest(_:)` and `setExposurePointOfInterest(_:)` are their throwing forms.
+///
 /// Threading: reads are thread-safe; setters also require `lockForConfiguration()`.
 extension CaptureDevice {
     /// The points set through this object; nil: never set (the getters answer the centre).
@@ -54,14 +57,26 @@ extension CaptureDevice {
 
     /// The point auto focus looks at, in device space: (0, 0) top left, (1, 1) bottom right of
     /// the unrotated sensor frame; (0.5, 0.5) until one is set. Threading: thread-safe.
+    ///
+    /// Setting works as `setFocusPointOfInterest(_:)`, without `try`: as AVFoundation raises,
+    /// setting without `lockForConfiguration()`, on a camera whose
+    /// `isFocusPointOfInterestSupported` is false, or outside (0, 0)…(1, 1), stops the program.
     public var focusPointOfInterest: CGPoint {
-        pointsOfInterest.withLock { $0.focus } ?? Self.defaultPointOfInterest
+        get { pointsOfInterest.withLock { $0.focus } ?? Self.defaultPointOfInterest }
+        set { applySetting("focusPointOfInterest") { () throws(CaptureError) in try setFocusPointOfInterest(newValue) } }
     }
 
     /// The point auto exposure meters on, in device space; (0.5, 0.5) until one is set.
     /// Threading: thread-safe.
+    ///
+    /// Setting works as `setExposurePointOfInterest(_:)`, without `try`: as AVFoundation raises,
+    /// setting without `lockForConfiguration()`, on a camera whose
+    /// `isExposurePointOfInterestSupported` is false, or outside (0, 0)…(1, 1), stops the program.
     public var exposurePointOfInterest: CGPoint {
-        pointsOfInterest.withLock { $0.exposure } ?? Self.defaultPointOfInterest
+        get { pointsOfInterest.withLock { $0.exposure } ?? Self.defaultPointOfInterest }
+        set {
+            applySetting("exposurePointOfInterest") { () throws(CaptureError) in try setExposurePointOfInterest(newValue) }
+        }
     }
 
     /// Sets the focus point of interest. Requires the configuration lock. The point takes effect

@@ -27,15 +27,28 @@ extension CaptureDevice {
         }
     }
 
-    /// The current white balance mode.
-    public var whiteBalanceMode: WhiteBalanceMode {
-        get throws(CaptureError) {
-            guard isControlSupported(.autoWhiteBalance) else {
-                if isControlSupported(.whiteBalanceTemperature) { return .locked }
-                throw CaptureError(.unsupported, "\(localizedName) has no white balance control")
-            }
-            return try value(of: .autoWhiteBalance) != 0 ? .continuousAutoWhiteBalance : .locked
+    /// The current white balance mode, read from `white_balance_automatic` (the throwing form of
+    /// the `whiteBalanceMode` getter).
+    /// - Throws: `.unsupported` for a camera without white balance controls; the read error.
+    public func currentWhiteBalanceMode() throws(CaptureError) -> WhiteBalanceMode {
+        guard isControlSupported(.autoWhiteBalance) else {
+            if isControlSupported(.whiteBalanceTemperature) { return .locked }
+            throw CaptureError(.unsupported, "\(localizedName) has no white balance control")
         }
+        return try value(of: .autoWhiteBalance) != 0 ? .continuousAutoWhiteBalance : .locked
+    }
+
+    /// The white balance mode (`whiteBalanceMode`).
+    ///
+    /// Reading answers `.continuousAutoWhiteBalance` for a device without white balance controls
+    /// or when the camera cannot be read (`currentWhiteBalanceMode()` throws instead). Setting
+    /// works as `setWhiteBalanceMode(_:)`, without `try`: as AVFoundation raises, setting without
+    /// `lockForConfiguration()` or a mode `isWhiteBalanceModeSupported(_:)` denies stops the
+    /// program; a camera that refuses the change is reported as a `.warning` event of the
+    /// sessions using this device.
+    public var whiteBalanceMode: WhiteBalanceMode {
+        get { (try? currentWhiteBalanceMode()) ?? .continuousAutoWhiteBalance }
+        set { applySetting("whiteBalanceMode") { () throws(CaptureError) in try setWhiteBalanceMode(newValue) } }
     }
 
     /// Sets the white balance mode. Requires the lock.
