@@ -29,8 +29,8 @@ import Testing
 
     final class MovieEnd: CaptureFileOutputRecordingDelegate, Sendable {
         func fileOutput(
-            _ output: CaptureMovieFileOutput, didFinishRecordingTo outputFileURL: URL, from connections: [CaptureConnection],
-            error: CaptureError?
+            _ output: CaptureFileOutput, didFinishRecordingTo outputFileURL: URL, from connections: [CaptureConnection],
+            error: (any Error)?
         ) {}
     }
 

@@ -20,8 +20,8 @@ package final class ServeProcess: @unchecked Sendable {
             prefix.isEmpty
             ? CLI.process(serveArguments, environment: environment)
             : CLI.process(
-                Array(prefix.dropFirst()) + [CLI.binary.path] + serveArguments, executable: URL(fileURLWithPath: prefix[0]),
-                environment: environment)
+                Array(prefix.dropFirst()) + [CLI.binary.path] + serveArguments, environment: environment,
+                executable: URL(fileURLWithPath: prefix[0]))
         self.process = process
         self.err = err
         out.fileHandleForReading.readabilityHandler = { [outText] handle in

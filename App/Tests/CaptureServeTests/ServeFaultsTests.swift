@@ -160,9 +160,10 @@ import AppTestSupport
     final class RefusalCounter: CameraMetricsSink, Sendable {
         let refused = Atomic<Int>(0)
         func update(frames: Int, analysed: Int, skipped: Int) {}
-        func observeDetection(milliseconds: Double) {}
+        func observeDetection(stage: LatencyRecorder.Stage, milliseconds: Double) {}
         func sessionRestarted() {}
         func inputReconnected() {}
+        func inputReconnectAttempted() {}
         func setOnline(_ online: Bool) {}
         func commandRefused() { refused.add(1, ordering: .relaxed) }
     }
