@@ -265,8 +265,8 @@ public final class NetworkStreamSource: FrameSource, Sendable {
 /// One connection attempt and, once connected, its reading loop, on a thread of its own.
 /// Frames go into a one-frame mailbox (the newest wins).
 ///
-/// The thread calls into FFmpeg and OpenCV (`cvb_stream_read`, `cv::imdecode`), so it must be
-/// joined before the process exits: a thread still decoding while `exit()` runs the libraries'
+/// The thread calls into FFmpeg and OpenCV (CaptureVision's stream reader, `cv::imdecode`), so
+/// it must be joined before the process exits: a thread still decoding while `exit()` runs the libraries'
 /// destructors crashes the process. Its owner joins it (`stopAndJoin`); as a last line for exit
 /// paths that never release the source (an error thrown after the input was opened), every
 /// thread still running is stopped and joined by an `atexit` handler (`LiveStreamThreads`),
