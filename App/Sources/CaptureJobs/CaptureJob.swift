@@ -19,7 +19,6 @@ package final class CaptureJob: @unchecked Sendable {
     package let options: InputOptions
     package let printer: EventPrinter
     package let statusLine: StatusLine?
-    private var signalSources: [DispatchSourceSignal] = []
     private var dropTimer: DispatchSourceTimer?
     package private(set) var interrupted = false
     package private(set) var startedAt = Date()
@@ -127,8 +126,7 @@ package final class CaptureJob: @unchecked Sendable {
         runtimeError =
             sessionEvents.stoppingError ?? session.lastRuntimeError.flatMap { $0.code == .deviceDisconnected ? nil : $0 }
         // The next input of the run installs its own.
-        for source in signalSources { source.cancel() }
-        signalSources = []
+        StopSignals.unregister()
     }
 
     /// Reports skipped frames at most once a second: a `drop` event with how many frames were
@@ -232,32 +230,18 @@ package final class CaptureJob: @unchecked Sendable {
     /// with 128 + the signal number, so a signal always ends cvcam. A stop that returned in
     /// time disarms the watchdog: finishing files and the summary are not cut short.
     private func installSignalHandlers() {
-        let queue = DispatchQueue(label: "cvcam.signals")
-        for sig in [SIGINT, SIGTERM] {
-            signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)
-            source.setEventHandler { [weak self] in
-                guard let self, !self.interrupted else { _exit(128 + sig) }
-                self.interrupted = true
-                DispatchQueue.global().asyncAfter(deadline: .now() + Self.signalGracePeriod) {
-                    if !self.stopReturned.load(ordering: .acquiring) { _exit(128 + sig) }
-                }
-                // Off this queue, so a stop that blocks cannot hold back the second signal.
-                DispatchQueue.global().async {
-                    try? self.session.stopRunning()
-                    self.stopReturned.store(true, ordering: .releasing)
-                }
+        StopSignals.register { [weak self] sig in
+            guard let self, !self.interrupted else { _exit(128 + sig) }
+            self.interrupted = true
+            DispatchQueue.global().asyncAfter(deadline: .now() + Self.signalGracePeriod) {
+                if !self.stopReturned.load(ordering: .acquiring) { _exit(128 + sig) }
             }
-            source.resume()
-            signalSources.append(source)
+            // Off the signal thread, so a stop that blocks cannot hold back the second signal.
+            DispatchQueue.global().async {
+                try? self.session.stopRunning()
+                self.stopReturned.store(true, ordering: .releasing)
+            }
         }
-        // A parent may start cvcam with these signals blocked (the mask is inherited); blocked,
-        // they would stay pending and never stop the run. Unblocked only once handled.
-        var stopping = sigset_t()
-        sigemptyset(&stopping)
-        sigaddset(&stopping, SIGINT)
-        sigaddset(&stopping, SIGTERM)
-        pthread_sigmask(SIG_UNBLOCK, &stopping, nil)
     }
 
     /// CPU seconds this process has used (user + system).

@@ -179,7 +179,7 @@ package struct PreviewServer: Sendable {
 
     /// Binds `address` and starts serving; returns once it listens.
     /// - Throws: `CLIError.message` naming the address when it cannot be bound (in use, not
-    ///   this machine's, no permission), or when the server did not start within 10 s.
+    ///   this machine's, no permission), or when the server did not start within 60 s.
     package func start(on address: ListenAddress) throws -> Running {
         let bound = Mutex<Result<Int, any Error>?>(nil)
         let ready = DispatchSemaphore(value: 0)
@@ -204,7 +204,7 @@ package struct PreviewServer: Sendable {
             }
             ended.signal()
         }
-        _ = ready.wait(timeout: .now() + 10)
+        _ = ready.wait(timeout: .now() + 60)
         let outcome = bound.withLock { $0 }
         let running: (Int) -> Running = { Running(port: $0, group: group, task: task, ended: ended) }
         switch outcome {
@@ -213,7 +213,7 @@ package struct PreviewServer: Sendable {
             throw CLIError.message(ListenFailure.message("the preview", address: "\(address)", error, option: "--listen (or preview.listen)"))
         case nil:
             task.cancel()
-            throw CLIError.message("the preview server did not start listening on \(address) within 10 s")
+            throw CLIError.message("the preview server did not start listening on \(address) within 60 s")
         }
     }
 }

@@ -202,7 +202,7 @@ package final class ServeMetrics: Sendable {
 
         /// Takes every series of this camera out of `registry`.
         fileprivate func unregister(from registry: PrometheusCollectorRegistry) {
-            for counter in [framesCaptured, framesAnalysed, framesSkipped, inputReconnects, inputReconnectAttempts] {
+            for counter in [framesCaptured, framesAnalysed, framesSkipped, inputReconnects, inputReconnectAttempts, commandsRefused] {
                 registry.unregisterCounter(counter)
             }
             registry.unregisterGauge(online)

@@ -140,8 +140,15 @@ import AppTestSupport
         for cam in ["cam1", "cam2", "cam3"] {
             let events = subscriber.on("cvcam/\(cam)/events").compactMap(\.json)
             for event in events { #expect(event["schema"] as? Int == 1 && event["wallTime"] is String) }
-            let faces = events.filter { $0["type"] as? String == "face" }.map { $0["event"] as? String ?? "" }
-            #expect(faces.first == "enter" && faces.last == "leave", "\(cam): \(faces)")
+            // Each face's track: it enters first, and nothing of it follows its leave (the scene
+            // loops, so more faces may come while the test reads).
+            let faces = events.filter { $0["type"] as? String == "face" }
+            let tracks = Dictionary(grouping: faces) { $0["faceID"] as? Int ?? -1 }.mapValues { $0.map { $0["event"] as? String ?? "" } }
+            #expect(!tracks.isEmpty && tracks.keys.allSatisfy { $0 >= 0 }, "\(cam): \(tracks)")
+            for (id, track) in tracks {
+                #expect(track.first == "enter" && !track.dropLast().contains("leave"), "\(cam) face \(id): \(track)")
+            }
+            #expect(tracks.values.contains { $0.last == "leave" }, "\(cam): \(tracks)")
             // Events of one camera only.
             #expect(!events.contains { ($0["text"] as? String).map { $0 != cam.uppercased() } ?? false })
             #expect(subscriber.on("cvcam/\(cam)/availability").map(\.text).contains("online"))

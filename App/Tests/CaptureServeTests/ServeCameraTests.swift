@@ -78,7 +78,8 @@ import AppTestSupport
         #expect(publisher.wait(10) { $0.on(topics.events).count >= 3 })
         let started = Date()
         camera.stop()
-        #expect(Date().timeIntervalSince(started) < 2)
+        // Stopping does not wait out the retry's back-off (a busy box gets slack).
+        #expect(Date().timeIntervalSince(started) < 8)
         let errors = publisher.on(topics.events).compactMap(\.json)
         #expect(errors.allSatisfy { $0["type"] as? String == "error" && $0["code"] as? String == "cameraFailed" })
         #expect((errors.first?["message"] as? String)?.contains("trying again in 0.5 s") == true)
@@ -98,6 +99,7 @@ import AppTestSupport
                 faces: {}
                 codes: {types: [qr], repeatInterval: 0.5}
                 snapshots: {dir: \(dir.path)}
+                commands: {perSecond: 100, burst: 100}   # more than the default burst of 10 follow
             """)
         let publisher = RecordingPublisher()
         let camera = ServeCamera(config: config, prefix: "cvcam", publisher: publisher, statsInterval: nil)
@@ -121,7 +123,7 @@ import AppTestSupport
         let codesAfter = publisher.on(topics.events).filter { $0.json?["type"] as? String == "code" && $0.json?["event"] as? String != "leave" }.count
         #expect(codesAfter == codesBefore)
         camera.handle(command: Array("roi off".utf8))
-        #expect(publisher.wait(5) { $0.on(topics.events).filter { $0.json?["type"] as? String == "code" && $0.json?["event"] as? String != "leave" }.count > codesAfter })
+        #expect(publisher.wait(60) { $0.on(topics.events).filter { $0.json?["type"] as? String == "code" && $0.json?["event"] as? String != "leave" }.count > codesAfter })
         // detect off and on again are taken (ServeStateTests follows a face through them).
         let refusedBefore = publisher.on(topics.error).count
         camera.handle(command: Array("detect off".utf8))
@@ -130,7 +132,7 @@ import AppTestSupport
         // snapshot: a photo of the next frame, on disk and retained.
         let errorsBefore = publisher.on(topics.error).count
         camera.handle(command: Array("snapshot".utf8))
-        #expect(publisher.wait(5) { $0.on(topics.events).contains { $0.json?["reason"] as? String == "requested" } })
+        #expect(publisher.wait(60) { $0.on(topics.events).contains { $0.json?["reason"] as? String == "requested" } })
         let event = try #require(publisher.on(topics.events).compactMap(\.json).first { $0["reason"] as? String == "requested" })
         let path = try #require(event["path"] as? String)
         #expect(FileManager.default.fileExists(atPath: path))

@@ -110,7 +110,7 @@ import AppTestSupport
         let latin1 = dir.appendingPathComponent("latin1.yaml")
         try Data([0x6D, 0x71, 0x74, 0x74, 0x3A, 0x20, 0xE9, 0xFF, 0x0A]).write(to: latin1)
         let notText = try #require(Self.loadProblem(latin1.path))
-        #expect(notText.contains("not valid UTF-8") && !Self.soundsLikeFoundation(notText), "\(notText)")
+        #expect(notText.contains("not UTF-8") && !Self.soundsLikeFoundation(notText), "\(notText)")
     }
 
     /// A YAML error names its line and column in our words, without quoting the file (the line

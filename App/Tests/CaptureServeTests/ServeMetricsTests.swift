@@ -213,7 +213,7 @@ import AppTestSupport
         } catch is CancellationError {}
     }
 
-    @Test(.timeLimit(.minutes(1))) func theServerAnswersMetricsAnd404ElsewhereOnLoopback() async throws {
+    @Test(.timeLimit(.minutes(10))) func theServerAnswersMetricsAnd404ElsewhereOnLoopback() async throws {
         let metrics = ServeMetrics()
         metrics.camera("door").update(frames: 42, analysed: 40, skipped: 2)
         try await Self.withServer(metrics) { port in
@@ -232,7 +232,7 @@ import AppTestSupport
         }
     }
 
-    @Test(.timeLimit(.minutes(1))) func anAddressInUseFailsTheRun() async throws {
+    @Test(.timeLimit(.minutes(10))) func anAddressInUseFailsTheRun() async throws {
         try await Self.withServer(ServeMetrics()) { port in
             // reuseAddress does not allow two listeners on one port (that would need SO_REUSEPORT).
             let second = try MetricsServer(address: "127.0.0.1:\(port)", metrics: ServeMetrics())

@@ -146,7 +146,8 @@ import AppTestSupport
         let port = closedLoopbackPort()
         let start = Date()
         let result = try CLI.run(["scan", "--input", "rtsp://eve:Hidden77@127.0.0.1:\(port)/live", "--connect-timeout", "2"])
-        #expect(Date().timeIntervalSince(start) < 5)
+        // Not retried: one refused connection and out (a busy box gets slack beyond the 2 s).
+        #expect(Date().timeIntervalSince(start) < 15)
         #expect(result.status == 1)
         #expect(result.stderr.contains("cannot open rtsp://eve:***@127.0.0.1:\(port)/live: "), "\(result.stderr)")
         #expect(!(result.stdout + result.stderr).contains("Hidden77"))
