@@ -440,7 +440,7 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
         config.withLock { $0.skipped += dropped }
     }
 
-    override func waitForWorkInProgress() { pipeline.waitForWorkInProgress() }
+    override func waitForWorkInProgress() { pipeline.endThreads() }
 
     override func sessionDidStop() {
         // After the last admitted frame is delivered, on the delivery thread: no lane is

@@ -108,6 +108,15 @@ final class MetadataPipeline<Lane: Hashable & Sendable, Context: Sendable, Outpu
         waitUntilIdle()
     }
 
+    /// `waitForWorkInProgress`, then the lanes' and the delivery's threads are ended and joined
+    /// (a stopped session leaves no thread; the next frame starts them again).
+    func endThreads() {
+        let own = condition.withLock { [delivery] + Array(workers.values) }
+        guard !own.contains(where: \.isCurrentThread) else { return }
+        waitUntilIdle()
+        for worker in own { worker.stopAndJoin() }
+    }
+
     /// Forgets frames waiting in every one of their lanes (no lane started them); returns how
     /// many. Frames a lane has started are finished and delivered.
     func cancelPending() -> Int {

@@ -21,11 +21,13 @@ extension DispatchQueue: SerialJobRunner {
 /// malloc arena of whichever thread ran it. Detection on its own threads keeps the count fixed
 /// from the first frame.
 ///
-/// The thread starts with the first job, is named `name` (see `nameCurrentThread`), and ends once the worker is
-/// released and the jobs given before have run.
+/// The thread (`pthread_create`) starts with the first job and is named `name` (see
+/// `nameCurrentThread`). `stopAndJoin()` ends it once the jobs given before have run and joins
+/// it (`pthread_join`), so a stopped session leaves no thread behind; the next job starts a new
+/// one. Released without it, the worker's thread ends after its jobs, detached.
 ///
-/// Threading: `run` and `waitUntilIdle` from any thread; `waitUntilIdle` not from a job of the
-/// same worker (it would wait for itself).
+/// Threading: `run`, `waitUntilIdle` and `stopAndJoin` from any thread; the last two not from a
+/// job of the same worker (they would wait for themselves; `stopAndJoin` then does nothing).
 final class WorkerThread: SerialJobRunner, @unchecked Sendable {
     // @unchecked: all mutable state is in `Shared`, guarded by its condition.
 
@@ -36,20 +38,26 @@ final class WorkerThread: SerialJobRunner, @unchecked Sendable {
         var jobs: [@Sendable () -> Void] = []
         var closing = false
         var started = false
-        /// The worker's thread, once it runs.
+        /// A `stopAndJoin` is waiting for the thread.
+        var joining = false
+        /// The worker's thread, while it runs.
         var thread: pthread_t?
+        let name: String
+        init(name: String) { self.name = name }
     }
 
-    private let shared = Shared()
+    private let shared: Shared
     let name: String
 
     init(name: String) {
         self.name = name
+        shared = Shared(name: name)
     }
 
     deinit {
         shared.condition.lock()
         shared.closing = true
+        if let thread = shared.thread { pthread_detach(thread) }
         shared.condition.signal()
         shared.condition.unlock()
     }
@@ -60,15 +68,7 @@ final class WorkerThread: SerialJobRunner, @unchecked Sendable {
         shared.condition.lock()
         defer { shared.condition.unlock() }
         shared.jobs.append(job)
-        if !shared.started {
-            shared.started = true
-            let name = self.name
-            let thread = Thread {
-                WorkerThread.nameCurrentThread(name)
-                WorkerThread.loop(shared)
-            }
-            thread.start()
-        }
+        if !shared.started { Self.startThread(shared) }
         shared.condition.signal()
     }
 
@@ -78,6 +78,54 @@ final class WorkerThread: SerialJobRunner, @unchecked Sendable {
         shared.condition.lock()
         defer { shared.condition.unlock() }
         return shared.thread.map { pthread_equal($0, pthread_self()) != 0 } ?? false
+    }
+
+    /// Ends the thread once every job queued before this call has run, and waits for it to exit.
+    /// Does nothing when no thread runs, or when called from the worker's own thread.
+    func stopAndJoin() {
+        let shared = self.shared
+        shared.condition.lock()
+        guard shared.started, !shared.joining, let thread = shared.thread, pthread_equal(thread, pthread_self()) == 0 else {
+            shared.condition.unlock()
+            return
+        }
+        shared.joining = true
+        shared.closing = true
+        shared.condition.signal()
+        shared.condition.unlock()
+        pthread_join(thread, nil)
+        shared.condition.lock()
+        defer { shared.condition.unlock() }
+        shared.thread = nil
+        shared.started = false
+        shared.closing = false
+        shared.joining = false
+        // A job queued while the thread was ending gets a new thread.
+        if !shared.jobs.isEmpty { Self.startThread(shared) }
+    }
+
+    /// Starts the thread; the caller holds the condition's lock.
+    private static func startThread(_ shared: Shared) {
+        shared.started = true
+        var thread = pthread_t()
+        let context = Unmanaged.passRetained(shared).toOpaque()
+        let created = pthread_create(&thread, nil, { context in
+            let shared = Unmanaged<Shared>.fromOpaque(context!).takeRetainedValue()
+            WorkerThread.nameCurrentThread(shared.name)
+            WorkerThread.loop(shared)
+            return nil
+        }, context)
+        guard created == 0 else {
+            // No thread (the process is at its limit): run the jobs on a dispatch queue instead
+            // of losing them.
+            Unmanaged<Shared>.fromOpaque(context).release()
+            shared.started = false
+            let jobs = shared.jobs
+            shared.jobs.removeAll()
+            DispatchQueue.global().async { for job in jobs { job() } }
+            return
+        }
+        shared.thread = thread
     }
 
     /// Blocks until every job queued before this call has run.
@@ -100,9 +148,6 @@ final class WorkerThread: SerialJobRunner, @unchecked Sendable {
     }
 
     private static func loop(_ shared: Shared) {
-        shared.condition.lock()
-        shared.thread = pthread_self()
-        shared.condition.unlock()
         while true {
             shared.condition.lock()
             while shared.jobs.isEmpty && !shared.closing { shared.condition.wait() }
