@@ -114,6 +114,13 @@ public struct CaptureError: Error, Sendable, Equatable, CustomStringConvertible 
         public static let diskSpaceLimitReached = Code(rawValue: "diskSpaceLimitReached")
         /// A recording stopped because the session stopped; the file is complete.
         public static let sessionWasStopped = Code(rawValue: "sessionWasStopped")
+
+        // Installation.
+        /// A part of CaptureKit loaded on first use is missing, cannot be loaded or is from
+        /// another build: the video module (video files, streams, movies), the objdetect module
+        /// (faces, QR location) or the imgcodecs module (image formats beyond JPEG and PNG).
+        /// Reinstall, or build every product of the package (`swift build`).
+        public static let moduleUnavailable = Code(rawValue: "moduleUnavailable")
     }
 
     /// What kind of failure this is.
