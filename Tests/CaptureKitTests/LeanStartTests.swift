@@ -35,8 +35,8 @@ import Testing
     static func run(_ probe: URL, _ arguments: [String]) throws -> Run {
         let folder = try TemporaryDirectory()
         let out = folder.url.appendingPathComponent("out"), err = folder.url.appendingPathComponent("err")
-        FileManager.default.createFile(atPath: out.path, contents: nil)
-        FileManager.default.createFile(atPath: err.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
         let process = Process()
         process.executableURL = probe
         process.arguments = arguments
