@@ -97,7 +97,7 @@ template <typename Table> void load(Module<Table> &m) {
         return;
     }
     m.failure = std::string(m.file) + " (" + m.holds + ") is missing: looked for " + candidates[0] + " and " +
-                candidates[1] + "; install cvcam with its modules (Tools/install or the .deb puts them in PREFIX/lib/cvcam)";
+                candidates[1];
 }
 
 template <typename Table> const Table *get(Module<Table> &m, cvb_error *err) {

@@ -21,8 +21,9 @@ extension CaptureError {
         if err.code == Int32(CVB_ERROR_MODULE_UNAVAILABLE) {
             self.init(
                 .moduleUnavailable,
-                "\(detail). CaptureKit loads it on first use from beside the program or from ../lib/cvcam: "
-                    + "reinstall, or in a source checkout build every product (`swift build`)",
+                "\(detail). This build (the shipped layout, CVCAM_LEAN_MODULES) loads it on first use from "
+                    + "beside the program or from ../lib/cvcam: reinstall cvcam with its lib/cvcam folder "
+                    + "(Tools/install or the .deb), or use a plain `swift build`, which links it in",
                 path: path, libraryCode: err.code)
             return
         }
