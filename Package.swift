@@ -17,12 +17,40 @@
 //                      runners), imaging, pixel buffers and CaptureError: the only Swift that calls
 //                      CVBridge, each wrapper naming its C call (`package` seams for CaptureKit and
 //                      CaptureKitTesting: Imaging, CodeImaging, DeviceSpace, PixelBuffer.withBridgeImage)
-//   CVBridge           C ABI over OpenCV, ZBar and zxing-cpp (C++ inside, plain C header, no policy)
+//   CVBridge           C ABI over OpenCV, ZBar and zxing-cpp (C++ inside, plain C header, no policy);
+//                      its calls into OpenCV's video, dnn/objdetect and codec modules are the targets
+//                      CVBridgeVideo, CVBridgeObjdetect and CVBridgeImgcodecs (see `leanModules`)
 //   CV4L2        what Swift cannot import from <linux/videodev2.h> (macros, variadic calls)
 //   COpenCV, CFFmpeg, CZBar, CZXing, CLibV4L2: system libraries found through pkg-config
 //
 // This package depends on swift-log only: it is what an app resolves when it adds CaptureKit.
 import PackageDescription
+
+// Where CVBridge's calls into OpenCV's heavy modules (videoio and FFmpeg; objdetect and dnn;
+// imgcodecs and GDAL) live (issue #33):
+// - By default (any plain `swift build`: development, the suites, and every package that depends
+//   on CaptureKit) the three module targets are linked into CVBridge like the rest of the shim,
+//   OpenCV comes from pkg-config, and everything works with no set-up (issue #32).
+// - With CVCAM_LEAN_MODULES=1, which only Tools/install sets (and so Tools/package), CVBridge
+//   links OpenCV's core and imgproc alone and loads (dlopen) each module on first use from
+//   PREFIX/lib/cvcam, where Tools/install puts the shared objects it links from those targets'
+//   objects. `cvcam --version` and `cvcam scan IMAGE` then map none of the heavy libraries.
+//   OpenCV is no pkg-config system library in this layout: opencv4.pc names all 50 modules and
+//   SwiftPM puts --as-needed after them, where it drops nothing; each target names what it links.
+let leanModules = Context.environment["CVCAM_LEAN_MODULES"] == "1"
+
+let moduleTargets = ["CVBridgeVideo", "CVBridgeObjdetect", "CVBridgeImgcodecs"]
+// OpenCV: pkg-config's view by default; in the lean layout its headers (what `pkg-config
+// --cflags opencv4` gives on Debian) and libraries by name. Unsafe flags only there: a package
+// that depends on this one never sets the variable.
+let openCV: [Target.Dependency] = leanModules ? [] : ["COpenCV"]
+let openCVHeaders: [CXXSetting] = leanModules ? [.unsafeFlags(["-I/usr/include/opencv4"])] : []
+let openCVLibraries: (_ names: [String]) -> [LinkerSetting] = { names in
+    leanModules ? names.map { .linkedLibrary("opencv_\($0)") } : []
+}
+// The modules see CVBridge's internal headers; as shared objects they export their entry point only.
+let moduleSettings: [CXXSetting] =
+    openCVHeaders + [.headerSearchPath("../CVBridge")] + (leanModules ? [.unsafeFlags(["-fvisibility=hidden"])] : [])
 
 let package = Package(
     name: "cvcam",
@@ -41,6 +69,7 @@ let package = Package(
     ],
     targets: [
         // System libraries. Install them with `Tools/setup` (Debian packages named below).
+        // All of OpenCV; no target depends on it in the lean layout (`leanModules`).
         .systemLibrary(
             name: "COpenCV",
             pkgConfig: "opencv4",
@@ -68,11 +97,37 @@ let package = Package(
         ),
 
         // C ABI over OpenCV, ZBar and zxing-cpp: marshalling only, every policy lives in Swift.
+        // JPEG and PNG stills are decoded with libjpeg-turbo and libpng directly (stills.cpp).
+        // CVB_LEAN_MODULES makes modules.cpp find the modules with dlopen instead of the linker.
         .target(
             name: "CVBridge",
-            dependencies: ["COpenCV", "CFFmpeg", "CZBar", "CZXing"],
-            // libavutil (av_log_set_level in logging.cpp): pkg-config's libavformat does not link it.
-            linkerSettings: [.linkedLibrary("avutil")]
+            dependencies: openCV + ["CZBar", "CZXing"] + (leanModules ? [] : moduleTargets.map { .target(name: $0) }),
+            cxxSettings: openCVHeaders + (leanModules ? [.define("CVB_LEAN_MODULES")] : []),
+            linkerSettings: openCVLibraries(["imgproc", "core"]) + [
+                .linkedLibrary("jpeg"), .linkedLibrary("png16"), .linkedLibrary("dl"),
+            ]
+        ),
+        // CVBridge's modules (CVBridge/module_api.hpp). By default plain targets CVBridge depends
+        // on; in the lean layout no product links them and Tools/install makes shared objects of
+        // their objects.
+        .target(
+            name: "CVBridgeVideo",
+            dependencies: openCV + ["CFFmpeg"],
+            cxxSettings: moduleSettings,
+            // libavutil (av_log_set_callback): pkg-config's libavformat does not link it.
+            linkerSettings: openCVLibraries(["videoio", "core"]) + [.linkedLibrary("avutil")]
+        ),
+        .target(
+            name: "CVBridgeObjdetect",
+            dependencies: openCV,
+            cxxSettings: moduleSettings,
+            linkerSettings: openCVLibraries(["objdetect", "dnn", "imgproc", "core"])
+        ),
+        .target(
+            name: "CVBridgeImgcodecs",
+            dependencies: openCV,
+            cxxSettings: moduleSettings,
+            linkerSettings: openCVLibraries(["imgcodecs", "core"])
         ),
 
         // What Swift cannot import from <linux/videodev2.h> and libv4l2: VIDIOC_* constants and

@@ -4,9 +4,11 @@
 #include "include/CVBridge.h"
 
 #include <opencv2/core.hpp>
+#include <opencv2/imgproc.hpp>
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <stdexcept>
 
 /// A matrix and the pixel layout it holds: the element type alone cannot tell NV12 (one 8-bit
 /// channel, height × 3/2 rows) from GRAY, so the layout travels with the matrix.
@@ -58,6 +60,25 @@ inline cvb_image as_image(const cv::Mat &m, int32_t format) {
     img.stride = (int32_t)m.step[0];
     img.format = format;
     return img;
+}
+
+/// `image` as one gray channel: a view of GRAY, a conversion of BGR and BGRA; throws otherwise.
+inline cv::Mat gray_of(const cvb_image *image) {
+    cv::Mat m = as_mat(image);
+    switch (image->format) {
+    case CVB_FORMAT_GRAY: return m;
+    case CVB_FORMAT_BGR: {
+        cv::Mat g;
+        cv::cvtColor(m, g, cv::COLOR_BGR2GRAY);
+        return g;
+    }
+    case CVB_FORMAT_BGRA: {
+        cv::Mat g;
+        cv::cvtColor(m, g, cv::COLOR_BGRA2GRAY);
+        return g;
+    }
+    default: throw std::runtime_error("this call needs a BGR, BGRA or GRAY image");
+    }
 }
 
 /// Runs `body`, turning any C++ exception into a filled cvb_error and status -1.

@@ -1,9 +1,8 @@
-// ZBar's image scanner (cvb_zbar.h), OpenCV's QR localiser (cvb_objdetect.h) and the filters
-// the code detector uses (cvb_imgproc.h). No policy.
+// ZBar's image scanner (cvb_zbar.h) and the filters the code detector uses (cvb_imgproc.h);
+// OpenCV's QR localiser is in the objdetect module. No policy.
 #include "bridge_internal.hpp"
 
 #include <opencv2/imgproc.hpp>
-#include <opencv2/objdetect.hpp>
 #include <zbar.h>
 
 #include <algorithm>
@@ -132,22 +131,6 @@ const int32_t cvb_zbar_qrcode = ZBAR_QRCODE, cvb_zbar_ean13 = ZBAR_EAN13, cvb_zb
 const int32_t cvb_zbar_cfg_enable = ZBAR_CFG_ENABLE, cvb_zbar_cfg_binary = ZBAR_CFG_BINARY,
               cvb_zbar_cfg_test_inverted = ZBAR_CFG_TEST_INVERTED, cvb_zbar_cfg_x_density = ZBAR_CFG_X_DENSITY,
               cvb_zbar_cfg_y_density = ZBAR_CFG_Y_DENSITY;
-
-int32_t cvb_qr_locate(const cvb_image *src, int32_t multi, float *quads, int32_t capacity, cvb_error *err) {
-    return guarded(err, [&]() -> int {
-        cv::QRCodeDetector detector;
-        std::vector<cv::Point2f> points;
-        bool found = multi ? detector.detectMulti(as_mat(src), points) : detector.detect(as_mat(src), points);
-        if (!found) return 0;
-        int n = (int)(points.size() / 4);
-        for (int i = 0; i < std::min(n, (int)capacity); i++)
-            for (int k = 0; k < 4; k++) {
-                quads[i * 8 + k * 2] = points[(size_t)(i * 4 + k)].x;
-                quads[i * 8 + k * 2 + 1] = points[(size_t)(i * 4 + k)].y;
-            }
-        return n;
-    });
-}
 
 int32_t cvb_perspective_transform(const float from[8], const float to[8], double matrix[9], cvb_error *err) {
     return guarded(err, [&] {

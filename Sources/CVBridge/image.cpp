@@ -1,10 +1,8 @@
-// Matrices (cvb_image.h), conversions and drawing (cvb_imgproc.h), codecs (cvb_imgcodecs.h) and
-// QR drawing (cvb_objdetect.h) over OpenCV.
+// Matrices (cvb_image.h), conversions and drawing (cvb_imgproc.h) over OpenCV's core and
+// imgproc; the codecs are in the imgcodecs module, QR drawing in the objdetect module.
 #include "bridge_internal.hpp"
 
-#include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
-#include <opencv2/objdetect.hpp>
 
 using namespace cvb;
 
@@ -42,44 +40,6 @@ void cvb_mat_release(cvb_mat *mat) { delete mat; }
 cvb_image cvb_mat_image(const cvb_mat *mat) { return as_image(mat->mat, mat->format); }
 
 size_t cvb_mat_byte_length(const cvb_mat *mat) { return mat->mat.total() * mat->mat.elemSize(); }
-
-static cvb_mat *finish_decoded(cv::Mat decoded, const char *what, cvb_error *err) {
-    if (decoded.empty()) {
-        set_error(err, -1, what);
-        return nullptr;
-    }
-    auto *m = new cvb_mat();
-    m->mat = decoded;
-    int f = format_of(decoded);
-    m->format = f < 0 ? CVB_FORMAT_GRAY : f;
-    return m;
-}
-
-cvb_mat *cvb_image_read(const char *path, int32_t format, cvb_error *err) {
-    return guarded_ptr<cvb_mat>(err, [&]() -> cvb_mat * {
-        int flags = format == CVB_FORMAT_GRAY ? cv::IMREAD_GRAYSCALE : cv::IMREAD_COLOR;
-        return finish_decoded(cv::imread(path, flags), "OpenCV could not decode the file as an image", err);
-    });
-}
-
-cvb_mat *cvb_image_encode(const cvb_image *src, const char *extension, const int32_t *params,
-                          int32_t param_count, cvb_error *err) {
-    return guarded_ptr<cvb_mat>(err, [&]() -> cvb_mat * {
-        if (param_count < 0 || param_count % 2 != 0 || (param_count > 0 && params == nullptr)) {
-            set_error(err, -1, "encoding parameters must be key, value pairs");
-            return nullptr;
-        }
-        std::vector<int> p(params, params + param_count);
-        std::vector<uchar> out;
-        if (!cv::imencode(extension, as_mat(src), out, p)) {
-            set_error(err, -1, "OpenCV could not encode the image");
-            return nullptr;
-        }
-        auto *m = new cvb_mat();
-        m->mat = cv::Mat(out, true).reshape(1, 1);
-        return m;
-    });
-}
 
 static int conversion_code(int from, int to) {
     if (to == CVB_FORMAT_BGR) {
@@ -208,27 +168,6 @@ int cvb_image_blit(cvb_image *dst, const cvb_image *src, int32_t x, int32_t y, i
         cv::Rect from(visible.x - x, visible.y - y, visible.width, visible.height);
         scaled(from).copyTo(d(visible));
         return 0;
-    });
-}
-
-cvb_mat *cvb_qr_encode(const uint8_t *bytes, size_t length, int32_t version, int32_t correction,
-                       cvb_error *err) {
-    return guarded_ptr<cvb_mat>(err, [&]() -> cvb_mat * {
-        cv::QRCodeEncoder::Params params;
-        params.version = version;
-        params.correction_level = (cv::QRCodeEncoder::CorrectionLevel)correction;
-        params.mode = cv::QRCodeEncoder::MODE_AUTO;
-        auto encoder = cv::QRCodeEncoder::create(params);
-        cv::Mat out;
-        encoder->encode(std::string((const char *)bytes, length), out);
-        if (out.empty()) {
-            set_error(err, -1, "OpenCV could not encode the payload as a QR code (too long for the version?)");
-            return nullptr;
-        }
-        auto *m = new cvb_mat();
-        if (out.channels() != 1) cv::cvtColor(out, m->mat, cv::COLOR_BGR2GRAY);
-        else m->mat = out;
-        return m;
     });
 }
 

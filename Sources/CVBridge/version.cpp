@@ -1,13 +1,11 @@
 // cvb_version.h: the run-time versions of the libraries behind the shim.
 #include "include/cvb_version.h"
+#include "module_api.hpp"
 
 #include <cstdio>
 #include <opencv2/core.hpp>
 #include <zbar.h>
 #include <ZXVersion.h>
-extern "C" {
-#include <libavformat/avformat.h>
-}
 
 extern "C" int cvb_library_version(cvb_library library, char *buffer, size_t capacity) {
     if (buffer == nullptr || capacity == 0) return -1;
@@ -25,7 +23,11 @@ extern "C" int cvb_library_version(cvb_library library, char *buffer, size_t cap
         std::snprintf(buffer, capacity, "%d.%d.%d", ZXING_VERSION_MAJOR, ZXING_VERSION_MINOR, ZXING_VERSION_PATCH);
         return 0;
     case CVB_LIBRARY_AVFORMAT: {
-        unsigned v = avformat_version();
+        // libavformat is the video module's: asking for its version loads it.
+        cvb_error err;
+        const cvb_video_table *video = cvb::video_module(&err);
+        if (!video) return -1;
+        unsigned v = video->avformat_version();
         std::snprintf(buffer, capacity, "%u.%u.%u", v >> 16, (v >> 8) & 0xff, v & 0xff);
         return 0;
     }

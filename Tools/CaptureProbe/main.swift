@@ -5,6 +5,14 @@
 //       so a parent can kill it (SIGKILL) at a known point and count what survived.
 //   CaptureProbe snapshot-latency <folder> <count>
 //       Times trigger → JPEG on disk for 1280x720 snapshots; prints median and p95 in ms.
+//   CaptureProbe codes <image>
+//       Decodes one image (ImageFolderSource.decode) and prints each code CodeDetector reads in it
+//       as "code <text>": what `cvcam scan IMAGE` does, for the start-up tests (LeanStartTests),
+//       which watch the libraries it loads.
+//   CaptureProbe faces <image> <models folder>
+//       The same with FaceDetector; prints "faces <n>".
+//   CaptureProbe video <file>
+//       Opens a video (VideoFileSource) and decodes its first frame; prints "frame <w>x<h>".
 import CaptureKit
 import Dispatch
 import Foundation
@@ -92,12 +100,37 @@ func snapshotLatency(_ args: [String]) throws {
     say(String(format: "snapshots %d  1280x720 trigger->file median %.1f ms  p95 %.1f ms", times.count, median, p95))
 }
 
+func codes(_ args: [String]) throws {
+    guard args.count == 1 else { fail("usage: codes <image>") }
+    let image = try ImageFolderSource.decode(args[0])
+    for code in try CodeDetector().detections(in: image) { say("code \(code.stringValue ?? "(binary)")") }
+}
+
+func faces(_ args: [String]) throws {
+    guard args.count == 2 else { fail("usage: faces <image> <models folder>") }
+    let image = try ImageFolderSource.decode(args[0])
+    let detector = try FaceDetector(modelsDirectory: URL(fileURLWithPath: args[1]))
+    say("faces \(try detector.detect(in: image).count)")
+}
+
+func video(_ args: [String]) throws {
+    guard args.count == 1 else { fail("usage: video <file>") }
+    let source = try VideoFileSource(path: args[0], pacing: .asFastAsPossible)
+    try source.open(format: source.formats[0], frameDuration: MediaTime(value: 1, timescale: 30))
+    defer { source.close() }
+    guard let frame = try source.nextFrame(isCancelled: { false }) else { fail("no frame in \(args[0])") }
+    say("frame \(frame.pixelBuffer.width)x\(frame.pixelBuffer.height)")
+}
+
 let arguments = Array(CommandLine.arguments.dropFirst())
 do {
     switch arguments.first {
     case "record": try record(Array(arguments.dropFirst()))
     case "snapshot-latency": try snapshotLatency(Array(arguments.dropFirst()))
-    default: fail("usage: CaptureProbe record|snapshot-latency …")
+    case "codes": try codes(Array(arguments.dropFirst()))
+    case "faces": try faces(Array(arguments.dropFirst()))
+    case "video": try video(Array(arguments.dropFirst()))
+    default: fail("usage: CaptureProbe record|snapshot-latency|codes|faces|video …")
     }
 } catch {
     fail("CaptureProbe: \(error)")

@@ -9,9 +9,11 @@
 #ifndef CVBRIDGE_H
 #define CVBRIDGE_H
 
-// One header per library part wrapped.
+// One header per library part wrapped. The calls of cvb_imgcodecs.h, cvb_objdetect.h and
+// cvb_video.h run in modules loaded on first use (cvb_image.h, cvb_module_load).
 #include "cvb_image.h"      // shared types: pixel formats, image views, errors, matrices
 #include "cvb_imgproc.h"    // OpenCV core + imgproc
+#include "cvb_stills.h"     // libjpeg-turbo and libpng (JPEG and PNG without imgcodecs)
 #include "cvb_imgcodecs.h"  // OpenCV imgcodecs
 #include "cvb_objdetect.h"  // OpenCV objdetect + dnn (faces, QR locate/encode)
 #include "cvb_video.h"      // OpenCV videoio + libavformat

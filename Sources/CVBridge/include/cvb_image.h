@@ -34,6 +34,23 @@ typedef struct {
     char message[512];
 } cvb_error;
 
+/// `cvb_error.code` when a call needs one of the shim's modules (the shared objects holding the
+/// OpenCV parts that are loaded on first use, see cvb_module_load) and it is missing, cannot be
+/// loaded, or is from another build. The message names the file and where it was looked for.
+enum { CVB_ERROR_MODULE_UNAVAILABLE = -100001 };
+
+/// The shim's modules: shared objects beside the program (or in ../lib/cvcam from its folder)
+/// that hold the calls needing OpenCV's heavy libraries, loaded on the first call that needs one.
+typedef enum {
+    CVB_MODULE_VIDEO = 0,      ///< libCVBridgeVideo.so: videoio, libavformat (cvb_video.h)
+    CVB_MODULE_OBJDETECT = 1,  ///< libCVBridgeObjdetect.so: objdetect, dnn (cvb_objdetect.h)
+    CVB_MODULE_IMGCODECS = 2,  ///< libCVBridgeImgcodecs.so: imgcodecs (cvb_imgcodecs.h)
+} cvb_module;
+
+/// Loads `module` now rather than on its first call (`dlopen`). Returns 0, or -1 with `err`
+/// filled (CVB_ERROR_MODULE_UNAVAILABLE). A failure is remembered: later calls report it again.
+int cvb_module_load(cvb_module module, cvb_error *err);
+
 /// An OpenCV matrix owned by the bridge (`cv::Mat`). Release with `cvb_mat_release`.
 typedef struct cvb_mat cvb_mat;
 

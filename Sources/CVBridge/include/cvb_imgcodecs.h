@@ -1,5 +1,7 @@
 // OpenCV's imgcodecs: image files and encoded buffers (`cv::imread`, `cv::imencode`,
-// `cv::imdecode`). Marshalling only: formats and qualities are the caller's.
+// `cv::imdecode`). Marshalling only: formats and qualities are the caller's. These run in the
+// imgcodecs module (libCVBridgeImgcodecs.so), loaded on the first call; when it cannot be
+// loaded they fail with CVB_ERROR_MODULE_UNAVAILABLE. JPEG and PNG decode without it: cvb_stills.h.
 #ifndef CVB_IMGCODECS_H
 #define CVB_IMGCODECS_H
 

@@ -18,7 +18,8 @@ enum {
 
 /// Sets FFmpeg's level (`av_log_set_level`: AV_LOG_QUIET, _ERROR, _WARNING, _INFO, _DEBUG; kept
 /// by an `av_log_set_callback` filter, since OpenCV resets av_log's level) and OpenCV's (`cv::utils::logging::setLogLevel`: LOG_LEVEL_SILENT, _ERROR, _WARNING, _INFO,
-/// _DEBUG) to `level`. Process-wide; safe to call from any thread. Returns 0, or -1 for a level
+/// _DEBUG) to `level`. FFmpeg's level is applied when the video module loads, if it is not loaded
+/// yet (this call does not load it). Process-wide; safe to call from any thread. Returns 0, or -1 for a level
 /// outside the enum (nothing is changed then).
 int cvb_set_library_log_level(int level);
 

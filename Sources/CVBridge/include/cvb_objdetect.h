@@ -1,7 +1,9 @@
 // OpenCV's objdetect and dnn: faces (YuNet through `cv::FaceDetectorYN` or `cv::dnn::Net`, Haar
 // cascades) and QR codes (`cv::QRCodeDetector` to locate, `cv::QRCodeEncoder` to draw; Debian's
 // OpenCV has no QUIRC, so no decoding here). Marshalling only: thresholds, sizes and which
-// network runs are the Swift caller's.
+// network runs are the Swift caller's. These run in the objdetect module
+// (libCVBridgeObjdetect.so: objdetect and dnn), loaded on the first call; when it cannot be
+// loaded they fail with CVB_ERROR_MODULE_UNAVAILABLE.
 #ifndef CVB_OBJDETECT_H
 #define CVB_OBJDETECT_H
 

@@ -1,4 +1,6 @@
-// Video files: reading (`cv::VideoCapture`) and writing (`cv::VideoWriter`).
+// Video files: reading (`cv::VideoCapture`) and writing (`cv::VideoWriter`). These run in the
+// video module (libCVBridgeVideo.so: videoio and libavformat), loaded on the first call; when it
+// cannot be loaded they fail with CVB_ERROR_MODULE_UNAVAILABLE.
 #ifndef CVB_VIDEO_H
 #define CVB_VIDEO_H
 

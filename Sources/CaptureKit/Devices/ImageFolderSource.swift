@@ -1,7 +1,8 @@
 import Foundation
 
-/// Frames from a folder of images (or a single image) shown at a fixed rate, decoded by
-/// `cv::imread` (`Imaging.read`), which applies EXIF orientation.
+/// Frames from a folder of images (or a single image) shown at a fixed rate, decoded as
+/// `cv::imread` decodes them, EXIF orientation applied (`Imaging.read`: libjpeg-turbo and libpng
+/// for JPEG and PNG, OpenCV's imgcodecs for the other formats).
 ///
 /// Files are taken in natural order ("img2" before "img10"). Images keep their own size: the
 /// format reports the first image's size, and a frame's `PixelBuffer` carries its real size.
@@ -83,14 +84,14 @@ public final class ImageFolderSource: FrameSource, @unchecked Sendable {
         return 100_000_000
     }()
 
-    /// Decodes one image file as BGR (`Imaging.read`, `cv::imread`), after checking it is a regular file
+    /// Decodes one image file as BGR (`Imaging.read`), after checking it is a regular file
     /// this user can read whose header (`ImageHeader`) declares at most `maximumPixels` pixels.
     /// A file whose size cannot be read from its header is not decoded: nothing else would bound
     /// what OpenCV allocates for it.
     ///
     /// - Throws: `.fileNotFound`, `.permissionDenied` (with errno), `.imageTooLarge`, or
-    ///   `.unreadableImage` when it is not a regular file, its header gives no size, or OpenCV
-    ///   cannot decode it.
+    ///   `.unreadableImage` when it is not a regular file, its header gives no size, or it does
+    ///   not decode.
     public static func decode(
         _ path: String, as format: PixelFormat = .bgr, maximumPixels: Int = ImageFolderSource.maximumPixels
     ) throws(CaptureError) -> PixelBuffer {
@@ -109,7 +110,7 @@ public final class ImageFolderSource: FrameSource, @unchecked Sendable {
                         + "on decoded images: set CVCAM_MAX_IMAGE_PIXELS to raise it", path: path)
             }
         }
-        return try Imaging.read(path, as: format, "\(path) is not an image OpenCV can decode")
+        return try Imaging.read(path, as: format, maximumPixels: maximumPixels, "\(path) is not an image cvcam can decode")
     }
 
     public func open(format: CaptureDevice.Format, frameDuration: MediaTime) throws(CaptureError) {

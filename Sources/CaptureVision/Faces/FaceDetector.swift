@@ -304,13 +304,16 @@ public final class FaceDetector: @unchecked Sendable {
     private static let fallbackAnnounced = Atomic<Bool>(false)
 
     /// Loads the given model files: YuNet when `yuNetModel` loads, else the Haar cascade
-    /// (`cvb_yunet_create`, `cvb_cascade_create`). Throws `faceModelUnavailable` when neither loads.
+    /// (`cvb_yunet_create`, `cvb_cascade_create`). Throws `faceModelUnavailable` when neither loads,
+    /// and `moduleUnavailable` when the shipped layout's objdetect module, which runs both, cannot
+    /// be loaded (`cvb_module_load`): the models are not at fault then.
     /// `catFaceCascade` (OpenCV's haarcascade_frontalcatface_extended.xml) serves `catFaceVeto`;
     /// without it, or when it does not load, that check is skipped.
     public init(
         configuration: Configuration = .standard, yuNetModel: URL?, haarCascade: URL?, catFaceCascade: URL? = nil
     ) throws(CaptureError) {
         self.configuration = configuration
+        try bridgeCall(.moduleUnavailable, "loading OpenCV's objdetect module") { cvb_module_load(CVB_MODULE_OBJDETECT, &$0) }
         var err = cvb_error()
         catCascade = catFaceCascade.flatMap { url in
             FileManager.default.fileExists(atPath: url.path) ? cvb_cascade_create(url.path, &err) : nil

@@ -104,28 +104,61 @@ package enum Imaging {
         return variance
     }
 
-    /// Decodes an image file as BGR or gray (`cvb_image_read`, `cv::imread`, which applies EXIF
-    /// orientation). The caller checks the file first (size, kind): this decodes whatever it is given.
+    /// Decodes an image file as BGR or gray, upright by its EXIF orientation, as `cv::imread`
+    /// gives it: JPEG and PNG straight through libjpeg-turbo and libpng (`cvb_still_read`, the
+    /// orientation applied by `rotateMirror`), every other format through OpenCV's imgcodecs
+    /// (`cvb_image_read`, `cv::imread`; its module loads on first use). An image over
+    /// `maximumPixels` fails before its pixels are allocated (JPEG and PNG; for the other formats
+    /// the caller checks the header first). This decodes whatever it is given: the caller checks
+    /// that the file is one to decode.
     package static func read(
-        _ path: String, as format: PixelFormat, _ what: @autoclosure () -> String
+        _ path: String, as format: PixelFormat, maximumPixels: Int = .max, _ what: @autoclosure () -> String
     ) throws(CaptureError) -> PixelBuffer {
         var err = cvb_error()
-        guard let mat = FilePathBytes.withCString(path, { cvb_image_read($0, format.rawValue, &err) }) else {
-            throw CaptureError(.unreadableImage, what(), bridge: err, path: path)
+        guard let codec = StillCodec.of(file: path) else {
+            guard let mat = FilePathBytes.withCString(path, { cvb_image_read($0, format.rawValue, &err) }) else {
+                throw CaptureError(.unreadableImage, what(), bridge: err, path: path)
+            }
+            return PixelBuffer(ownedMat: mat)
         }
-        return PixelBuffer(ownedMat: mat)
+        var exif: OpaquePointer?
+        guard
+            let mat = FilePathBytes.withCString(path, {
+                cvb_still_read($0, codec, format.rawValue, UInt64(max(0, maximumPixels)), &exif, &err)
+            })
+        else { throw CaptureError(.unreadableImage, what(), bridge: err, path: path) }
+        let decoded = PixelBuffer(ownedMat: mat)
+        guard let transform = exif.flatMap(orientation(releasing:))?.transform else { return decoded }
+        let quarter = transform.degrees == 90 || transform.degrees == 270
+        let upright = try PixelBuffer(
+            width: quarter ? decoded.height : decoded.width, height: quarter ? decoded.width : decoded.height,
+            pixelFormat: decoded.pixelFormat)
+        try rotateMirror(decoded, into: upright, degrees: transform.degrees, mirrored: transform.mirrored, what())
+        return upright
     }
 
     /// Decodes an encoded image (a V4L2 MJPEG frame) into `destination`, which has the encoded
-    /// image's size (`cvb_image_decode_into`, `cv::imdecode` with a destination), so no frame
-    /// buffer is allocated per frame.
+    /// image's size, so no frame buffer is allocated per frame, with the pixels `cv::imdecode`
+    /// gives: JPEG and PNG straight through libjpeg-turbo and libpng (`cvb_still_decode_into`);
+    /// other formats, and the rare frame that needs OpenCV's own handling (an EXIF orientation
+    /// other than upright, a size other than the buffer's) through OpenCV's imgcodecs
+    /// (`cvb_image_decode_into`, `cv::imdecode` with a destination; its module loads on first use).
     package static func decode(
         _ bytes: UnsafeRawBufferPointer, into destination: PixelBuffer, _ what: @autoclosure () -> String
     ) throws(CaptureError) {
-        try bridgeCall(.decodeFailed, what()) { err in
-            destination.withBridgeImage {
-                cvb_image_decode_into(bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count, &$0, &err)
+        let start = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self)
+        if let codec = StillCodec.of(bytes: bytes) {
+            var err = cvb_error()
+            var exif: OpaquePointer?
+            let status = destination.withBridgeImage { cvb_still_decode_into(start, bytes.count, codec, &$0, &exif, &err) }
+            let upright = exif.flatMap(orientation(releasing:))?.transform == nil
+            if status == 0 && upright { return }
+            if status != 0 && err.code != Int32(CVB_ERROR_SIZE_DIFFERS) {
+                throw CaptureError(.decodeFailed, what(), bridge: err)
             }
+        }
+        try bridgeCall(.decodeFailed, what()) { err in
+            destination.withBridgeImage { cvb_image_decode_into(start, bytes.count, &$0, &err) }
         }
     }
 
@@ -138,6 +171,13 @@ package enum Imaging {
             return nil
         }
         if let failure { throw failure }
+    }
+
+    /// The orientation in an EXIF block the shim handed back, releasing the block.
+    private static func orientation(releasing exif: OpaquePointer) -> ExifOrientation? {
+        defer { cvb_mat_release(exif) }
+        let bytes = Array(UnsafeBufferPointer(start: cvb_mat_image(exif).data, count: cvb_mat_byte_length(exif)))
+        return ExifOrientation(exif: bytes)
     }
 
     /// A QR symbol for `payload`, one gray pixel per module, quiet zone included

@@ -114,6 +114,14 @@ public struct CaptureError: Error, Sendable, Equatable, CustomStringConvertible 
         public static let diskSpaceLimitReached = Code(rawValue: "diskSpaceLimitReached")
         /// A recording stopped because the session stopped; the file is complete.
         public static let sessionWasStopped = Code(rawValue: "sessionWasStopped")
+
+        // Installation.
+        /// Only in the shipped layout (built with CVCAM_LEAN_MODULES=1 by Tools/install), where a
+        /// part of CaptureKit is loaded on first use from PREFIX/lib/cvcam: it is missing, cannot
+        /// be loaded or is from another build. The video module (video files, streams, movies),
+        /// the objdetect module (faces, QR location) or the imgcodecs module (image formats beyond
+        /// JPEG and PNG). Reinstall with the lib/cvcam folder; a plain SwiftPM build links them in.
+        public static let moduleUnavailable = Code(rawValue: "moduleUnavailable")
     }
 
     /// What kind of failure this is.

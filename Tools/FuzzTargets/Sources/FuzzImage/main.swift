@@ -1,5 +1,6 @@
-// Arbitrary bytes as an image file: the header check and decode (`ImageFolderSource.decode`,
-// `cvb_image_read`), the in-place decode of V4L2 MJPEG frames (`Imaging.decode`, over
+// Arbitrary bytes as an image file: the header check and decode (`ImageFolderSource.decode`:
+// `cvb_still_read`, libjpeg-turbo and libpng, for JPEG and PNG, `cvb_image_read` otherwise), the
+// in-place decode of V4L2 MJPEG frames (`Imaging.decode`, over `cvb_still_decode_into` and
 // `cvb_image_decode_into`), then the code and face detectors on whatever decoded.
 @testable import CaptureKit
 @testable import CaptureVision

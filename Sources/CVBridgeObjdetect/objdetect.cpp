@@ -1,6 +1,9 @@
-// YuNet and Haar face detection (cvb_objdetect.h) and the region operations the face
-// detector uses (cvb_imgproc.h).
+// The objdetect module (libCVBridgeObjdetect.so, see CVBridge/module_api.hpp): YuNet and Haar
+// face detection and QR location and drawing (cvb_objdetect.h). OpenCV 4.6's objdetect needs
+// dnn, so both load only when one of these is first called.
 #include "bridge_internal.hpp"
+#include "module_api.hpp"
+#include "include/cvb_objdetect_module.h"
 
 #include <opencv2/imgproc.hpp>
 #include <opencv2/dnn.hpp>
@@ -27,15 +30,15 @@ struct cvb_cascade {
     cv::CascadeClassifier classifier;
 };
 
-extern "C" {
+namespace {
 
-static bool is_yunet_2023(const cv::dnn::Net &net) {
+bool is_yunet_2023(const cv::dnn::Net &net) {
     for (const auto &name : net.getUnconnectedOutLayersNames())
         if (name == "cls_8") return true;
     return false;
 }
 
-cvb_yunet *cvb_yunet_create(const char *model_path, int32_t width, int32_t height, float score_threshold,
+cvb_yunet *yunet_create(const char *model_path, int32_t width, int32_t height, float score_threshold,
                             float nms_threshold, int32_t top_k, cvb_error *err) {
     return guarded_ptr<cvb_yunet>(err, [&]() -> cvb_yunet * {
         cv::Size size(width, height);
@@ -59,15 +62,15 @@ cvb_yunet *cvb_yunet_create(const char *model_path, int32_t width, int32_t heigh
     });
 }
 
-void cvb_yunet_release(cvb_yunet *detector) { delete detector; }
+void yunet_release(cvb_yunet *detector) { delete detector; }
 
-int32_t cvb_yunet_is_2023(const cvb_yunet *detector) { return detector->net.empty() ? 0 : 1; }
+int32_t yunet_is_2023(const cvb_yunet *detector) { return detector->net.empty() ? 0 : 1; }
 
 // The 2023 models' heads, per stride: cls and obj (sigmoids), bbox (dx, dy, log w, log h in
 // strides) and kps (five points in strides), each (1, cells, k). Decoded as OpenCV 4.8's
 // FaceDetectorYN does; the frame is padded with black at the bottom and right to the input size
 // the caller chose.
-static cv::Mat detect_2023(cvb_yunet *d, const cv::Mat &image, cv::Size input_size) {
+cv::Mat detect_2023(cvb_yunet *d, const cv::Mat &image, cv::Size input_size) {
     static const int strides[3] = {8, 16, 32};
     int padded_w = input_size.width, padded_h = input_size.height;
     cv::Mat input = image;
@@ -116,7 +119,7 @@ static cv::Mat detect_2023(cvb_yunet *d, const cv::Mat &image, cv::Size input_si
     return faces;
 }
 
-int cvb_yunet_detect(cvb_yunet *detector, const cvb_image *image, int32_t input_width, int32_t input_height,
+int yunet_detect(cvb_yunet *detector, const cvb_image *image, int32_t input_width, int32_t input_height,
                      float *rows, int32_t capacity, int32_t *count, cvb_error *err) {
     return guarded(err, [&] {
         *count = 0;
@@ -153,7 +156,7 @@ int cvb_yunet_detect(cvb_yunet *detector, const cvb_image *image, int32_t input_
     });
 }
 
-cvb_cascade *cvb_cascade_create(const char *path, cvb_error *err) {
+cvb_cascade *cascade_create(const char *path, cvb_error *err) {
     return guarded_ptr<cvb_cascade>(err, [&]() -> cvb_cascade * {
         auto *c = new cvb_cascade();
         if (!c->classifier.load(path) || c->classifier.empty()) {
@@ -165,27 +168,9 @@ cvb_cascade *cvb_cascade_create(const char *path, cvb_error *err) {
     });
 }
 
-void cvb_cascade_release(cvb_cascade *cascade) { delete cascade; }
+void cascade_release(cvb_cascade *cascade) { delete cascade; }
 
-static cv::Mat gray_of(const cvb_image *image) {
-    cv::Mat m = as_mat(image);
-    switch (image->format) {
-    case CVB_FORMAT_GRAY: return m;
-    case CVB_FORMAT_BGR: {
-        cv::Mat g;
-        cv::cvtColor(m, g, cv::COLOR_BGR2GRAY);
-        return g;
-    }
-    case CVB_FORMAT_BGRA: {
-        cv::Mat g;
-        cv::cvtColor(m, g, cv::COLOR_BGRA2GRAY);
-        return g;
-    }
-    default: throw std::runtime_error("this call needs a BGR, BGRA or GRAY image");
-    }
-}
-
-int cvb_cascade_detect(cvb_cascade *cascade, const cvb_image *image, double scale_factor, int32_t min_neighbours,
+int cascade_detect(cvb_cascade *cascade, const cvb_image *image, double scale_factor, int32_t min_neighbours,
                        int32_t min_width, int32_t min_height, int32_t max_width, int32_t max_height,
                        int32_t *rects, int32_t *neighbours, int32_t capacity, int32_t *count, cvb_error *err) {
     return guarded(err, [&] {
@@ -208,82 +193,50 @@ int cvb_cascade_detect(cvb_cascade *cascade, const cvb_image *image, double scal
     });
 }
 
-int cvb_image_crop_resize(const cvb_image *src, int32_t x, int32_t y, int32_t w, int32_t h, cvb_image *dst,
-                          int32_t interpolation, cvb_error *err) {
-    return guarded(err, [&] {
-        cv::Mat s = as_mat(src), d = as_mat(dst);
-        cv::Rect r(x, y, w, h);
-        if (src->format != dst->format || w <= 0 || h <= 0 || (r & cv::Rect(0, 0, s.cols, s.rows)) != r) {
-            set_error(err, -1, "crop needs matching formats and a rectangle inside the source");
-            return -1;
-        }
-        cv::Mat region = s(r);
-        if (region.size() == d.size()) {
-            region.copyTo(d);
-        } else {
-            cv::resize(region, d, d.size(), 0, 0, interpolation);
-        }
-        if (d.data != dst->data) {
-            set_error(err, -1, "destination buffer has the wrong layout");
-            return -1;
-        }
-        return 0;
+int32_t qr_locate(const cvb_image *src, int32_t multi, float *quads, int32_t capacity, cvb_error *err) {
+    return guarded(err, [&]() -> int {
+        cv::QRCodeDetector detector;
+        std::vector<cv::Point2f> points;
+        bool found = multi ? detector.detectMulti(as_mat(src), points) : detector.detect(as_mat(src), points);
+        if (!found) return 0;
+        int n = (int)(points.size() / 4);
+        for (int i = 0; i < std::min(n, (int)capacity); i++)
+            for (int k = 0; k < 4; k++) {
+                quads[i * 8 + k * 2] = points[(size_t)(i * 4 + k)].x;
+                quads[i * 8 + k * 2 + 1] = points[(size_t)(i * 4 + k)].y;
+            }
+        return n;
     });
 }
 
-int cvb_image_region_stats(const cvb_image *src, int32_t x, int32_t y, int32_t w, int32_t h, int32_t sample,
-                           int32_t nearest, double *mean, double *stddev, cvb_error *err) {
-    return guarded(err, [&] {
-        *mean = 0;
-        *stddev = 0;
-        cv::Mat m = as_mat(src);
-        cv::Rect r = cv::Rect(x, y, w, h) & cv::Rect(0, 0, m.cols, m.rows);
-        if (r.area() <= 0) return 0;
-        cv::Mat region = m(r);
-        if (sample > 0 && (region.cols > sample || region.rows > sample)) {
-            cv::Mat small;
-            cv::resize(region, small, cv::Size(std::min(sample, region.cols), std::min(sample, region.rows)), 0, 0,
-                       nearest ? cv::INTER_NEAREST : cv::INTER_AREA);
-            region = small;
+cvb_mat *qr_encode(const uint8_t *bytes, size_t length, int32_t version, int32_t correction,
+                       cvb_error *err) {
+    return guarded_ptr<cvb_mat>(err, [&]() -> cvb_mat * {
+        cv::QRCodeEncoder::Params params;
+        params.version = version;
+        params.correction_level = (cv::QRCodeEncoder::CorrectionLevel)correction;
+        params.mode = cv::QRCodeEncoder::MODE_AUTO;
+        auto encoder = cv::QRCodeEncoder::create(params);
+        cv::Mat out;
+        encoder->encode(std::string((const char *)bytes, length), out);
+        if (out.empty()) {
+            set_error(err, -1, "OpenCV could not encode the payload as a QR code (too long for the version?)");
+            return nullptr;
         }
-        cvb_image view = as_image(region, src->format);
-        cv::Mat g = gray_of(&view);
-        cv::Scalar mu, sigma;
-        cv::meanStdDev(g, mu, sigma);
-        *mean = mu[0];
-        *stddev = sigma[0];
-        return 0;
+        auto *m = new cvb_mat();
+        if (out.channels() != 1) cv::cvtColor(out, m->mat, cv::COLOR_BGR2GRAY);
+        else m->mat = out;
+        return m;
     });
 }
 
-int cvb_image_rotate_degrees(const cvb_image *src, cvb_image *dst, double degrees, cvb_error *err) {
-    return guarded(err, [&] {
-        cv::Mat s = as_mat(src), d = as_mat(dst);
-        if (src->format != dst->format || s.size() != d.size()) {
-            set_error(err, -1, "rotation needs a destination of the same size and format");
-            return -1;
-        }
-        cv::Point2f centre(s.cols / 2.0f, s.rows / 2.0f);
-        cv::Mat rotation = cv::getRotationMatrix2D(centre, degrees, 1.0);
-        cv::warpAffine(s, d, rotation, d.size(), cv::INTER_LINEAR, cv::BORDER_REPLICATE);
-        return 0;
-    });
-}
+const cvb_objdetect_table table = {
+    yunet_create, yunet_release, yunet_is_2023, yunet_detect, cascade_create, cascade_release, cascade_detect,
+    qr_locate,    qr_encode,
+};
 
-int cvb_image_warp_rotated(const cvb_image *src, double centre_x, double centre_y, double degrees, double scale,
-                           cvb_image *dst, cvb_error *err) {
-    return guarded(err, [&] {
-        if (src->format != dst->format) {
-            set_error(err, -1, "warp needs matching formats");
-            return -1;
-        }
-        cv::Mat s = as_mat(src), d = as_mat(dst);
-        cv::Mat m = cv::getRotationMatrix2D(cv::Point2f((float)centre_x, (float)centre_y), degrees, scale);
-        m.at<double>(0, 2) += d.cols / 2.0 - centre_x;
-        m.at<double>(1, 2) += d.rows / 2.0 - centre_y;
-        cv::warpAffine(s, d, m, d.size(), cv::INTER_LINEAR, cv::BORDER_REPLICATE);
-        return 0;
-    });
-}
+} // namespace
 
-} // extern "C"
+CVB_MODULE_EXPORT const cvb_objdetect_table *cvb_objdetect_module(int abi) {
+    return abi == CVB_MODULE_ABI ? &table : nullptr;
+}

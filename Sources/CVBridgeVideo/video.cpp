@@ -1,13 +1,19 @@
-// cvb_video.h: cv::VideoCapture / cv::VideoWriter behind opaque handles.
+// The video module (libCVBridgeVideo.so, see CVBridge/module_api.hpp): cvb_video.h over
+// cv::VideoCapture / cv::VideoWriter behind opaque handles, and FFmpeg's log level.
 #include "bridge_internal.hpp"
+#include "module_api.hpp"
+#include "include/cvb_video_module.h"
 
 #include <opencv2/videoio.hpp>
 
+#include <atomic>
 #include <cmath>
+#include <cstdarg>
 #include <vector>
 
 extern "C" {
 #include <libavformat/avformat.h>
+#include <libavutil/log.h>
 }
 
 using namespace cvb;
@@ -43,9 +49,9 @@ static void read_times(const char *path, cvb_video_info *info) {
     avformat_close_input(&ic);
 }
 
-extern "C" {
+namespace {
 
-cvb_video_reader *cvb_video_reader_open(const char *path, cvb_video_info *info, cvb_error *err) {
+cvb_video_reader *reader_open(const char *path, cvb_video_info *info, cvb_error *err) {
     return guarded_ptr<cvb_video_reader>(err, [&]() -> cvb_video_reader * {
         auto *r = new cvb_video_reader();
         if (!r->capture.open(path, cv::CAP_FFMPEG)) {
@@ -65,7 +71,7 @@ cvb_video_reader *cvb_video_reader_open(const char *path, cvb_video_info *info, 
     });
 }
 
-int cvb_video_reader_read(cvb_video_reader *reader, cvb_image *dst, double *position_ms, int64_t *frame_index,
+int reader_read(cvb_video_reader *reader, cvb_image *dst, double *position_ms, int64_t *frame_index,
                           cvb_error *err) {
     int status = guarded(err, [&] {
         if (!reader->capture.grab()) return (int)CVB_READ_END;
@@ -82,7 +88,7 @@ int cvb_video_reader_read(cvb_video_reader *reader, cvb_image *dst, double *posi
     return status;
 }
 
-cvb_video_reader *cvb_stream_open(const char *url, int32_t open_timeout_ms, int32_t read_timeout_ms,
+cvb_video_reader *stream_open(const char *url, int32_t open_timeout_ms, int32_t read_timeout_ms,
                                   cvb_stream_info *info, cvb_error *err) {
     return guarded_ptr<cvb_video_reader>(err, [&]() -> cvb_video_reader * {
         auto *r = new cvb_video_reader();
@@ -102,7 +108,7 @@ cvb_video_reader *cvb_stream_open(const char *url, int32_t open_timeout_ms, int3
     });
 }
 
-int cvb_stream_read(cvb_video_reader *reader, cvb_image *dst, cvb_error *err) {
+int stream_read(cvb_video_reader *reader, cvb_image *dst, cvb_error *err) {
     return guarded(err, [&] {
         cv::Mat d = as_mat(dst);
         if (!reader->capture.read(d) || d.empty()) return (int)CVB_READ_END;
@@ -114,11 +120,11 @@ int cvb_stream_read(cvb_video_reader *reader, cvb_image *dst, cvb_error *err) {
     });
 }
 
-int cvb_stream_set_raw(cvb_video_reader *reader, cvb_error *err) {
+int stream_set_raw(cvb_video_reader *reader, cvb_error *err) {
     return guarded(err, [&] { return reader->capture.set(cv::CAP_PROP_FORMAT, -1) ? 1 : 0; });
 }
 
-int cvb_stream_read_packet(cvb_video_reader *reader, const uint8_t **data, size_t *length, cvb_error *err) {
+int stream_read_packet(cvb_video_reader *reader, const uint8_t **data, size_t *length, cvb_error *err) {
     return guarded(err, [&] {
         cv::Mat &packet = reader->scratch;
         if (!reader->capture.read(packet) || packet.empty() || !packet.isContinuous()) return (int)CVB_READ_END;
@@ -128,7 +134,7 @@ int cvb_stream_read_packet(cvb_video_reader *reader, const uint8_t **data, size_
     });
 }
 
-void cvb_video_reader_close(cvb_video_reader *reader) {
+void reader_close(cvb_video_reader *reader) {
     if (!reader) return;
     try {
         reader->capture.release();
@@ -137,7 +143,7 @@ void cvb_video_reader_close(cvb_video_reader *reader) {
     delete reader;
 }
 
-cvb_video_writer *cvb_video_writer_open(const char *path, int32_t backend, const char *fourcc, double fps,
+cvb_video_writer *writer_open(const char *path, int32_t backend, const char *fourcc, double fps,
                                         int32_t width, int32_t height, int32_t is_color, cvb_error *err) {
     return guarded_ptr<cvb_video_writer>(err, [&]() -> cvb_video_writer * {
         if (!fourcc || std::strlen(fourcc) != 4) {
@@ -158,14 +164,14 @@ cvb_video_writer *cvb_video_writer_open(const char *path, int32_t backend, const
     });
 }
 
-int cvb_video_writer_write(cvb_video_writer *writer, const cvb_image *frame, cvb_error *err) {
+int writer_write(cvb_video_writer *writer, const cvb_image *frame, cvb_error *err) {
     return guarded(err, [&] {
         writer->writer.write(as_mat(frame));
         return 0;
     });
 }
 
-void cvb_video_writer_close(cvb_video_writer *writer) {
+void writer_close(cvb_video_writer *writer) {
     if (!writer) return;
     try {
         writer->writer.release();
@@ -174,4 +180,29 @@ void cvb_video_writer_close(cvb_video_writer *writer) {
     delete writer;
 }
 
-} // extern "C"
+// OpenCV sets av_log's level itself when it first opens a video (to AV_LOG_ERROR), so the level
+// chosen here is kept apart and applied by a callback OpenCV leaves alone.
+std::atomic<int> ffmpeg_level{AV_LOG_ERROR};
+
+void ffmpeg_callback(void *context, int level, const char *format, va_list args) {
+    if (level > ffmpeg_level.load(std::memory_order_relaxed)) return;
+    av_log_default_callback(context, level, format, args);
+}
+
+void set_ffmpeg_log_level(int level) {
+    static const int ffmpeg[] = {AV_LOG_QUIET, AV_LOG_ERROR, AV_LOG_WARNING, AV_LOG_INFO, AV_LOG_DEBUG};
+    ffmpeg_level.store(ffmpeg[level], std::memory_order_relaxed);
+    av_log_set_level(ffmpeg[level]);
+    av_log_set_callback(ffmpeg_callback);
+}
+
+unsigned version() { return avformat_version(); }
+
+const cvb_video_table table = {
+    reader_open,  reader_read,  reader_close, stream_open,  stream_read,         stream_set_raw,
+    stream_read_packet, writer_open, writer_write, writer_close, set_ffmpeg_log_level, version,
+};
+
+} // namespace
+
+CVB_MODULE_EXPORT const cvb_video_table *cvb_video_module(int abi) { return abi == CVB_MODULE_ABI ? &table : nullptr; }
