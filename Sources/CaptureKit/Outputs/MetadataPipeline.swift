@@ -173,7 +173,8 @@ final class MetadataPipeline<Lane: Hashable & Sendable, Context: Sendable, Outpu
     /// Forgets frames waiting in every one of their lanes (no lane started them) and the frame
     /// waiting for the gate; returns how many. Frames a lane has started are finished and
     /// delivered; gated frames waiting for their lanes are delivered without outputs
-    /// (`wasSkipped`), so what the gate found in them is not lost, and counted.
+    /// (`wasSkipped`), so what the gate found in them is not lost; those are not in the count
+    /// (the delivery reports them).
     func cancelPending() -> Int {
         condition.lock()
         defer { condition.unlock() }
@@ -189,12 +190,13 @@ final class MetadataPipeline<Lane: Hashable & Sendable, Context: Sendable, Outpu
         {
             for lane in entry.job.lanes { slots[lane] = nil }
             if entry.job.needsGate {
+                // Counted when delivered (`wasSkipped`), not here.
                 inFlight[i].job.lanes = []
                 inFlight[i].job.wasSkipped = true
             } else {
                 cancelled.insert(entry.sequence)
+                count += 1
             }
-            count += 1
         }
         inFlight.removeAll { cancelled.contains($0.sequence) }
         deliverCompleted()
