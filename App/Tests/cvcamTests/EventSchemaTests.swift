@@ -136,6 +136,7 @@ import AppTestSupport
         case .start: return (type, try again(StartEvent.self))
         case .face: return (type, try again(FaceEvent.self))
         case .code: return (type, try again(CodeEvent.self))
+        case .motion: return (type, try again(MotionEvent.self))
         case .snapshot: return (type, try again(SnapshotEvent.self))
         case .recording: return (type, try again(RecordingEvent.self))
         case .drop: return (type, try again(DropEvent.self))
