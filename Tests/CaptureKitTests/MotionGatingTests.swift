@@ -281,6 +281,25 @@ private func tenths(_ times: [Double]) -> [Int] { times.map { Int(($0 * 10).roun
         #expect(gated <= plain + 0.1 + 1e-6, "gated \(gated) s, plain \(plain) s")
     }
 
+    /// A face that appears in a scene idle for a second is reported with the very frame its
+    /// motion starts: the frames before it were far apart, so the tracker's hold
+    /// (`FaceTracker.Configuration.maximumHoldGap`) lets it enter at once.
+    @Test func aFaceAppearingInAnIdleSceneIsReportedWithTheFrameMotionStarts() throws {
+        let face = SyntheticScene.Sprite(
+            content: .image(path: Fixtures.faceImage("grace_hopper.jpg")), size: .init(width: 110, height: 128),
+            origin: CGPoint(x: 100, y: 50), velocity: CGSize(width: 30, height: 0), appearsAt: 3.05)
+        let output = CaptureMetadataOutput()
+        let recorder = try MetadataRecorder.record(scene(seconds: 5, sprites: [face]), through: output, types: [.face]) {
+            $0.motionDetection = .init()
+        }
+        let start = try #require(recorder.events.first { $0.name == "start" }?.object.time.seconds)
+        let enter = try #require(recorder.events.first { $0.name == "enter" }?.object.time.seconds)
+        #expect(abs(start - 3.1) < 1e-6, "motion started at \(start) s")
+        #expect(abs(enter - start) < 1e-6, "entered at \(enter) s, motion started at \(start) s")
+        let plain = try #require(try firstEvent(scene(seconds: 5, sprites: [face]), types: [.face], name: "enter", gated: false))
+        #expect(enter <= plain, "gated \(enter) s, every frame \(plain) s")
+    }
+
     @Test func aFaceThatStopsAtTheDoorKeepsOneIDWhileDetectionIdles() throws {
         let path = Fixtures.faceImage("grace_hopper.jpg")
         let size = CaptureDevice.Dimensions(width: 110, height: 128)
