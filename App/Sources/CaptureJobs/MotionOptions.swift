@@ -120,3 +120,10 @@ package final class MetadataDelegates: CaptureMetadataOutputObjectsDelegate, Sen
         for d in delegates { d.metadataOutput(output, didEmit: events, from: connection) }
     }
 }
+
+extension CaptureMetadataOutput {
+    /// Frames faces and codes were looked for in: `processedFrameCount` without the frames
+    /// motion gating spared (`stillFrameCount`). What `stats`, the summary and the metrics call
+    /// `analysed`.
+    package var analysedFrameCount: Int { max(0, processedFrameCount - stillFrameCount) }
+}

@@ -273,14 +273,14 @@ package final class ServeCamera: @unchecked Sendable {
         setOnline(true)
         let stats = statsInterval.map { interval in
             StatsReporter(interval: interval, printer: printer, latency: latency) {
-                .init(frames: session.capturedFrameCount, analysed: Self.analysed(metadata), skipped: metadata.skippedFrameCount)
+                .init(frames: session.capturedFrameCount, analysed: metadata.analysedFrameCount, skipped: metadata.skippedFrameCount)
             }
         }
         stats?.start()
         let counting = metrics.map { sink in
             MetricsPump(interval: 1) {
                 sink.update(
-                    frames: session.capturedFrameCount, analysed: Self.analysed(metadata), skipped: metadata.skippedFrameCount)
+                    frames: session.capturedFrameCount, analysed: metadata.analysedFrameCount, skipped: metadata.skippedFrameCount)
             }
         }
         session.waitUntilStopped()
@@ -289,7 +289,7 @@ package final class ServeCamera: @unchecked Sendable {
         counting?.stop()
         metadata.waitUntilIdle()
         // The last second's frames, which the pump's next tick would not see.
-        metrics?.update(frames: session.capturedFrameCount, analysed: metadata.processedFrameCount, skipped: metadata.skippedFrameCount)
+        metrics?.update(frames: session.capturedFrameCount, analysed: metadata.analysedFrameCount, skipped: metadata.skippedFrameCount)
         watcher?.finish()
         recorder?.finish()
         events.queue.sync {}
@@ -313,11 +313,6 @@ package final class ServeCamera: @unchecked Sendable {
         let error = events.stoppingError ?? session.lastRuntimeError
         if let error, error.code != .deviceDisconnected { return .failed(error.message) }
         return input.isFinite ? .ended : .failed("the session stopped")
-    }
-
-    /// Frames faces and codes were looked for in: not those motion gating spared.
-    package static func analysed(_ metadata: CaptureMetadataOutput) -> Int {
-        max(0, metadata.processedFrameCount - metadata.stillFrameCount)
     }
 
     private func makeWatcher(_ watch: SnapshotOptions, device: CaptureDevice, input: InputOptions, printer: EventPrinter) throws -> SnapshotWatcher {
