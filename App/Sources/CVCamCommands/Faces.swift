@@ -30,6 +30,7 @@ struct Faces: ParsableCommand {
     @OptionGroup var input: InputOptions
     @OptionGroup var output: OutputOptions
     @OptionGroup var faceOptions: FaceOptions
+    @OptionGroup(title: "Motion") var motion: MotionOptions
 
     @Option(help: "Seconds between update lines for a face that stays (0: every frame).")
     var updateInterval: Double = 1
@@ -57,7 +58,9 @@ struct Faces: ParsableCommand {
             metadata.faceUpdateInterval = everyFrame ? .infinity : updateInterval
             let log = FaceLog(printer: job.printer, everyFrame: everyFrame, sources: sources, idOffset: idOffset)
             previousLog = log
-            metadata.setMetadataObjectsDelegate(log, queue: DispatchQueue(label: "cvcam.faces.log"))
+            metadata.motionDetection = motion.settings()
+            metadata.setMetadataObjectsDelegate(
+                MetadataDelegates.with(log, motion: motion, printer: job.printer), queue: DispatchQueue(label: "cvcam.faces.log"))
             try job.add(metadata)
             return (metadata, { log.facesSeen })
         }

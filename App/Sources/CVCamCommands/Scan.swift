@@ -34,6 +34,7 @@ struct Scan: ParsableCommand {
 
     @OptionGroup var input: InputOptions
     @OptionGroup var output: OutputOptions
+    @OptionGroup(title: "Motion") var motion: MotionOptions
 
     @Option(
         help: """
@@ -72,7 +73,9 @@ struct Scan: ParsableCommand {
             let log = CodeLog(printer: job.printer, once: once, raw: raw, sources: sources) { [job] in
                 DispatchQueue.global().async { try? job.session.stopRunning() }
             }
-            metadata.setMetadataObjectsDelegate(log, queue: DispatchQueue(label: "cvcam.scan.log"))
+            metadata.motionDetection = motion.settings()
+            metadata.setMetadataObjectsDelegate(
+                MetadataDelegates.with(log, motion: motion, printer: job.printer), queue: DispatchQueue(label: "cvcam.scan.log"))
             try job.add(metadata)
             return (metadata, { log.codesSeen })
         }

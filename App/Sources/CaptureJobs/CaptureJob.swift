@@ -164,7 +164,7 @@ package final class CaptureJob: @unchecked Sendable {
     package func analyse(_ metadata: CaptureMetadataOutput, noun: String, found: @escaping @Sendable () -> Int) throws -> Outcome {
         reportDrops(reason: "frameWasLate") { metadata.skippedFrameCount }
         statsCounts = { [session] in
-            .init(frames: session.capturedFrameCount, analysed: metadata.processedFrameCount, skipped: metadata.skippedFrameCount)
+            .init(frames: session.capturedFrameCount, analysed: metadata.analysedFrameCount, skipped: metadata.skippedFrameCount)
         }
         let total = expectedFrameCount
         let started = CaptureJob.cpuSeconds()
@@ -182,7 +182,7 @@ package final class CaptureJob: @unchecked Sendable {
         finishDropReports()
         reportRuntimeError()
         return Outcome(
-            frames: session.capturedFrameCount, analysed: metadata.processedFrameCount, skipped: metadata.skippedFrameCount,
+            frames: session.capturedFrameCount, analysed: metadata.analysedFrameCount, skipped: metadata.skippedFrameCount,
             seconds: elapsed, found: found(), failed: runtimeError != nil, interrupted: interrupted,
             input: summary(processed: 0, skipped: 0).input, formatSummary: formatSummary)
     }

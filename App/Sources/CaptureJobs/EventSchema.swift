@@ -8,7 +8,7 @@ import Foundation
 
 /// The `type` of every event line.
 package enum EventType: String, Codable, CaseIterable, Sendable {
-    case start, face, code, snapshot, recording, drop, error, summary, devices, stats
+    case start, face, code, motion, snapshot, recording, drop, error, summary, devices, stats
     case format, interrupted, interruptionEnded, controls
 
     /// Text mode prints these on stderr, like zbarimg, so stdout holds only what was found (and
@@ -194,6 +194,35 @@ extension CodeEvent {
             event: event, time: eventTime(code.time), symbology: code.type.rawValue, text: code.stringValue,
             base64: Data(code.payload).base64EncodedString(), box: MetadataRecord.Box(code.bounds),
             corners: MetadataRecord.points(code.corners), viewBox: viewBox, source: source)
+    }
+}
+
+/// Motion (`--motion`, `serve`): `event` (`start` with a motion's first frame; `end` once
+/// nothing moved for the end delay, or the input ended, with the last frame that moved), `time`,
+/// `box` (around every moving region), `regions` (each moving region's box, largest first) and
+/// `changed` (the fraction of the watched area that changed, 0…1).
+package struct MotionEvent: EventBody {
+    package static let type = EventType.motion
+
+    package var event: String
+    package var time: Double
+    package var box: MetadataRecord.Box
+    package var regions: [MetadataRecord.Box]
+    package var changed: Double
+
+    /// Creates the value from each of its properties.
+    package init(event: String, time: Double, box: MetadataRecord.Box, regions: [MetadataRecord.Box], changed: Double) {
+        self.event = event
+        self.time = time
+        self.box = box
+        self.regions = regions
+        self.changed = changed
+    }
+
+    package init(event: String, motion: MetadataMotionObject) {
+        self.init(
+            event: event, time: eventTime(motion.time), box: MetadataRecord.Box(motion.bounds),
+            regions: motion.regions.map { MetadataRecord.Box($0) }, changed: MetadataRecord.rounded(motion.changedFraction, 4))
     }
 }
 

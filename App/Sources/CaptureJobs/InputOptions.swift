@@ -23,7 +23,8 @@ package struct InputOptions: ParsableArguments {
                 synthetic:size=640x480,fps=30,frames=90,image=face.jpg,qr=HELLO. Keys: size=WxH, \
                 fps=N, frames=N (default: endless), background=bars|noise|black|gray|PATH, \
                 image=PATH (moves left to right; repeat for more), qr=TEXT (still, centred; repeat \
-                for more), speed=PIXELS_PER_SECOND (default 120).
+                for more), speed=PIXELS_PER_SECOND (default 120), appear=SECONDS (when the \
+                images enter; default 0), repeat=SECONDS (they pass again this often).
                 """),
         completion: .file(), transform: InputOptions.argumentBytes)
     package var inputs: [String] = []

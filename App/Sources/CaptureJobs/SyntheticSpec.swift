@@ -4,7 +4,8 @@ import Foundation
 /// Parses `synthetic:SPEC` (see `--input` help) into a `SyntheticScene`.
 ///
 /// Images move left to right across the frame at `speed` pixels per second, each a third of the
-/// frame's height, one below the other; QR codes stay still, side by side across the middle.
+/// frame's height, one below the other, entering at `appear` seconds and again every `repeat`
+/// seconds (a person passing); QR codes stay still, side by side across the middle.
 package enum SyntheticSpec {
     package static func parse(_ spec: String) throws -> SyntheticScene {
         var size = CaptureDevice.Dimensions(width: 640, height: 480)
@@ -14,6 +15,8 @@ package enum SyntheticSpec {
         var images: [String] = []
         var codes: [String] = []
         var speed = 120.0
+        var appear = 0.0
+        var again: Double?
         for item in spec.split(separator: ",", omittingEmptySubsequences: true) {
             let pair = item.split(separator: "=", maxSplits: 1).map(String.init)
             guard pair.count == 2 else { throw CLIError.message("synthetic: '\(item)' is not key=value") }
@@ -47,9 +50,13 @@ package enum SyntheticSpec {
                 codes.append(value)
             case "speed":
                 speed = try number(value, -100_000...100_000, key, unit: " pixels per second")
+            case "appear":
+                appear = try number(value, OptionRange.seconds, key, unit: " seconds")
+            case "repeat":
+                again = try number(value, OptionRange.positiveSeconds, key, unit: " seconds")
             default:
                 throw CLIError.message(
-                    "synthetic: unknown key '\(key)'; use size, fps, frames, background, image, qr, speed")
+                    "synthetic: unknown key '\(key)'; use size, fps, frames, background, image, qr, speed, appear, repeat")
             }
         }
         var sprites: [SyntheticScene.Sprite] = []
@@ -59,7 +66,7 @@ package enum SyntheticSpec {
                 .init(
                     content: .image(path: path), size: .init(width: side, height: side),
                     origin: CGPoint(x: -Double(side), y: Double((i * side) % max(1, size.height - side))),
-                    velocity: CGSize(width: speed, height: 0)))
+                    velocity: CGSize(width: speed, height: 0), appearsAt: appear, repeatInterval: again))
         }
         let codeSide = min(size.height / 2, size.width / max(1, codes.count) - 10)
         // A sprite needs a positive size: a QR code at least its 21 modules, an image one pixel.

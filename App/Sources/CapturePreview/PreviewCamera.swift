@@ -377,6 +377,8 @@ package final class PreviewMetadataObserver: CaptureMetadataOutputObjectsDelegat
             case .codeLeft(let c):
                 left.append(c)
                 post(.init(time: c.time, clock: clock, live: isLive, text: "\(Self.codeName(c.type)) gone: \(PreviewCamera.payloadText(c))"))
+            case .motionStarted(let m), .motionEnded(let m):
+                post(.init(time: m.time, clock: clock, live: isLive, text: "motion \(event.name == "start" ? "started" : "ended")"))
             case .faceUpdated, .codeRepeated:
                 break
             }

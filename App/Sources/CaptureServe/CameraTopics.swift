@@ -30,6 +30,9 @@ package struct CameraTopics: Equatable, Sendable {
     package var faces: String { "\(prefix)/\(camera)/faces" }
     /// Retained: the last code read (its `appear` event).
     package var code: String { "\(prefix)/\(camera)/code" }
+    /// Retained: `ON` while something moves (from a `motion` `start` event to its `end`), else
+    /// `OFF`, as Frigate's `<camera>/motion`.
+    package var motion: String { "\(prefix)/\(camera)/motion" }
     /// Retained: the latest snapshot's JPEG bytes.
     package var snapshot: String { "\(prefix)/\(camera)/snapshot" }
     /// Retained: `online` or `offline`.
@@ -44,6 +47,8 @@ package struct CameraTopics: Equatable, Sendable {
     /// Retained: the daemon's `online`, or `offline` (also its MQTT last will).
     package static func daemonAvailability(prefix: String) -> String { "\(prefix)/availability" }
 
+    package static let motionOn = "ON"
+    package static let motionOff = "OFF"
     package static let online = "online"
     package static let offline = "offline"
 

@@ -13,6 +13,7 @@ import Foundation
 /// | `binary_sensor` | `N_face` | `P/N/faces` | face present (`device_class: occupancy`, ON when `count > 0`) | `faces:` |
 /// | `sensor` | `N_code` | `P/N/code` | the last code: its `state` (the text cut to 255 characters); the whole text and the symbology as attributes | `codes:` |
 /// | `camera` | `N_snapshot` | `P/N/snapshot` | the latest snapshot's JPEG | `snapshots:` |
+/// | `binary_sensor` | `N_motion` | `P/N/motion` | motion (`device_class: motion`, `ON`/`OFF`) | motion on (the default; not `motion: false`) |
 ///
 /// Only the entities of what the camera does are announced (`components`): a face sensor of a
 /// camera that does not look for faces would always be off, and a camera entity with no
@@ -48,10 +49,21 @@ package struct HomeAssistantDiscovery: Sendable, Equatable {
     }
 
     /// The Home Assistant components cvcam announces, in publishing order.
-    package enum Component: String, Sendable, CaseIterable {
-        case binarySensor = "binary_sensor"
+    package enum Component: Sendable, CaseIterable {
+        case binarySensor
         case sensor
         case camera
+        /// The motion `binary_sensor`.
+        case motion
+
+        /// Home Assistant's component (the config topic's second level).
+        package var rawValue: String {
+            switch self {
+            case .binarySensor, .motion: "binary_sensor"
+            case .sensor: "sensor"
+            case .camera: "camera"
+            }
+        }
 
         /// The last part of the object ID and of the unique ID.
         package var entityKey: String {
@@ -59,6 +71,7 @@ package struct HomeAssistantDiscovery: Sendable, Equatable {
             case .binarySensor: "face"
             case .sensor: "code"
             case .camera: "snapshot"
+            case .motion: "motion"
             }
         }
     }
@@ -134,6 +147,8 @@ package struct HomeAssistantDiscovery: Sendable, Equatable {
     package var codeTopic: String { "\(topicPrefix)/\(cameraName)/code" }
     /// `P/N/snapshot`: the latest snapshot's JPEG bytes, retained.
     package var snapshotTopic: String { "\(topicPrefix)/\(cameraName)/snapshot" }
+    /// `P/N/motion`: `ON` or `OFF`, retained.
+    package var motionTopic: String { "\(topicPrefix)/\(cameraName)/motion" }
 
     /// `cvcam_` and the topic prefix reduced to `[a-zA-Z0-9_-]`.
     package var nodeID: String {
@@ -200,6 +215,12 @@ package struct HomeAssistantDiscovery: Sendable, Equatable {
                 "{{ {'text': value_json.text, 'base64': value_json.base64, 'symbology': value_json.symbology, 'wallTime': value_json.wallTime} | tojson }}"
         case .camera:
             config.topic = snapshotTopic
+        case .motion:
+            // `ON`/`OFF` are binary_sensor's default payloads; given for clarity.
+            config.stateTopic = motionTopic
+            config.deviceClass = "motion"
+            config.payloadOn = "ON"
+            config.payloadOff = "OFF"
         }
         let encoder = JSONEncoder()
         // Sorted keys: the same camera always gives the same bytes, so a re-announce is a no-op.
@@ -238,6 +259,7 @@ package struct HomeAssistantDiscovery: Sendable, Equatable {
         case .binarySensor: "Face present"
         case .sensor: "Last code"
         case .camera: "Snapshot"
+        case .motion: "Motion"
         }
     }
 

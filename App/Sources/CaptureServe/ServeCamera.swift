@@ -37,6 +37,8 @@ package final class ServeCamera: @unchecked Sendable {
     /// Refusals not yet logged (the log gets one line a second at most; each refusal is answered on MQTT).
     private var unloggedRefusals = 0
     private var lastRefusalLog = 0.0
+    /// Between a `motion` `start` and its `end` (the retained `motion` topic says `ON`).
+    private var motionActive = false
     private var thread: Thread?
     private let wake = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
@@ -102,9 +104,10 @@ package final class ServeCamera: @unchecked Sendable {
     /// Publishes the retained state again (after the broker came back: it may have lost it).
     /// The `faces` state only for a camera that looks for faces.
     package func republishState() {
-        let (available, faces) = lock.withLock { (isOnline, facesInView) }
+        let (available, faces, moving) = lock.withLock { (isOnline, facesInView, motionActive) }
         publisher.publish(topic: topics.availability, text: available ? CameraTopics.online : CameraTopics.offline, retain: true, latestOnly: true)
         if config.faces != nil { publishFaces(faces) }
+        if config.motionArguments != nil { publishMotion(moving) }
     }
 
     private func publishFaces(_ faces: Set<Int>) {
@@ -201,9 +204,11 @@ package final class ServeCamera: @unchecked Sendable {
                 metadata.faceScanInterval = options.faceScanInterval
             }
             if let codes = config.codes { metadata.codeRepeatInterval = codes.repeatInterval }
+            metadata.motionDetection = config.motionDetection
             let log = ServeMetadataLog(
                 faces: config.faces == nil ? nil : FaceLog(printer: printer, everyFrame: false),
-                codes: config.codes == nil ? nil : CodeLog(printer: printer, once: false, stop: {}))
+                codes: config.codes == nil ? nil : CodeLog(printer: printer, once: false, stop: {}),
+                motion: config.motionArguments == nil ? nil : MotionLog(printer: printer))
             metadata.setMetadataObjectsDelegate(log, queue: DispatchQueue(label: "cvcam.serve.\(config.name).events"))
             for output in [metadata, photo] as [CaptureOutput] {
                 try session.addOutput(output)
@@ -268,14 +273,14 @@ package final class ServeCamera: @unchecked Sendable {
         setOnline(true)
         let stats = statsInterval.map { interval in
             StatsReporter(interval: interval, printer: printer, latency: latency) {
-                .init(frames: session.capturedFrameCount, analysed: metadata.processedFrameCount, skipped: metadata.skippedFrameCount)
+                .init(frames: session.capturedFrameCount, analysed: metadata.analysedFrameCount, skipped: metadata.skippedFrameCount)
             }
         }
         stats?.start()
         let counting = metrics.map { sink in
             MetricsPump(interval: 1) {
                 sink.update(
-                    frames: session.capturedFrameCount, analysed: metadata.processedFrameCount, skipped: metadata.skippedFrameCount)
+                    frames: session.capturedFrameCount, analysed: metadata.analysedFrameCount, skipped: metadata.skippedFrameCount)
             }
         }
         session.waitUntilStopped()
@@ -284,7 +289,7 @@ package final class ServeCamera: @unchecked Sendable {
         counting?.stop()
         metadata.waitUntilIdle()
         // The last second's frames, which the pump's next tick would not see.
-        metrics?.update(frames: session.capturedFrameCount, analysed: metadata.processedFrameCount, skipped: metadata.skippedFrameCount)
+        metrics?.update(frames: session.capturedFrameCount, analysed: metadata.analysedFrameCount, skipped: metadata.skippedFrameCount)
         watcher?.finish()
         recorder?.finish()
         events.queue.sync {}
@@ -297,6 +302,13 @@ package final class ServeCamera: @unchecked Sendable {
             return !facesInView.isEmpty
         }
         if config.faces != nil, hadFaces || stoppedByUs { publishFaces([]) }
+        // Nothing moves in front of a camera that is gone (the motion's `end` was published
+        // when the session stopped; this covers a broker that missed it).
+        let wasMoving = lock.withLock {
+            defer { motionActive = false }
+            return motionActive
+        }
+        if config.motionArguments != nil && (wasMoving || stoppedByUs) { publishMotion(false) }
         if stoppedByUs { return .stopped }
         let error = events.stoppingError ?? session.lastRuntimeError
         if let error, error.code != .deviceDisconnected { return .failed(error.message) }
@@ -388,6 +400,12 @@ package final class ServeCamera: @unchecked Sendable {
             publisher.publish(topic: topics.events, text: line)
             publisher.publish(topic: topics.code, text: CodeState.line(code, eventLine: line), retain: true, latestOnly: true)
             return
+        case let motion as MotionEvent:
+            let moving = motion.event == "start"
+            lock.withLock { motionActive = moving }
+            publisher.publish(topic: topics.events, text: line)
+            publishMotion(moving)
+            return
         case let snapshot as SnapshotEvent:
             publisher.publish(topic: topics.events, text: line)
             // The file is on disk; its bytes go to the retained topic (a camera entity's image).
@@ -398,6 +416,12 @@ package final class ServeCamera: @unchecked Sendable {
         default:
             publisher.publish(topic: topics.events, text: line)
         }
+    }
+
+    /// The retained `motion` state.
+    private func publishMotion(_ moving: Bool) {
+        publisher.publish(
+            topic: topics.motion, text: moving ? CameraTopics.motionOn : CameraTopics.motionOff, retain: true, latestOnly: true)
     }
 
     // MARK: Commands
@@ -526,12 +550,14 @@ package final class ServeMetadataLog: CaptureMetadataOutputObjectsDelegate, @unc
     // before the session starts.
     package let faces: FaceLog?
     package let codes: CodeLog?
+    package let motion: MotionLog?
     /// The camera's preview page, when the daemon serves one: it gets the same objects and events.
     package var preview: PreviewMetadataObserver?
 
-    package init(faces: FaceLog?, codes: CodeLog?) {
+    package init(faces: FaceLog?, codes: CodeLog?, motion: MotionLog? = nil) {
         self.faces = faces
         self.codes = codes
+        self.motion = motion
     }
 
     package func metadataOutput(
@@ -543,6 +569,7 @@ package final class ServeMetadataLog: CaptureMetadataOutputObjectsDelegate, @unc
     package func metadataOutput(_ output: CaptureMetadataOutput, didEmit events: [MetadataEvent], from connection: CaptureConnection) {
         faces?.metadataOutput(output, didEmit: events, from: connection)
         codes?.metadataOutput(output, didEmit: events, from: connection)
+        motion?.metadataOutput(output, didEmit: events, from: connection)
         preview?.metadataOutput(output, didEmit: events, from: connection)
     }
 }

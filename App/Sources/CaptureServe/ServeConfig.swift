@@ -118,13 +118,22 @@ package struct ServeConfig: Equatable, Sendable {
         package var record: Record?
         /// `commands:`, the rate limit of the camera's `set` topic.
         package var commandLimit = CommandLimit()
+        /// `MotionOptions` arguments (without `--motion`); nil: motion detection off
+        /// (`motion: false`). On with the defaults when the camera says nothing.
+        package var motionArguments: [String]?
 
         package var inputOptions: InputOptions { try! InputOptions.parse(inputArguments) }  // checked when loaded
         package var faceOptions: FaceOptions? { faces.map { try! FaceOptions.parse($0.arguments) } }
         package var snapshotOptions: SnapshotOptions? { snapshotArguments.map { try! SnapshotOptions.parse($0) } }
+        /// The metadata output's motion setting (`.disabled` for `motion: false`).
+        package var motionDetection: CaptureMetadataOutput.MotionDetection {
+            guard let motionArguments else { return .disabled }
+            return (try! MotionOptions.parse(motionArguments)).settings(enabled: true)  // checked when loaded
+        }
 
         /// Creates the value from each of its properties.
-        package init(name: String, displayName: String, inputArguments: [String], faces: Faces? = nil, codes: Codes? = nil, snapshotArguments: [String]? = nil, record: Record? = nil, commandLimit: CommandLimit = CommandLimit()) {
+        package init(name: String, displayName: String, inputArguments: [String], faces: Faces? = nil, codes: Codes? = nil, snapshotArguments: [String]? = nil, record: Record? = nil, commandLimit: CommandLimit = CommandLimit(), motionArguments: [String]? = []) {
+            self.motionArguments = motionArguments
             self.name = name
             self.displayName = displayName
             self.inputArguments = inputArguments
@@ -625,8 +634,9 @@ package struct ConfigReader {
 
     package static let cameraKeys = [
         "name", "displayName", "input", "size", "fps", "pixelFormat", "setCtrl", "rotate", "mirror", "preset", "connectTimeout",
-        "rectOfInterest", "faces", "codes", "snapshots", "record", "commands",
+        "rectOfInterest", "faces", "codes", "snapshots", "record", "commands", "motion",
     ]
+    package static let motionKeys = ["threshold", "minArea", "idleInterval", "endDelay", "masks"]
     package static let snapshotKeys = [
         "dir", "minFaceSize", "minScore", "maxRoll", "maxYaw", "minSharpness", "bestOf", "faceCooldown", "cooldown", "preFrames",
         "maxPerWindow", "window", "every", "quality",
@@ -647,6 +657,7 @@ package struct ConfigReader {
         var snapshots: [String]?
         var record: ServeConfig.Record?
         var commandLimit = ServeConfig.CommandLimit()
+        var motion: [String]? = []
         var optionKeys: [String: String] = [:]
         for (key, v, _) in m {
             let path = label + ": " + key
@@ -687,6 +698,7 @@ package struct ConfigReader {
             case "snapshots": snapshots = readSnapshots(v, label)
             case "record": record = readRecord(v, label)
             case "commands": commandLimit = readCommandLimit(v, label) ?? commandLimit
+            case "motion": motion = readMotion(v, label)
             default: break
             }
         }
@@ -709,7 +721,7 @@ package struct ConfigReader {
         guard problems.count == before else { return nil }
         return ServeConfig.Camera(
             name: name, displayName: display ?? name, inputArguments: inputArgs, faces: faces, codes: codes,
-            snapshotArguments: snapshots, record: record, commandLimit: commandLimit)
+            snapshotArguments: snapshots, record: record, commandLimit: commandLimit, motionArguments: motion)
     }
 
     /// `commands: {perSecond: 1, burst: 10}`.
@@ -725,6 +737,42 @@ package struct ConfigReader {
             }
         }
         return result
+    }
+
+    /// `motion:` — `false` (off), `true` or `{}` (the defaults), or `MotionOptions`' settings:
+    /// `threshold`, `minArea`, `idleInterval`, `endDelay`, and `masks` (a list of rectangles,
+    /// each `[x, y, w, h]` or `"x,y,w,h"` in 0…1 of the frame).
+    package mutating func readMotion(_ v: Node, _ label: String) -> [String]? {
+        if let b = v.bool, case .scalar = v { return b ? [] : nil }
+        guard let m = mapping(v, label + ": motion", known: Self.motionKeys) else { return nil }
+        var args: [String] = []
+        var keys: [String: String] = [:]
+        for (key, value, _) in m {
+            let path = label + ": motion." + key
+            if key == "masks" {
+                guard case .sequence(let list) = value else {
+                    problem(path, value, "must be a list of rectangles, each [x, y, w, h] or \"x,y,w,h\" in 0…1 of the frame")
+                    continue
+                }
+                for item in list {
+                    let text: String
+                    if case .sequence(let numbers) = item { text = numbers.map { $0.string ?? "?" }.joined(separator: ",") } else {
+                        text = item.string ?? ""
+                    }
+                    args += ["--motion-mask", text]
+                }
+                keys["motion-mask"] = "masks"
+                continue
+            }
+            guard case .scalar = value, let s = value.string else { problem(path, value, "must be a single value"); continue }
+            let option = "motion-" + Self.kebab(key)
+            args += ["--" + option, s]
+            keys[option] = key
+        }
+        guard parsed(MotionOptions.self, args, keys: keys, section: "motion.", label: label, node: v, pairs: m) != nil else {
+            return nil
+        }
+        return args
     }
 
     package mutating func readFaces(_ v: Node, _ label: String) -> ServeConfig.Faces? {

@@ -95,6 +95,7 @@ package final class ServeDaemon: @unchecked Sendable {
         if camera.codes != nil { components.append(.sensor) }
         // Snapshots, the rules' and the `snapshot` command's alike, need the snapshots folder.
         if camera.snapshotArguments != nil { components.append(.camera) }
+        if camera.motionArguments != nil { components.append(.motion) }
         return components
     }
 

@@ -30,7 +30,7 @@ import AppTestSupport
 
     @Test func everyConfigIsAJSONObjectWithItsPlatformsRequiredKeys() throws {
         let messages = try Self.discovery().configMessages()
-        #expect(messages.map { Self.component(of: $0.topic) } == ["binary_sensor", "sensor", "camera"])
+        #expect(messages.map { Self.component(of: $0.topic) } == ["binary_sensor", "sensor", "camera", "binary_sensor"])
         for message in messages {
             #expect(message.retain)
             let config = try Self.json(message)
@@ -38,6 +38,11 @@ import AppTestSupport
                 #expect(config[key] != nil, "\(message.topic) lacks \(key)")
             }
             switch Self.component(of: message.topic) {
+            case "binary_sensor" where message.topic.hasSuffix("door_motion/config"):
+                #expect(config["state_topic"] as? String == "cvcam/door/motion")
+                #expect(config["device_class"] as? String == "motion")
+                #expect(config["payload_on"] as? String == "ON" && config["payload_off"] as? String == "OFF")
+                #expect(config["value_template"] == nil, "the motion topic carries ON/OFF itself")
             case "binary_sensor":
                 #expect(config["state_topic"] as? String == "cvcam/door/faces")
                 #expect(config["device_class"] as? String == "occupancy")
@@ -102,7 +107,7 @@ import AppTestSupport
             Self.discovery(prefix: "other", camera: "door"),
         ]
         let ids = try all.flatMap { try $0.configMessages().map { try #require(Self.json($0)["unique_id"] as? String) } }
-        #expect(ids.count == 12)
+        #expect(ids.count == 16)
         #expect(Set(ids).count == ids.count, "\(ids)")
         let topics = all.flatMap { $0.configMessages().map(\.topic) }
         #expect(Set(topics).count == topics.count)
@@ -136,6 +141,22 @@ import AppTestSupport
         }
     }
 
+    @Test func aCameraWithoutMotionDetectionHasNoMotionEntityAndClearsAnOldOne() throws {
+        let discovery = try HomeAssistantDiscovery(
+            topicPrefix: "cvcam", cameraName: "door", model: "m", components: [.binarySensor, .sensor, .camera])
+        let motionTopic = "homeassistant/binary_sensor/cvcam_cvcam/door_motion/config"
+        #expect(!discovery.configMessages().contains { $0.topic == motionTopic })
+        let withdrawn = try #require(discovery.withdrawalMessages().first { $0.topic == motionTopic })
+        #expect(withdrawn.payload.isEmpty && withdrawn.retain)
+        // serve announces it unless the camera says `motion: false`.
+        let config = try ServeConfig.parse("""
+            mqtt: {broker: mqtt://127.0.0.1}
+            cameras:
+              - {name: a, input: "synthetic:size=64x48", codes: [qr], motion: false}
+            """)
+        #expect(ServeDaemon.components(of: config.cameras[0]) == [.sensor])
+    }
+
     @Test func removalMessagesAreEmptyRetainedPayloadsOnEachConfigTopic() throws {
         let discovery = try Self.discovery(camera: "old-cam")
         let removals = discovery.removalMessages()
@@ -153,10 +174,10 @@ import AppTestSupport
             topicPrefix: "cvcam", cameraName: "gate", model: "network camera", components: [.sensor])
         #expect(codes.configMessages().map { Self.component(of: $0.topic) } == ["sensor"])
         let withdrawn = codes.withdrawalMessages()
-        #expect(withdrawn.map { Self.component(of: $0.topic) } == ["binary_sensor", "camera"])
+        #expect(withdrawn.map { Self.component(of: $0.topic) } == ["binary_sensor", "camera", "binary_sensor"])
         #expect(withdrawn.allSatisfy { $0.payload.isEmpty && $0.retain })
-        // Removal still empties all three.
-        #expect(codes.removalMessages().count == 3)
+        // Removal still empties all four.
+        #expect(codes.removalMessages().count == 4)
         // The order of publishing is fixed, whatever order the components were given in.
         let both = try HomeAssistantDiscovery(topicPrefix: "cvcam", cameraName: "gate", model: "m", components: [.camera, .binarySensor])
         #expect(both.configMessages().map { Self.component(of: $0.topic) } == ["binary_sensor", "camera"])
@@ -167,8 +188,9 @@ import AppTestSupport
               - {name: a, input: "synthetic:size=64x48", codes: [qr]}
               - {name: b, input: "synthetic:size=64x48", faces: {}, snapshots: {dir: /tmp/b}}
             """)
-        #expect(ServeDaemon.components(of: config.cameras[0]) == [.sensor])
-        #expect(ServeDaemon.components(of: config.cameras[1]) == [.binarySensor, .camera])
+        // Motion is on by default in serve.
+        #expect(ServeDaemon.components(of: config.cameras[0]) == [.sensor, .motion])
+        #expect(ServeDaemon.components(of: config.cameras[1]) == [.binarySensor, .camera, .motion])
     }
 
     /// A Home Assistant state holds 255 characters (Python's `len`: Unicode scalars). Longer

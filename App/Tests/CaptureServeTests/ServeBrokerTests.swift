@@ -85,6 +85,8 @@ import AppTestSupport
 
 
     /// A synthetic camera: a face crossing in about 4 s at 10 fps, and a QR code that stays.
+    /// Every frame is analysed (`motion: false`): the code's repeats every 0.5 s are the
+    /// heartbeat the outage test counts, and motion gating would read a still code every 2 s.
     static func synthetic(_ name: String, dir: URL, extra: String = "") -> String {
         """
           - name: \(name)
@@ -92,6 +94,7 @@ import AppTestSupport
             faces: {}
             codes: {types: [qr], repeatInterval: 0.5}
             snapshots: {dir: \(dir.appendingPathComponent(name).path), minScore: 0.5}
+            motion: false
         \(extra)
         """
     }
@@ -159,13 +162,16 @@ import AppTestSupport
         }
         #expect(subscriber.on("cvcam/cam4/availability").allSatisfy { $0.text == "offline" })
         // Home Assistant discovery: the entities of what each camera does, each a JSON config
-        // naming its topics: three for the cameras with faces, codes and snapshots, the code
-        // sensor alone for cam4 (its face sensor and camera entity withdrawn: empty configs).
+        // naming its topics: three for the cameras with faces, codes and snapshots (their motion
+        // sensor withdrawn: `motion: false`), the code sensor and the motion sensor for cam4 (its
+        // face sensor and camera entity withdrawn: empty configs).
         let all = subscriber.messages.filter { $0.topic.hasPrefix("homeassistant/") && $0.topic.hasSuffix("/config") }
         let discovery = all.filter { !$0.payload.isEmpty }
-        #expect(Set(discovery.map(\.topic)).count == 10)
+        #expect(Set(discovery.map(\.topic)).count == 11)
+        #expect(discovery.contains { $0.topic == "homeassistant/binary_sensor/cvcam_cvcam/cam4_motion/config" })
         #expect(Set(all.filter(\.payload.isEmpty).map(\.topic))
-            == ["homeassistant/binary_sensor/cvcam_cvcam/cam4_face/config", "homeassistant/camera/cvcam_cvcam/cam4_snapshot/config"])
+            == Set(["homeassistant/binary_sensor/cvcam_cvcam/cam4_face/config", "homeassistant/camera/cvcam_cvcam/cam4_snapshot/config"]
+                + ["cam1", "cam2", "cam3"].map { "homeassistant/binary_sensor/cvcam_cvcam/\($0)_motion/config" }))
         for message in discovery {
             let json = try #require(message.json, "\(message.topic)")
             #expect(json["unique_id"] is String)
@@ -306,6 +312,7 @@ import AppTestSupport
               - name: syn
                 input: "synthetic:size=160x120,fps=10,qr=SYN"
                 codes: {types: [qr], repeatInterval: 0.5}
+                motion: false
 
             """).write(to: config, atomically: true, encoding: .utf8)
         let subscriber = try Subscriber(broker, filters: ["cvcam/#"], session: "serve-test-net")

@@ -140,3 +140,88 @@ import AppTestSupport
         #expect(publisher.on(topics.error).count == errorsBefore)
     }
 }
+
+/// Motion in `serve`: on by default, a `motion` event on `events` and the retained `motion` topic.
+@Suite(.serialized) struct ServeMotionTests {
+    static let face = ServeCameraTests.face
+
+    /// A still textured scene a face crosses from 3 s on: motion starts as it enters (retained
+    /// `ON`), ends after it left (`OFF`), and its `start` comes no later than the face's `enter`.
+    @Test func aCameraPublishesMotionAndItsRetainedState() throws {
+        let config = try ServeCameraTests.camera("""
+              - name: porch
+                input: "synthetic:size=320x240,fps=10,frames=80,background=noise,speed=300,appear=3,image=\(Self.face)"
+                faces: {}
+                motion: {idleInterval: 2, masks: [[0, 0, 0.1, 0.1]]}
+            """)
+        let publisher = RecordingPublisher()
+        let camera = ServeCamera(config: config, prefix: "cvcam", publisher: publisher, statsInterval: nil)
+        camera.start()
+        let topics = CameraTopics(prefix: "cvcam", camera: "porch")
+        #expect(publisher.wait { $0.on(topics.availability).last?.text == "offline" && $0.on(topics.availability).count >= 2 })
+        camera.stop()
+        let events = publisher.on(topics.events).compactMap(\.json)
+        let motion = events.filter { $0["type"] as? String == "motion" }
+        #expect(motion.map { $0["event"] as? String } == ["start", "end"], "\(motion)")
+        let start = try #require(motion.first)
+        let startTime = try #require(start["time"] as? Double)
+        // The face enters at 3 s: nothing moved before.
+        #expect(startTime >= 3 && startTime <= 3.3, "\(start)")
+        #expect((start["regions"] as? [Any])?.isEmpty == false && start["box"] is [String: Any])
+        let enter = try #require(events.first { $0["type"] as? String == "face" && $0["event"] as? String == "enter" })
+        #expect(try #require(enter["time"] as? Double) >= startTime)
+        // Retained: ON while it moved, OFF after (and OFF again as the camera stopped).
+        let states = publisher.on(topics.motion).map(\.text)
+        #expect(states.first == "ON" && states.contains("OFF"), "\(states)")
+        #expect(publisher.retained(topics.motion)?.text == "OFF")
+    }
+
+    @Test func motionFalseTurnsItOff() throws {
+        let config = try ServeCameraTests.camera("""
+              - name: shed
+                input: "synthetic:size=320x240,fps=10,frames=30,background=noise,speed=300,image=\(Self.face)"
+                faces: {}
+                motion: false
+            """)
+        #expect(config.motionDetection == .disabled)
+        let publisher = RecordingPublisher()
+        let camera = ServeCamera(config: config, prefix: "cvcam", publisher: publisher, statsInterval: nil)
+        camera.start()
+        let topics = CameraTopics(prefix: "cvcam", camera: "shed")
+        #expect(publisher.wait { $0.on(topics.availability).last?.text == "offline" && $0.on(topics.availability).count >= 2 })
+        camera.stop()
+        #expect(!publisher.on(topics.events).compactMap(\.json).contains { $0["type"] as? String == "motion" })
+        #expect(publisher.on(topics.motion).isEmpty)
+    }
+
+    @Test func motionSettingsAreReadAndCheckedInTheFilesWords() throws {
+        let plain = try ServeCameraTests.camera("""
+              - name: a
+                input: "synthetic:size=320x240"
+                codes: [qr]
+            """)
+        // On by default in serve, with the library's defaults.
+        #expect(plain.motionDetection == CaptureMetadataOutput.MotionDetection())
+        let tuned = try ServeCameraTests.camera("""
+              - name: b
+                input: "synthetic:size=320x240"
+                codes: [qr]
+                motion: {threshold: 40, minArea: 0.01, idleInterval: 5, endDelay: 2, masks: [[0, 0, 0.5, 0.25], "0.5,0.5,0.5,0.5"]}
+            """)
+        let m = tuned.motionDetection
+        #expect(m.isEnabled && m.threshold == 40 && m.minimumArea == 0.01 && m.idleAnalysisInterval == 5 && m.endDelay == 2)
+        #expect(m.masks == [CGRect(x: 0, y: 0, width: 0.5, height: 0.25), CGRect(x: 0.5, y: 0.5, width: 0.5, height: 0.5)])
+        for (bad, says) in [
+            ("{threshold: 0}", "motion.threshold"), ("{masks: [[0, 0, 2, 1]]}", "motion.masks"), ("{idle: 3}", "motion.idle"),
+            ("{masks: 3}", "motion.masks"),
+        ] {
+            do {
+                _ = try ServeConfig.parse(
+                    "mqtt: {broker: mqtt://127.0.0.1}\ncameras:\n  - name: c\n    input: synthetic:size=320x240\n    codes: [qr]\n    motion: \(bad)\n")
+                Issue.record("\(bad) was accepted")
+            } catch {
+                #expect("\(error)".contains(says), "\(bad): \(error)")
+            }
+        }
+    }
+}

@@ -45,6 +45,7 @@ struct SeveralHostsTests {
                       - name: \(name)
                         input: "synthetic:size=320x240,fps=10,qr=\(name.uppercased())"
                         codes: {types: [qr], repeatInterval: 0.5}
+                        motion: false  # every frame analysed: the repeats are the heartbeat this test counts
 
                     """
                 }.joined()).write(to: config, atomically: true, encoding: .utf8)

@@ -64,6 +64,12 @@ import AppTestSupport
                 FaceEvent(event: "enter", time: 0, face: .init(Self.face), viewBox: nil, source: "dir/b.png")),
             try roundTrip(CodeEvent(event: "repeat", code: Self.codes[1], viewBox: MetadataRecord.Box(x: 1, y: 2, w: 3, h: 4))),
             try roundTrip(CodeEvent(event: "leave", code: Self.codes[0], viewBox: nil)),
+            try roundTrip(
+                MotionEvent(
+                    event: "start",
+                    motion: MetadataMotionObject(
+                        regions: [CGRect(x: 0.1, y: 0.2, width: 0.3, height: 0.4), CGRect(x: 0.6, y: 0.6, width: 0.1, height: 0.1)],
+                        changedFraction: 0.012345, time: MediaTime(seconds: 2.1), inputID: CaptureInput.ID(rawValue: 1)))),
             try roundTrip(StartEvent(run: "0a1b2c3d", clock: "camera", input: summary.input)),
             try roundTrip(SnapshotEvent(path: "/tmp/a.jpg", time: 0.8, width: 640, height: 480, faceIDs: [], reason: "snap")),
             try roundTrip(
@@ -136,6 +142,7 @@ import AppTestSupport
         case .start: return (type, try again(StartEvent.self))
         case .face: return (type, try again(FaceEvent.self))
         case .code: return (type, try again(CodeEvent.self))
+        case .motion: return (type, try again(MotionEvent.self))
         case .snapshot: return (type, try again(SnapshotEvent.self))
         case .recording: return (type, try again(RecordingEvent.self))
         case .drop: return (type, try again(DropEvent.self))

@@ -40,10 +40,13 @@ public struct SyntheticScene: Hashable, Sendable {
         public var appearsAt: Double
         /// When it leaves (nil: never).
         public var disappearsAt: Double?
+        /// Seconds after which the whole appearance (from `appearsAt` to `disappearsAt`, moving
+        /// from `origin`) plays again, for ever (nil: once): a person passing every 30 s.
+        public var repeatInterval: Double?
 
         public init(
             content: Content, size: CaptureDevice.Dimensions, origin: CGPoint, velocity: CGSize = .zero,
-            appearsAt: Double = 0, disappearsAt: Double? = nil
+            appearsAt: Double = 0, disappearsAt: Double? = nil, repeatInterval: Double? = nil
         ) {
             self.content = content
             self.size = size
@@ -51,6 +54,7 @@ public struct SyntheticScene: Hashable, Sendable {
             self.velocity = velocity
             self.appearsAt = appearsAt
             self.disappearsAt = disappearsAt
+            self.repeatInterval = repeatInterval
         }
 
         /// An image sprite scaled so that `feature` (a rectangle in the image's own pixels, such as
@@ -73,7 +77,11 @@ public struct SyntheticScene: Hashable, Sendable {
         }
 
         /// Where the sprite is at time `t` in scene pixels, or nil when it is not shown.
-        public func rect(at t: Double) -> CGRect? {
+        public func rect(at time: Double) -> CGRect? {
+            var t = time
+            if let period = repeatInterval, period > 0, t >= appearsAt {
+                t = appearsAt + (t - appearsAt).truncatingRemainder(dividingBy: period)
+            }
             guard t >= appearsAt, disappearsAt.map({ t < $0 }) ?? true else { return nil }
             let dt = t - appearsAt
             return CGRect(
@@ -95,11 +103,28 @@ public struct SyntheticScene: Hashable, Sendable {
     /// Further frame sizes the camera offers (the scene is scaled to them), so presets can be
     /// exercised without hardware.
     public var additionalSizes: [CaptureDevice.Dimensions]
+    /// Changes of the whole frame's brightness (a light switched, auto exposure stepping), in
+    /// time order: from each one's time on, every pixel is multiplied by its gain.
+    public var lightChanges: [LightChange]
+    /// Standard deviation of Gaussian noise added to every frame, different in each (a
+    /// sensor's temporal noise, seeded by the frame's index); 0: none.
+    public var sensorNoise: Double
+
+    /// From `at` seconds on, the frame's brightness is multiplied by `gain` (the last change
+    /// due is in force; gain 1 restores the scene).
+    public struct LightChange: Hashable, Sendable {
+        public var at: Double
+        public var gain: Double
+        public init(at: Double, gain: Double) {
+            self.at = at
+            self.gain = gain
+        }
+    }
 
     public init(
         size: CaptureDevice.Dimensions, frameRate: Double = 30, frameCount: Int? = nil,
         background: Background = .color(red: 40, green: 40, blue: 40), sprites: [Sprite] = [],
-        additionalSizes: [CaptureDevice.Dimensions] = []
+        additionalSizes: [CaptureDevice.Dimensions] = [], lightChanges: [LightChange] = [], sensorNoise: Double = 0
     ) {
         self.size = size
         self.frameRate = frameRate
@@ -107,6 +132,13 @@ public struct SyntheticScene: Hashable, Sendable {
         self.background = background
         self.sprites = sprites
         self.additionalSizes = additionalSizes
+        self.lightChanges = lightChanges
+        self.sensorNoise = sensorNoise
+    }
+
+    /// The brightness gain in force at `t` (1 before the first light change).
+    public func lightGain(at t: Double) -> Double {
+        lightChanges.last { $0.at <= t }?.gain ?? 1
     }
 
     /// Scene time of frame `index`.
@@ -203,6 +235,11 @@ public final class SyntheticCameraSource: FrameSource, @unchecked Sendable {
             } else if case .color(let red, let green, let blue) = sprite.content {
                 try Imaging.fill(frame, x: x, y: y, width: w, height: h, red: red, green: green, blue: blue, failure)
             }
+        }
+        let gain = scene.lightGain(at: t)
+        if gain != 1 { try Imaging.scale(frame, by: gain, failure) }
+        if scene.sensorNoise > 0 {
+            try Imaging.addNoise(frame, seed: 0x5EED + UInt64(index), standardDeviation: scene.sensorNoise, failure)
         }
         defer { index += 1 }
         return SourceFrame(

@@ -16,6 +16,7 @@ public final class AnalysisFrame: Sendable {
     private let bgrView = Mutex<PixelBuffer?>(nil)
     private let grayView = Mutex<PixelBuffer?>(nil)
     private let madeConversions = Atomic<Int>(0)
+    private let motionView = Mutex<(motion: MetadataMotionObject?, stillThrough: MediaTime?)>((nil, nil))
     /// Whether the frame is a still of its own (a photo from a folder or an image file), not a
     /// frame of video: nothing seen in it can be confirmed by the next frame.
     public let isIndependentStill: Bool
@@ -46,6 +47,22 @@ public final class AnalysisFrame: Sendable {
     /// The frame as 8-bit gray: the captured buffer itself when it is gray, else one conversion
     /// (straight from YUYV or NV12 luma, not through BGR).
     public func gray() throws(CaptureError) -> PixelBuffer { try view(.gray, grayView) }
+
+    /// What the output's motion stage saw in this frame (`CaptureMetadataOutput.motionDetection`):
+    /// nil when nothing moved or motion detection is off. Set before any stage sees the frame.
+    public var motion: MetadataMotionObject? { motionView.withLock { $0.motion } }
+
+    /// When motion gating withheld the frames before this one because nothing moved in them: the
+    /// time of the last of them (nil otherwise). What a stage saw in the last frame it analysed
+    /// was still there, unmoved, until then; the default stages tell their trackers
+    /// (`FaceTracker.sceneWasStill(through:)`, `CodeTracker.sceneWasStill(through:)`), so a face
+    /// or a code that stays still is not taken for gone between two idle analyses.
+    public var stillThrough: MediaTime? { motionView.withLock { $0.stillThrough } }
+
+    /// Records the motion stage's findings (the output's motion thread, before the detectors).
+    func setMotion(_ motion: MetadataMotionObject?, stillThrough: MediaTime?) {
+        motionView.withLock { $0 = (motion, stillThrough) }
+    }
 
     /// How many conversions this frame needed so far (at most one per view).
     public var conversionCount: Int { madeConversions.load(ordering: .relaxed) }

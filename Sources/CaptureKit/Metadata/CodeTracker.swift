@@ -40,6 +40,8 @@ public struct CodeTracker: Sendable {
         case left(MetadataMachineReadableCodeObject)
     }
     private var tracks: [Track] = []
+    /// The time of the last `changes` (or of the stillness it was carried to).
+    private var lastUpdate: Double?
 
     /// Creates a tracker (defaults: repeat every 2 s like ZBar, 0.5 s grace, 0.25 jump).
     public init(repeatInterval: Double? = 2, gracePeriod: Double = 0.5, maximumJump: Double = 0.25) {
@@ -72,6 +74,7 @@ public struct CodeTracker: Sendable {
     /// the appearances and repeats due now.
     public mutating func changes(_ codes: [MetadataMachineReadableCodeObject], at time: MediaTime) -> [Change] {
         let t = time.seconds
+        lastUpdate = t
         // Codes gone longer than the grace period have left.
         var changes: [Change] = tracks.filter { t - $0.lastSeen > gracePeriod }.map { .left($0.last) }
         tracks.removeAll { t - $0.lastSeen > gracePeriod }
@@ -105,13 +108,31 @@ public struct CodeTracker: Sendable {
         return changes
     }
 
+    /// The frames after the last update up to `time` were not analysed because nothing moved in
+    /// them (motion gating, `AnalysisFrame.stillThrough`): that span does not count towards
+    /// `gracePeriod`, so a code that stays still in view is not taken for gone between two idle
+    /// analyses. Repeats keep their own clock (`repeatInterval` of frame time).
+    public mutating func sceneWasStill(through time: MediaTime) {
+        guard let last = lastUpdate else { return }
+        let gap = time.seconds - last
+        guard gap > 0 else { return }
+        for i in tracks.indices { tracks[i].lastSeen += gap }
+        lastUpdate = time.seconds
+    }
+
     /// The stream ended: every code in view leaves (returned as last seen, oldest appearance
     /// first) and is forgotten.
     public mutating func finish() -> [MetadataMachineReadableCodeObject] {
-        defer { tracks.removeAll() }
+        defer {
+            tracks.removeAll()
+            lastUpdate = nil
+        }
         return tracks.map(\.last)
     }
 
     /// Forgets every code (the next sighting of each is a new appearance).
-    public mutating func reset() { tracks.removeAll() }
+    public mutating func reset() {
+        tracks.removeAll()
+        lastUpdate = nil
+    }
 }

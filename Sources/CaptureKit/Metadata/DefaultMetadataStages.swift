@@ -73,8 +73,10 @@ public final class DefaultFaceStage: FaceMetadataStage {
         let canSpread = detector.configuration.tileSize == nil
         // Tracked faces are followed in pixels of this frame, as the tracker keeps them.
         let space = DeviceSpace(frame.pixelBuffer)
+        let stillThrough = frame.stillThrough
         let (planned, tracked) = state.withLock { s -> (Search, [CGRect]) in
             defer { s.lastFrame = now }
+            if let stillThrough { s.tracker.sceneWasStill(through: stillThrough) }
             let restart = s.lastScanStart.map { now < $0 } ?? true || s.lastRegion != regionOfInterest
             if restart { s.pendingParts = [] }
             // A millisecond of slack: 3/30 s after the last start is "0.1 s later".
@@ -198,7 +200,9 @@ public final class DefaultCodeStage: CodeMetadataStage {
         if detector.rectOfInterest != regionOfInterest { detector.rectOfInterest = regionOfInterest }
         let time = frame.time
         let found = try detector.detect(in: try frame.gray(), time: time, inputID: frame.inputID)
+        let stillThrough = frame.stillThrough
         let changes = tracker.withLock { tracker in
+            if let stillThrough { tracker.sceneWasStill(through: stillThrough) }
             tracker.repeatInterval = repeatInterval.isFinite ? repeatInterval : nil
             return tracker.changes(found, at: time)
         }

@@ -108,6 +108,9 @@ public struct FaceTracker: Sendable {
     private var tracks: [Track] = []
     /// The time of the frame `update` saw last: the hold applies only to frames close together.
     private var lastFrameTime: Double?
+    /// The time of the last `update`, or of the stillness it was carried to
+    /// (`sceneWasStill(through:)`; the hold still sees the gap before the next analysed frame).
+    private var lastUpdate: Double?
 
     private static let nextID = Atomic<Int>(1)
 
@@ -156,6 +159,7 @@ public struct FaceTracker: Sendable {
         lastFrameTime = now
         let framesToEnter = holdsNewFaces && dense ? max(1, configuration.framesToEnter) : 1
         var entered: [Event] = []
+        lastUpdate = now
         let predicted = tracks.map { predictedBox($0, at: now) }
         var pairs: [(affinity: Double, track: Int, detection: Int)] = []
         for (ti, box) in predicted.enumerated() {
@@ -234,12 +238,30 @@ public struct FaceTracker: Sendable {
         return left + entered + updated
     }
 
+    /// The frames after the last update up to `time` were not analysed because nothing moved in
+    /// them (motion gating, `AnalysisFrame.stillThrough`): that span does not count as time a
+    /// face went unseen (`maximumMissedDuration`), and, nothing having moved, every track's
+    /// velocity is zero. A person standing still keeps their `faceID` through idle analyses;
+    /// one who walks away makes motion, so their frames are analysed and they leave as usual.
+    public mutating func sceneWasStill(through time: MediaTime) {
+        guard let last = lastUpdate else { return }
+        let gap = time.seconds - last
+        guard gap > 0 else { return }
+        for i in tracks.indices {
+            tracks[i].lastSeen += gap
+            tracks[i].velocity = .zero
+            tracks[i].pixelVelocity = .zero
+        }
+        lastUpdate = time.seconds
+    }
+
     /// Ends every track (e.g. when the session stops): `left` events for all faces that entered
     /// (those still held back go without a word).
     public mutating func reset() -> [Event] {
         defer {
             tracks = []
             lastFrameTime = nil
+            lastUpdate = nil
         }
         return tracks.filter { $0.heldFrames == nil }.map { .left($0.face) }
     }

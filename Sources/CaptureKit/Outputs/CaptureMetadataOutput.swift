@@ -64,6 +64,12 @@ extension CaptureMetadataOutputObjectsDelegate {
 /// its own scene: each face enters and leaves within its image, and each code appears once per
 /// image.
 ///
+/// With `motionDetection` enabled (off by default, as AVFoundation analyses every frame), a
+/// motion stage on its own thread (`cvcam.motion`) looks at every frame first, on a small gray
+/// image made from the frame's gray view, and the detectors run on frames with motion and at
+/// `MotionDetection.idleAnalysisInterval` otherwise; motion is reported as `motionStarted` /
+/// `motionEnded` events and as a `MetadataMotionObject` among an analysed frame's objects.
+///
 /// Threading: thread-safe.
 public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
     // @unchecked: configuration and counters are behind `config` (a Mutex); each stage is used
@@ -90,6 +96,9 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
         var laneEpochs: [Lane: Int] = [:]
         /// Per lane, the epoch a frame that ends its tracks was admitted for.
         var endingAdmitted: [Lane: Int] = [:]
+        var motionDetection = MotionDetection.disabled
+        var still = 0
+        var motionActive = false
     }
 
     /// Whether the Haar cascade may run when YuNet cannot be loaded (see "Face models").
@@ -103,6 +112,8 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
     /// Per lane, the epoch its stage last worked in (each lane reads and writes its own entry).
     private let laneEpochsSeen = Mutex<[Lane: Int]>([:])
     private let logger = Logger(label: "cvcam.metadata")
+    /// The motion stage's detector and gate: used on the motion thread only, one frame at a time.
+    private let motion = Mutex(MotionStage())
 
     /// The two kinds of stage, each a lane of the pipeline.
     enum Lane: Hashable, Sendable { case faces, codes }
@@ -120,6 +131,10 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
         var epochs: [Lane: Int] = [:]
         /// Lanes whose types were taken out: this frame only ends their tracks.
         var ending: Set<Lane> = []
+        /// The motion settings the frame is gated with (nil: not gated).
+        var motionDetection: MotionDetection?
+        /// What the motion stage decided (set on the motion thread).
+        var motion: MotionGate.Decision?
     }
 
     /// What one lane found in one frame, and how long it took.
@@ -133,7 +148,8 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
 
     // Lazy because its closures need `self`; built once, under `pipelineLock`, on first use.
     private lazy var lazyPipeline = MetadataPipeline<Lane, FrameContext, LaneOutput>(
-        name: "cvcam.metadata", threadName: { $0 == .faces ? "cvcam.faces" : "cvcam.codes" },
+        name: "cvcam.metadata", threadName: { $0 == .faces ? "cvcam.faces" : "cvcam.codes" }, gateThreadName: "cvcam.motion",
+        gate: { [unowned self] job in gate(&job) },
         work: { [unowned self] lane, job in analyse(job, in: lane) },
         deliver: { [unowned self] job, outputs in deliver(job, outputs) })
     private let pipelineLock = Mutex(())
@@ -297,6 +313,15 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
         set { config.withLock { $0.codeRepeatInterval = max(0, newValue) } }
     }
 
+    /// Motion detection and gating (default `.disabled`: every frame is analysed, as
+    /// AVFoundation does). Values out of range are brought into it (`MotionDetection.clamped`).
+    /// Takes effect with the next frame; changing the masks, the analysis width or the rect of
+    /// interest starts the background again.
+    public var motionDetection: MotionDetection {
+        get { config.withLock { $0.motionDetection } }
+        set { config.withLock { $0.motionDetection = newValue.clamped } }
+    }
+
     /// Sets the delegate and the serial queue it is called on. The delegate is retained.
     public func setMetadataObjectsDelegate(_ delegate: (any CaptureMetadataOutputObjectsDelegate)?, queue: DispatchQueue?) {
         let queue = delegate == nil ? nil : (queue ?? DispatchQueue(label: "cvcam.metadata.delegate"))
@@ -310,8 +335,15 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
     /// The current delegate.
     public var metadataObjectsDelegate: (any CaptureMetadataOutputObjectsDelegate)? { config.withLock { $0.delegate } }
 
-    /// Frames analysed so far.
+    /// Frames analysed so far: with `motionDetection` on, every frame the motion stage finished
+    /// with, including those the detectors were spared because nothing moved (`stillFrameCount`).
     public var processedFrameCount: Int { config.withLock { $0.processed } }
+    /// Frames whose faces and codes were not looked for because nothing moved in them and no
+    /// idle analysis was due (`motionDetection`); they are among `processedFrameCount`.
+    public var stillFrameCount: Int { config.withLock { $0.still } }
+    /// Whether a motion is going on: from its `motionStarted` event to its `motionEnded`, as
+    /// delivered so far.
+    public var isMotionActive: Bool { config.withLock { $0.motionActive } }
     /// Frames skipped because analysis was still busy with an earlier one.
     public var skippedFrameCount: Int { config.withLock { $0.skipped } }
     /// Frames the source never produced (lost by the driver, or not streamed while a photo
@@ -388,8 +420,10 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
             faceStage.prepare(
                 width: Int(format.dimensions.width), height: Int(format.dimensions.height), regionOfInterest: roi)
         }
+        motion.withLock { $0.reset() }
         config.withLock {
             $0.lastDeliveryWasEmpty = true
+            $0.motionActive = false
             // Photos in a folder are separate scenes: a face or code in one is not the same
             // appearance as one at a similar place in the next.
             $0.framesAreIndependent = input.device.deviceType == .imageFolder
@@ -398,6 +432,8 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
 
     override func receive(_ sample: SampleBuffer, from connection: CaptureConnection, canWait: Bool) {
         let job = config.withLock { c -> MetadataPipeline<Lane, FrameContext, LaneOutput>.Job? in
+            // Photos of a folder are separate scenes: nothing moves from one to the next.
+            let motion = c.motionDetection.isEnabled && !c.framesAreIndependent ? c.motionDetection : nil
             let codeTypes = Set(c.types).subtracting([.face])
             var lanes: Set<Lane> = []
             if c.types.contains(.face), faceSlot.loaded != nil { lanes.insert(.faces) }
@@ -408,18 +444,20 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
                 let loaded = lane == .faces ? faceSlot.loaded != nil : codeSlot.loaded != nil
                 if loaded { ending.insert(lane) }
             }
-            guard !lanes.isEmpty || !ending.isEmpty else { return nil }
+            guard !lanes.isEmpty || !ending.isEmpty || motion != nil else { return nil }
             let context = FrameContext(
                 connection: connection, codeTypes: codeTypes, regionOfInterest: c.rectOfInterest,
                 faceUpdateInterval: c.faceUpdateInterval, faceScanInterval: c.faceScanInterval,
                 codeRepeatInterval: c.codeRepeatInterval, independent: c.framesAreIndependent, epochs: c.laneEpochs,
-                ending: ending)
+                ending: ending, motionDetection: motion)
             return .init(
                 frame: AnalysisFrame(sample, converter: converter, isIndependentStill: c.framesAreIndependent),
-                lanes: lanes.union(ending), context: context)
+                lanes: lanes.union(ending), context: context, needsGate: motion != nil)
         }
         guard let job else { return }
-        let mayWait = canWait && canWaitForFrames.load(ordering: .relaxed)
+        // A gated frame that ends tracks waits for the gate rather than be replaced there: once
+        // admitted, nothing sends its ending again.
+        let mayWait = canWait && canWaitForFrames.load(ordering: .relaxed) || (job.needsGate && !job.context.ending.isEmpty)
         let admission = pipeline.offer(job, canWait: mayWait)
         config.withLock { c in
             if admission != .admitted, job.lanes != job.context.ending { c.skipped += 1 }
@@ -446,7 +484,9 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
         // After the last admitted frame is delivered, on the delivery thread: no lane is
         // working then, so the stages may be finished from here.
         pipeline.whenIdle { [self] in
-            let events = (faceSlot.loaded?.finish() ?? []) + (codeSlot.loaded?.finish() ?? [])
+            let motionEnd = motion.withLock { $0.gate.finish() }
+            if !motionEnd.isEmpty { config.withLock { $0.motionActive = false } }
+            let events = (faceSlot.loaded?.finish() ?? []) + (codeSlot.loaded?.finish() ?? []) + motionEnd
             let (delegate, queue, connection) = config.withLock { ($0.delegate, $0.queue, self.connections.first) }
             guard let delegate, let queue, let connection else { return }
             queue.async {
@@ -454,6 +494,34 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
                 (delegate as? EventStreamAdapter)?.finish()
             }
         }
+    }
+
+    // MARK: Motion (the motion thread, in capture order)
+
+    /// Looks for motion in a frame that needs the gate and decides whether its lanes run: none
+    /// when nothing moved and no idle analysis is due. A frame whose motion cannot be measured
+    /// (a conversion failed) is analysed, so a failing motion stage never hides a face.
+    private func gate(_ job: inout MetadataPipeline<Lane, FrameContext, LaneOutput>.Job) {
+        guard let settings = job.context.motionDetection else { return }
+        let frame = job.frame
+        let roi = job.context.regionOfInterest
+        let decision: MotionGate.Decision
+        do throws(CaptureError) {
+            let gray = try frame.gray()
+            decision = try motion.withLock { (stage: inout MotionStage) throws(CaptureError) -> MotionGate.Decision in
+                stage.apply(settings)
+                let result = try stage.detector.process(gray, time: frame.time.seconds, regionOfInterest: roi)
+                return stage.gate.decide(result, at: frame.time, inputID: frame.inputID)
+            }
+        } catch {
+            logger.warning("motion detection failed: \(error)")
+            config.withLock { $0.lastError = error }
+            decision = MotionGate.Decision(analyse: true, motion: nil, events: [], stillThrough: nil)
+        }
+        frame.setMotion(decision.motion, stillThrough: decision.stillThrough)
+        job.context.motion = decision
+        // A spared frame still ends the tracks of lanes switched off.
+        if !decision.analyse { job.lanes = job.context.ending }
     }
 
     // MARK: Analysis (each lane's thread)
@@ -507,26 +575,40 @@ public final class CaptureMetadataOutput: CaptureOutput, @unchecked Sendable {
 
     private func deliver(_ job: MetadataPipeline<Lane, FrameContext, LaneOutput>.Job, _ outputs: [Lane: LaneOutput]) {
         let faces = outputs[.faces], codes = outputs[.codes]
-        // Face events before code events, as one frame's track events always were.
-        let events = (faces?.events ?? []) + (codes?.events ?? [])
+        let gated = job.context.motion
+        // Motion events first (a motion starts before the face it brings enters), then face
+        // events before code events, as one frame's track events always were.
+        let motionEvents = gated?.events ?? []
+        let events = motionEvents + (faces?.events ?? []) + (codes?.events ?? [])
         let error = faces?.error ?? codes?.error
         if let error { logger.warning("metadata detection failed: \(error)") }
-        let objects: [any MetadataObject] = (faces?.faces ?? []) + (codes?.codes ?? [])
+        // A frame the detectors looked at (or, with no detector asked for, the motion stage)
+        // reports its objects; a frame spared or skipped reports only its motion events.
+        let analysed = !job.wasSkipped && (gated?.analyse ?? true)
+        let motionObject: [any MetadataObject] = gated?.motion.map { [$0] } ?? []
+        let objects: [any MetadataObject] = (faces?.faces ?? []) + (codes?.codes ?? []) + motionObject
         let (delegate, queue, deliverEmpty) = config.withLock { c -> ((any CaptureMetadataOutputObjectsDelegate)?, DispatchQueue?, Bool) in
-            // A frame that only ended tracks was not analysed.
-            if job.lanes != job.context.ending { c.processed += 1 }
+            // A frame that only ended tracks was not analysed; one the motion stage spared was
+            // (`stillFrameCount`).
+            if job.wasSkipped { c.skipped += 1 } else if gated != nil || job.lanes != job.context.ending { c.processed += 1 }
+            if let gated, !gated.analyse, !job.wasSkipped { c.still += 1 }
+            for event in motionEvents {
+                if case .motionStarted = event { c.motionActive = true } else if case .motionEnded = event { c.motionActive = false }
+            }
             if let faces { c.faceSeconds += faces.seconds }
             if let codes { c.codeSeconds += codes.seconds }
             if let error { c.lastError = error }
+            guard analysed else { return (c.delegate, c.queue, false) }
             let deliverEmpty = objects.isEmpty && !c.lastDeliveryWasEmpty
             c.lastDeliveryWasEmpty = objects.isEmpty
             return (c.delegate, c.queue, deliverEmpty)
         }
         guard let delegate, let queue else { return }
-        guard !objects.isEmpty || deliverEmpty || !events.isEmpty else { return }
+        let sendsObjects = analysed && (!objects.isEmpty || deliverEmpty)
+        guard sendsObjects || !events.isEmpty else { return }
         let connection = job.context.connection
         queue.async { [self] in
-            if !objects.isEmpty || deliverEmpty { delegate.metadataOutput(self, didOutput: objects, from: connection) }
+            if sendsObjects { delegate.metadataOutput(self, didOutput: objects, from: connection) }
             if !events.isEmpty { delegate.metadataOutput(self, didEmit: events, from: connection) }
         }
     }

@@ -74,6 +74,27 @@ package enum Imaging {
         }
     }
 
+    /// Multiplies every channel of `buffer` by `gain`, saturating, in place (`cvb_image_scale`,
+    /// `cv::Mat::convertTo`): a light switched on or off.
+    package static func scale(_ buffer: PixelBuffer, by gain: Double, _ what: @autoclosure () -> String) throws(CaptureError) {
+        try bridgeCall(.conversionFailed, what()) { err in
+            buffer.withBridgeImage { image in
+                var source = image  // the same pixels: convertTo works in place
+                return cvb_image_scale(&source, &image, gain, 0, &err)
+            }
+        }
+    }
+
+    /// Adds seeded Gaussian noise with zero mean to `buffer`, saturating, in place
+    /// (`cvb_image_add_noise`, `cv::RNG::fill` + `cv::add`): a sensor's temporal noise.
+    package static func addNoise(
+        _ buffer: PixelBuffer, seed: UInt64, standardDeviation: Double, _ what: @autoclosure () -> String
+    ) throws(CaptureError) {
+        try bridgeCall(.conversionFailed, what()) { err in
+            buffer.withBridgeImage { cvb_image_add_noise(&$0, seed, standardDeviation, &err) }
+        }
+    }
+
     /// Draws `source` scaled to `width`×`height` with its top-left at (`x`, `y`) in
     /// `destination`, clipped (`cvb_image_blit`; interpolation from `resizeInterpolation`).
     package static func blit(

@@ -6,6 +6,10 @@ public struct MetadataObjectType: RawRepresentable, Hashable, Sendable, CustomSt
 
     /// Faces (OpenCV YuNet, Haar as fallback).
     public static let face = MetadataObjectType(rawValue: "face")
+    /// Motion: what `CaptureMetadataOutput.motionDetection` reports (`MetadataMotionObject`).
+    /// CaptureKit's own, AVFoundation has none; it is turned on by `motionDetection`, not chosen
+    /// through `metadataObjectTypes`.
+    public static let motion = MetadataObjectType(rawValue: "motion")
     /// QR codes (ZBar and zxing-cpp).
     public static let qr = MetadataObjectType(rawValue: "qr")
     /// Micro QR codes (zxing-cpp; `AVMetadataObject.ObjectType.microQR`).
