@@ -118,13 +118,21 @@ package struct ServeConfig: Equatable, Sendable {
         package var record: Record?
         /// `commands:`, the rate limit of the camera's `set` topic.
         package var commandLimit = CommandLimit()
+        /// Event clips (`ServeConfig+Files.swift`).
+        package var clips: Clips?
+        /// The camera's own limits per kind (over the daemon's `retention:` defaults).
+        package var retention: [FileKind: RetentionLimits] = [:]
 
         package var inputOptions: InputOptions { try! InputOptions.parse(inputArguments) }  // checked when loaded
         package var faceOptions: FaceOptions? { faces.map { try! FaceOptions.parse($0.arguments) } }
         package var snapshotOptions: SnapshotOptions? { snapshotArguments.map { try! SnapshotOptions.parse($0) } }
 
         /// Creates the value from each of its properties.
-        package init(name: String, displayName: String, inputArguments: [String], faces: Faces? = nil, codes: Codes? = nil, snapshotArguments: [String]? = nil, record: Record? = nil, commandLimit: CommandLimit = CommandLimit()) {
+        package init(
+            name: String, displayName: String, inputArguments: [String], faces: Faces? = nil, codes: Codes? = nil,
+            snapshotArguments: [String]? = nil, record: Record? = nil, commandLimit: CommandLimit = CommandLimit(), clips: Clips? = nil,
+            retention: [FileKind: RetentionLimits] = [:]
+        ) {
             self.name = name
             self.displayName = displayName
             self.inputArguments = inputArguments
@@ -133,6 +141,8 @@ package struct ServeConfig: Equatable, Sendable {
             self.snapshotArguments = snapshotArguments
             self.record = record
             self.commandLimit = commandLimit
+            self.clips = clips
+            self.retention = retention
         }
     }
 
@@ -162,6 +172,8 @@ package struct ServeConfig: Equatable, Sendable {
     /// Host names the Prometheus endpoint answers to besides its own (`HostAllowlist`).
     package var metricsAllowedHosts: [String] = []
     package var preview: Preview?
+    /// Daemon-wide retention (`ServeConfig+Files.swift`).
+    package var retention = Retention()
     package var cameras: [Camera]
 
     /// A camera's name as a topic level and file-name prefix.
@@ -236,11 +248,12 @@ package struct ServeConfig: Equatable, Sendable {
     }
 
     /// Creates the value from each of its properties.
-    package init(mqtt: MQTT, statsInterval: Double? = 60, metricsListen: String? = nil, preview: Preview? = nil, cameras: [Camera]) {
+    package init(mqtt: MQTT, statsInterval: Double? = 60, metricsListen: String? = nil, preview: Preview? = nil, retention: Retention = Retention(), cameras: [Camera]) {
         self.mqtt = mqtt
         self.statsInterval = statsInterval
         self.metricsListen = metricsListen
         self.preview = preview
+        self.retention = retention
         self.cameras = cameras
     }
 }
@@ -375,12 +388,13 @@ package struct ConfigReader {
     }
 
     package mutating func read(_ root: Node?) -> ServeConfig? {
-        guard let top = mapping(root, "", known: ["mqtt", "stats", "metrics", "preview", "cameras"]) else { return nil }
+        guard let top = mapping(root, "", known: ["mqtt", "stats", "metrics", "preview", "retention", "cameras"]) else { return nil }
         var mqtt: ServeConfig.MQTT?
         var stats: Double? = 60
         var metrics: String?
         var metricsHosts: [String] = []
         var preview: ServeConfig.Preview?
+        var retention = ServeConfig.Retention()
         var cameras: [ServeConfig.Camera] = []
         var sawCameras = false
         for (key, value, _) in top {
@@ -404,6 +418,7 @@ package struct ConfigReader {
                     }
                 }
             case "preview": preview = readPreview(value)
+            case "retention": retention = readRetention(value, "retention", global: true) ?? retention
             case "cameras":
                 sawCameras = true
                 guard case .sequence(let list) = value, !list.isEmpty else {
@@ -424,7 +439,7 @@ package struct ConfigReader {
             if seen[name] == 2 { problem("cameras", root, "the name '\(TerminalText.escaped(name))' is used by more than one camera; names must be unique") }
         }
         guard let mqtt else { return nil }
-        var config = ServeConfig(mqtt: mqtt, statsInterval: stats, metricsListen: metrics, preview: preview, cameras: cameras)
+        var config = ServeConfig(mqtt: mqtt, statsInterval: stats, metricsListen: metrics, preview: preview, retention: retention, cameras: cameras)
         config.metricsAllowedHosts = metricsHosts
         return config
     }
@@ -625,7 +640,7 @@ package struct ConfigReader {
 
     package static let cameraKeys = [
         "name", "displayName", "input", "size", "fps", "pixelFormat", "setCtrl", "rotate", "mirror", "preset", "connectTimeout",
-        "rectOfInterest", "faces", "codes", "snapshots", "record", "commands",
+        "rectOfInterest", "faces", "codes", "snapshots", "record", "commands", "clips", "retention",
     ]
     package static let snapshotKeys = [
         "dir", "minFaceSize", "minScore", "maxRoll", "maxYaw", "minSharpness", "bestOf", "faceCooldown", "cooldown", "preFrames",
@@ -647,6 +662,8 @@ package struct ConfigReader {
         var snapshots: [String]?
         var record: ServeConfig.Record?
         var commandLimit = ServeConfig.CommandLimit()
+        var clipsNode: Node?
+        var retention: ServeConfig.Retention?
         var optionKeys: [String: String] = [:]
         for (key, v, _) in m {
             let path = label + ": " + key
@@ -687,6 +704,8 @@ package struct ConfigReader {
             case "snapshots": snapshots = readSnapshots(v, label)
             case "record": record = readRecord(v, label)
             case "commands": commandLimit = readCommandLimit(v, label) ?? commandLimit
+            case "clips": clipsNode = v  // read once faces and codes are known
+            case "retention": retention = readRetention(v, label + ": retention", global: false)
             default: break
             }
         }
@@ -706,10 +725,17 @@ package struct ConfigReader {
         if faces == nil && codes == nil {
             problem(label, node, "detects nothing: add `faces: {}`, `codes: [qr]` or both")
         }
+        let clips = clipsNode.flatMap { readClips($0, label, hasFaces: faces != nil, hasCodes: codes != nil) }
+        var writes = Set<FileKind>()
+        if snapshots != nil { writes.insert(.snapshots) }
+        if clipsNode != nil { writes.insert(.clips) }
+        if record != nil { writes.insert(.recordings) }
+        checkRetention(retention, camera: label, node: node, writes: writes)
         guard problems.count == before else { return nil }
         return ServeConfig.Camera(
             name: name, displayName: display ?? name, inputArguments: inputArgs, faces: faces, codes: codes,
-            snapshotArguments: snapshots, record: record, commandLimit: commandLimit)
+            snapshotArguments: snapshots, record: record, commandLimit: commandLimit, clips: clips,
+            retention: retention?.limits ?? [:])
     }
 
     /// `commands: {perSecond: 1, burst: 10}`.

@@ -37,7 +37,8 @@ package final class ServeMetrics: Sendable {
         .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2),
     ]
 
-    private let registry = PrometheusCollectorRegistry()
+    /// Internal so the daemon's other figures (`ServeMetrics+Retention.swift`) join the same registry.
+    let registry = PrometheusCollectorRegistry()
     /// Handles by camera name, so a restarted camera keeps its counters (and its delta baseline).
     private let cameras = Mutex<[String: Camera]>([:])
 
