@@ -166,7 +166,7 @@ import Testing
             self.clip = clip
             self.script = script.map { (time: $0.0, enter: $0.1, subject: $0.2) }
         }
-        func captureOutput(_ output: CaptureVideoDataOutput, didOutput sampleBuffer: SampleBuffer, from connection: CaptureConnection) {
+        func captureOutput(_ output: CaptureOutput, didOutput sampleBuffer: SampleBuffer, from connection: CaptureConnection) {
             let t = sampleBuffer.presentationTimeStamp
             for step in script where abs(step.time - t.seconds) < 1e-6 {
                 if step.enter { clip.subjectEntered(step.subject, at: t) } else { clip.subjectLeft(step.subject, at: t) }
@@ -270,7 +270,7 @@ import Testing
         final class Late: CaptureVideoDataOutputSampleBufferDelegate, @unchecked Sendable {
             let clip: CaptureClipOutput
             init(clip: CaptureClipOutput) { self.clip = clip }
-            func captureOutput(_ output: CaptureVideoDataOutput, didOutput s: SampleBuffer, from connection: CaptureConnection) {
+            func captureOutput(_ output: CaptureOutput, didOutput s: SampleBuffer, from connection: CaptureConnection) {
                 let t = s.presentationTimeStamp.seconds
                 if abs(t - 1.0) < 1e-6 { clip.subjectEntered(.face(9), at: s.presentationTimeStamp) }
                 if abs(t - 4.0) < 1e-6 {

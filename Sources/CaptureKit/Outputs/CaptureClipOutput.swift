@@ -212,6 +212,9 @@ public final class CaptureClipOutput: CaptureOutput, @unchecked Sendable {
     private var ringBytes = 0
     private var present: [ClipSubject: Double] = [:]
     private var clip: Clip?
+    /// A clip asked for by a subject that entered after the current clip's end (its event
+    /// overtook the frames): it starts once the current clip is finished.
+    private var next: Clip?
     private var lastClipEnd: Double?
     private var retryAfter: Double?
     private var scalePool: PixelBufferPool?
@@ -350,6 +353,7 @@ public final class CaptureClipOutput: CaptureOutput, @unchecked Sendable {
             ringBytes = 0
             present = [:]
             clip = nil
+            next = nil
             lastClipEnd = nil
             retryAfter = nil
         }
@@ -377,7 +381,15 @@ public final class CaptureClipOutput: CaptureOutput, @unchecked Sendable {
                 clip = current
                 writePending()
                 finish(.sessionStopped, error: nil)
+                startNext()
+                if var following = clip {
+                    following.end = min(following.end ?? .infinity, ring.last?.time ?? -.infinity)
+                    clip = following
+                    writePending()
+                    finish(.sessionStopped, error: nil)
+                }
             }
+            next = nil
             present = [:]
             ring = []
             ringBytes = 0
@@ -471,6 +483,19 @@ public final class CaptureClipOutput: CaptureOutput, @unchecked Sendable {
     private func entered(_ subject: ClipSubject, at time: MediaTime) {
         let t = time.seconds
         if present[subject] == nil { present[subject] = t }
+        let s = settings.withLock { $0 }
+        if var following = next {
+            if !following.subjects.contains(subject) { following.subjects.append(subject) }
+            following.end = nil
+            next = following
+            return
+        }
+        if let current = clip, let end = current.end, t - s.preRoll > end + Self.epsilon {
+            // After this clip's post-roll and pre-roll: a clip of its own, once this one is done.
+            next = Clip(start: t - s.preRoll, end: nil, cap: .infinity, trigger: time, subjects: [subject], continues: false)
+            advance()
+            return
+        }
         if var current = clip {
             if !current.subjects.contains(subject) { current.subjects.append(subject) }
             current.end = nil
@@ -479,15 +504,20 @@ public final class CaptureClipOutput: CaptureOutput, @unchecked Sendable {
             return
         }
         if let retryAfter, t < retryAfter { return }
-        let s = settings.withLock { $0 }
         startClip(at: t - s.preRoll, trigger: time, subjects: Array(present.keys.filter { $0 != subject }) + [subject], continues: false)
         advance()
     }
 
     private func left(_ subject: ClipSubject, at time: MediaTime) {
         guard present.removeValue(forKey: subject) != nil else { return }
-        guard present.isEmpty, var current = clip else { return }
+        guard present.isEmpty else { return }
         let end = time.seconds + settings.withLock { $0.postRoll }
+        if var following = next {
+            following.end = end
+            next = following
+            return
+        }
+        guard var current = clip else { return }
         current.end = end
         // Frames written past the end (the event came after them) are taken back out.
         let keep = current.written.firstIndex { $0.time > end + Self.epsilon } ?? current.written.count
@@ -506,8 +536,9 @@ public final class CaptureClipOutput: CaptureOutput, @unchecked Sendable {
 
     private func startClip(at start: Double, trigger: MediaTime, subjects: [ClipSubject], continues: Bool) {
         let s = settings.withLock { $0 }
-        // Frames already in the clip before never go in again.
-        let from = max(start, (lastClipEnd ?? -.infinity) + Self.epsilon)
+        // Frames already in the clip before never go in again (`writePending` takes frames
+        // from `start` less epsilon, so the bound is two epsilons past the last one written).
+        let from = max(start, (lastClipEnd ?? -.infinity) + 2 * Self.epsilon)
         clip = Clip(start: from, end: nil, cap: from + s.maxClipDuration, trigger: trigger, subjects: subjects, continues: continues)
         retryAfter = nil
     }
@@ -526,10 +557,21 @@ public final class CaptureClipOutput: CaptureOutput, @unchecked Sendable {
         guard newest > limit + Self.epsilon else { return }
         let capped = current.end.map { $0 > current.cap } ?? true
         finish(capped ? .maximumDurationReached : .postRollElapsed, error: nil)
-        if capped, !present.isEmpty {
+        if capped, !present.isEmpty, next == nil {
             startClip(at: limit, trigger: current.trigger, subjects: Array(present.keys), continues: true)
             writePending()
+        } else if next != nil {
+            startNext()
+            advance()
         }
+    }
+
+    /// Starts the clip a subject asked for while the previous one was still being written.
+    private func startNext() {
+        guard clip == nil, let following = next else { return }
+        next = nil
+        startClip(at: following.start, trigger: following.trigger, subjects: following.subjects, continues: false)
+        clip?.end = following.end
     }
 
     /// Writes the ring's frames the clip asks for that are not in the file yet.
