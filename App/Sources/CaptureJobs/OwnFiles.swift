@@ -22,34 +22,93 @@ import Glibc
 package struct OwnFileNames: Sendable {
     package let kind: FileKind
     package let prefix: String
-    private let pattern: Regex<AnyRegexOutput>
-
-    private static let stamp = #"[0-9]{8}-[0-9]{6}\.[0-9]{3}"#
-    private static let collision = #"(?:-[0-9]{1,3})?"#
 
     /// The names of `prefix`'s files of `kind`.
     package init(kind: FileKind, prefix: String) {
         self.kind = kind
         self.prefix = prefix
-        let p = NSRegularExpression.escapedPattern(for: prefix) + "-" + Self.stamp
-        let c = Self.collision
-        let source: String =
-            switch kind {
-            // The item is the photo's stem; group 1 captures it.
-            case .snapshots:
-                "^(" + p + "-(?:(?:every-)?face[0-9-]*(?:-again)?|requested)" + c + ")(?:\\.jpg|-pre-[0-9]{2}\\.jpg|\\.json)$"
-            case .clips: "^(" + p + "-clip" + c + ")\\.(?:avi|json)$"
-            case .recordings: "^(" + p + c + ")\\.avi$"
-            }
-        // The pattern is built from escaped text and constants: it always compiles.
-        pattern = try! Regex(source)
     }
 
     /// The item `name` belongs to (a snapshot's stem: its photo, pre-frames and sidecar go
-    /// together), or nil when `name` is not one of these files.
+    /// together), or nil when `name` is not one of these files. Matched by hand, byte by byte,
+    /// rather than with a Regex (not Sendable): the prefix is compared as text, never as a pattern.
     package func item(of name: String) -> String? {
-        guard !name.hasPrefix("."), name.hasPrefix(prefix + "-"), let match = name.wholeMatch(of: pattern) else { return nil }
-        return match.output[1].substring.map(String.init)
+        let bytes = Array(name.utf8)
+        let head = Array((prefix + "-").utf8)
+        guard bytes.count > head.count, bytes.starts(with: head) else { return nil }
+        // The stamp: yyyyMMdd-HHmmss.mmm.
+        let shape = Array("00000000-000000.000".utf8)
+        var i = head.count
+        guard bytes.count >= i + shape.count else { return nil }
+        for s in shape {
+            let b = bytes[i]
+            guard s == UInt8(ascii: "0") ? Self.isDigit(b) : b == s else { return nil }
+            i += 1
+        }
+        let rest = String(decoding: bytes[i...], as: UTF8.self)
+        let stem: String
+        let ending: String
+        switch kind {
+        case .recordings:
+            guard rest.hasSuffix(".avi") else { return nil }
+            (stem, ending) = (String(rest.dropLast(4)), "")
+        case .clips:
+            guard let ext = [".avi", ".json"].first(where: rest.hasSuffix) else { return nil }
+            let body = String(rest.dropLast(ext.count))
+            guard body.hasPrefix("-clip") else { return nil }
+            (stem, ending) = (body, String(body.dropFirst(5)))
+        case .snapshots:
+            var body: Substring
+            if rest.hasSuffix(".json") {
+                body = rest.dropLast(5)
+            } else if rest.hasSuffix(".jpg") {
+                body = rest.dropLast(4)
+                // `-pre-NN`: a frame written before the photo.
+                let tail = Array(body.utf8.suffix(7))
+                if tail.count == 7, tail.starts(with: Array("-pre-".utf8)), Self.isDigit(tail[5]), Self.isDigit(tail[6]) {
+                    body = body.dropLast(7)
+                }
+            } else {
+                return nil
+            }
+            guard let reason = Self.snapshotReasonEnd(body) else { return nil }
+            (stem, ending) = (String(body), reason)
+        }
+        // What is left after the kind's fixed part: nothing, or a `-2`…`-999` collision suffix.
+        if kind == .recordings {
+            guard stem.isEmpty || Self.isCollision(stem) else { return nil }
+        } else {
+            guard ending.isEmpty || Self.isCollision(ending) else { return nil }
+        }
+        return String(decoding: bytes[..<i], as: UTF8.self) + stem
+    }
+
+    /// After a snapshot's stamp: `-face3`, `-face3-5`, `-face3-again`, `-every-face3`,
+    /// `-requested`; returns what follows the reason (a collision suffix, or nothing), or nil.
+    private static func snapshotReasonEnd(_ body: Substring) -> String? {
+        if body.hasPrefix("-requested") { return String(body.dropFirst("-requested".count)) }
+        var rest = body
+        if rest.hasPrefix("-every-") { rest = rest.dropFirst(6) }
+        guard rest.hasPrefix("-face") else { return nil }
+        rest = rest.dropFirst(5)
+        // Face IDs joined by `-`, then perhaps `-again`, then perhaps a collision suffix; digits
+        // and dashes after `face` are all IDs or suffix, which both leave the name cvcam's.
+        var tail = String(rest)
+        if let again = tail.range(of: "-again") {
+            guard tail[..<again.lowerBound].allSatisfy({ $0.isASCII && ($0.isNumber || $0 == "-") }) else { return nil }
+            tail = String(tail[again.upperBound...])
+            return tail
+        }
+        guard tail.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == "-") }) else { return nil }
+        return ""
+    }
+
+    private static func isDigit(_ b: UInt8) -> Bool { b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9") }
+
+    /// `-N` with 1 to 3 digits.
+    private static func isCollision(_ text: String) -> Bool {
+        let b = Array(text.utf8)
+        return (2...4).contains(b.count) && b[0] == UInt8(ascii: "-") && b.dropFirst().allSatisfy(isDigit)
     }
 
     /// The first file of an item, the one a page shows and links (the photo, the clip).
@@ -127,7 +186,7 @@ package final class OwnFolder {
 
     /// The file system the folder is on (`st_dev`), to group folders by volume.
     package var volume: UInt64? {
-        var st = stat()
+        var st = Glibc.stat()
         guard fd >= 0, fstat(fd, &st) == 0 else { return nil }
         return UInt64(st.st_dev)
     }

@@ -53,9 +53,11 @@ package enum RetentionReason: String, Codable, Sendable, CaseIterable {
 
 /// Decides what goes: pure logic over what is on disk, so every rule is tested without files.
 ///
-/// Each shelf's newest item is never removed: it may be the file being written (a recording
-/// segment, a clip), and a limit that only the newest breaks is a limit too small, said as
-/// such (`shortOfRoom`). Otherwise the oldest go first, by modification time.
+/// For bytes and free space, each shelf's newest item is never removed: it may be the file
+/// being written (a recording segment, a clip; removing an open file frees nothing), and a
+/// limit that only the newest breaks is a limit too small, said as such (`shortOfRoom`).
+/// `maxAge` removes the newest too: a file being written is modified at every fragment, so it
+/// is never that old. Otherwise the oldest go first, by modification time.
 ///
 /// Threading: a namespace of pure functions; thread-safe.
 package enum RetentionPlan {
@@ -104,7 +106,7 @@ package enum RetentionPlan {
             let limits = shelf.shelf.limits
             if let maxAge = limits.maxAge {
                 let cutoff = now.addingTimeInterval(-maxAge)
-                for (i, item) in shelf.items.enumerated() where item.modified < cutoff && !isNewest(s, i) { take(s, i, .maxAge) }
+                for (i, item) in shelf.items.enumerated() where item.modified < cutoff { take(s, i, .maxAge) }
             }
             if let maxBytes = limits.maxBytes {
                 var total = kept(s).reduce(Int64(0)) { $0 + shelf.items[$1].bytes }
@@ -230,7 +232,7 @@ package final class RetentionKeeper: @unchecked Sendable {
         thread.start()
     }
 
-    /// Stops the thread and waits for it (a sweep in progress finishes first).
+    /// Sweeps a last time, stops the thread and waits for it (a sweep in progress finishes first).
     package func stop() {
         let running = lock.withLock {
             stopping = true
@@ -246,13 +248,17 @@ package final class RetentionKeeper: @unchecked Sendable {
 
     private func run() {
         var nextSweep = Date.distantPast
-        while !isStopping {
+        // The first sweep always runs, even when a short run stops the keeper at once.
+        repeat {
             if Date() >= nextSweep || freeSpaceIsLow() {
                 sweep()
                 nextSweep = Date().addingTimeInterval(interval)
             }
+            if isStopping { break }
             _ = wake.wait(timeout: .now() + min(freeSpaceCheckInterval, max(0.01, nextSweep.timeIntervalSinceNow)))
-        }
+        } while !isStopping
+        // A last sweep, so what a run wrote since the previous one is within limits when it ends.
+        sweep()
     }
 
     /// Whether a folder's file system has less free space than `minFreeSpace` (a cheap
