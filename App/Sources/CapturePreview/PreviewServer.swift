@@ -83,12 +83,14 @@ package struct PreviewServer: Sendable {
         let router = Router(context: BasicWebSocketRequestContext.self)
         router.add(middleware: PreviewAccess(token: token))
         let cameras = self.cameras
+        let hasLibrary = library != nil
         router.get("/") { _, _ -> Response in
             let names = cameras.names
-            if names.count == 1 {
+            // One camera goes straight to its page, unless the index is the dashboard.
+            if names.count == 1, !hasLibrary {
                 return Response(status: .seeOther, headers: [.location: Self.path(of: names[0])])
             }
-            return Self.text(PreviewAssets.listPage(cameras.statuses), type: "text/html; charset=utf-8")
+            return Self.text(PreviewAssets.listPage(cameras.statuses, library: hasLibrary), type: "text/html; charset=utf-8")
         }
         router.get("/cameras.json") { _, _ in Self.text(PreviewMessage.json(cameras.statuses), type: "application/json") }
         addLibraryRoutes(to: router)
