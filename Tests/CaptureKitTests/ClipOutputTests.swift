@@ -146,7 +146,9 @@ import Testing
         #expect(clips.last?.0.ending == .postRollElapsed)
         #expect(clips.first?.0.continuesPreviousClip == false && clips.dropFirst().allSatisfy(\.0.continuesPreviousClip))
         var previousLast: Double?
-        for (clip, _) in clips {
+        // A continuation whose every frame was past the leave (the event came late) is empty and gone.
+        for (clip, _) in clips where clip.frameCount == 0 { #expect(!FileManager.default.fileExists(atPath: clip.url.path)) }
+        for (clip, _) in clips where clip.frameCount > 0 {
             let times = try Self.frameTimes(clip.url, folder: folder)
             #expect(times.count == clip.frameCount)
             #expect((times.last ?? 0) - (times.first ?? 0) <= 1.5 + 0.06, "clip longer than maxClip: \(times)")

@@ -99,7 +99,8 @@ public protocol CaptureClipOutputDelegate: AnyObject, Sendable {
     func clipOutput(_ output: CaptureClipOutput, didStartClipTo url: URL, triggeredAt time: MediaTime)
     /// The clip ended; `error` is nil unless `clip.ending` is `.writeFailed`. Called exactly once
     /// for every clip started, and also for a clip whose file could not be created (then
-    /// `clip.frameCount` is 0 and there is no file).
+    /// `clip.frameCount` is 0 and there is no file) or whose every frame turned out to be past
+    /// its end when a late `subjectLeft` came (`frameCount` 0; the file is removed).
     func clipOutput(_ output: CaptureClipOutput, didFinishClip clip: CaptureClip, error: CaptureError?)
 }
 
@@ -648,7 +649,11 @@ public final class CaptureClipOutput: CaptureOutput, @unchecked Sendable {
         counters.withLock { $0.writing = false }
         var failure = error
         var ending = ending
-        if let writer = current.writer {
+        if let writer = current.writer, current.written.isEmpty, ending != .writeFailed, let url = current.url {
+            // Every frame it held was past its end (the leave came late): a file of no use, ours alone.
+            writer.abandon()
+            _ = FilePathBytes.withCString(url.path) { unlink($0) }
+        } else if let writer = current.writer {
             if ending == .writeFailed {
                 writer.abandon()
             } else {
