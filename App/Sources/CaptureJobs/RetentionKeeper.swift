@@ -221,8 +221,11 @@ package final class RetentionKeeper: @unchecked Sendable {
         wake.signal()
     }
 
-    /// Starts the sweeping thread; the first sweep runs at once.
+    /// Sweeps once on the caller's thread, then starts the sweeping thread.
     package func start() {
+        // The first sweep runs here, before the caller writes anything: a disk that is full of
+        // old files has room again before the first snapshot, clip or segment.
+        sweep()
         let thread = Thread { [self] in
             run()
             finished.signal()
@@ -247,16 +250,14 @@ package final class RetentionKeeper: @unchecked Sendable {
     private var isStopping: Bool { lock.withLock { stopping } }
 
     private func run() {
-        var nextSweep = Date.distantPast
-        // The first sweep always runs, even when a short run stops the keeper at once.
-        repeat {
+        var nextSweep = Date().addingTimeInterval(interval)
+        while !isStopping {
             if Date() >= nextSweep || freeSpaceIsLow() {
                 sweep()
                 nextSweep = Date().addingTimeInterval(interval)
             }
-            if isStopping { break }
             _ = wake.wait(timeout: .now() + min(freeSpaceCheckInterval, max(0.01, nextSweep.timeIntervalSinceNow)))
-        } while !isStopping
+        }
         // A last sweep, so what a run wrote since the previous one is within limits when it ends.
         sweep()
     }

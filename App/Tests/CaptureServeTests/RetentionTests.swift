@@ -242,7 +242,7 @@ import AppTestSupport
         #expect(publisher.on("cvcam/door/events").compactMap(\.json).filter { $0["type"] as? String == "error" }.count == 1)
     }
 
-    @Test func theKeeperThreadSweepsAtOnceAndStops() throws {
+    @Test func theKeeperSweepsBeforeStartReturnsAndOnceMoreWhenItStops() throws {
         let folder = try temporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
         let now = Date()
@@ -252,10 +252,13 @@ import AppTestSupport
         let shelf = RetentionShelf(camera: "door", prefix: "door", kind: .clips, folder: folder.path, limits: RetentionLimits(maxAge: Self.day))
         let keeper = RetentionKeeper(policy: RetentionPolicy(shelves: [shelf]), interval: 3600, reporter: reports)
         keeper.start()
-        let end = Date().addingTimeInterval(30)
-        while reports.removed.withLock({ $0.isEmpty }) && Date() < end { Thread.sleep(forTimeInterval: 0.02) }
+        // The first sweep is done when start returns: room is made before the caller writes.
+        #expect(try names(folder) == ["door-20261101-101010.000-clip.avi"])
+        // Files written meanwhile are swept when it stops (the interval is an hour).
+        try plant(folder, "door-20261002-101010.000-clip.avi", age: 3 * Self.day, now: now)
         keeper.stop()
         #expect(try names(folder) == ["door-20261101-101010.000-clip.avi"])
+        #expect(reports.removed.withLock { $0.count } == 2)
         #expect(reports.removed.withLock { $0.first?.kind } == .clips)
     }
 
