@@ -82,24 +82,36 @@ package struct ServeRetentionReporter: RetentionReporter {
 extension ServeMetrics {
     package func retentionRemoved(camera: String, kind: FileKind, reason: RetentionReason, files: Int, bytes: Int64) {
         let labels = [("camera", camera), ("kind", kind.rawValue), ("reason", reason.rawValue)]
-        registry.makeCounter(
+        let count = registry.makeCounter(
             descriptor: MetricNameDescriptor(
                 metricName: "cvcam_retention_removed_files_total", unitName: "", helpText: "Files retention removed to keep within limits."),
-            labels: labels
-        ).increment(by: Int64(max(0, files)))
-        registry.makeCounter(
+            labels: labels)
+        let size = registry.makeCounter(
             descriptor: MetricNameDescriptor(
                 metricName: "cvcam_retention_removed_bytes_total", unitName: "", helpText: "Bytes of the files retention removed."),
-            labels: labels
-        ).increment(by: max(0, bytes))
+            labels: labels)
+        remember(camera, counters: [count, size])
+        count.increment(by: Int64(max(0, files)))
+        size.increment(by: max(0, bytes))
     }
 
     package func setShortOfRoom(camera: String, _ short: Bool) {
-        registry.makeGauge(
+        let gauge = registry.makeGauge(
             descriptor: MetricNameDescriptor(
                 metricName: "cvcam_retention_short_of_room", unitName: "",
                 helpText: "1 while the camera's retention limits cannot be met by removing its files, else 0."),
-            labels: [("camera", camera)]
-        ).set(to: short ? 1 : 0)
+            labels: [("camera", camera)])
+        remember(camera, gauges: [gauge])
+        gauge.set(to: short ? 1 : 0)
+    }
+
+    /// Keeps the camera's series for `removeCamera` (the registry hands out one object per name and labels).
+    private func remember(_ camera: String, counters: [Counter] = [], gauges: [Gauge] = []) {
+        retentionSeries.withLock { all in
+            var series = all[camera] ?? ([], [])
+            for c in counters where !series.counters.contains(where: { $0 === c }) { series.counters.append(c) }
+            for g in gauges where !series.gauges.contains(where: { $0 === g }) { series.gauges.append(g) }
+            all[camera] = series
+        }
     }
 }

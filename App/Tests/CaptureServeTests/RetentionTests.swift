@@ -240,6 +240,9 @@ import AppTestSupport
         text = metrics.render()
         #expect(ServeMetricsTests.sample(text, #"cvcam_retention_short_of_room{camera="door"}"#) == 0)
         #expect(publisher.on("cvcam/door/events").compactMap(\.json).filter { $0["type"] as? String == "error" }.count == 1)
+        // A camera taken out of the configuration takes its retention series with it.
+        metrics.removeCamera("door")
+        #expect(!metrics.render().contains(#"camera="door""#))
     }
 
     @Test func theKeeperSweepsBeforeStartReturnsAndOnceMoreWhenItStops() throws {
@@ -305,6 +308,27 @@ import AppTestSupport
         #expect(shelf("yard", .recordings)?.limits == RetentionLimits(maxAge: 7 * Self.day))
         #expect(shelf("yard", .snapshots) == nil)
         #expect(policy.shelves.count == 4)
+    }
+
+    @Test func clipsStartOnFacesByDefaultOnCodesWhenAskedAndNeverOnWhatTheCameraCannotSee() throws {
+        func clips(_ camera: String) throws -> ServeConfig.Clips? {
+            try ServeConfig.parse("mqtt: {broker: mqtt://b}\ncameras: [{name: a, input: synthetic:size=8x8, \(camera)}]").cameras[0].clips
+        }
+        #expect(try clips("faces: {}, clips: {dir: /tmp/c}").map { [$0.faces, $0.codes] } == [true, false])
+        #expect(try clips("codes: [qr], clips: {dir: /tmp/c}").map { [$0.faces, $0.codes] } == [false, true])
+        #expect(try clips("faces: {}, codes: [qr], clips: {dir: /tmp/c, triggers: [faces, codes]}").map { [$0.faces, $0.codes] } == [true, true])
+        #expect(try clips("faces: {}, clips: {dir: /tmp/c, preRoll: 2, postRoll: 3, maxClip: 30}")?.options.maxClip == 30)
+        for (camera, fragment) in [
+            ("codes: [qr], clips: {dir: /tmp/c, triggers: [faces]}", "faces start clips only"),
+            ("faces: {}, clips: {dir: /tmp/c, triggers: [motion]}", "motion"),
+            ("faces: {}, clips: {preRoll: 2}", "missing"),
+            ("faces: {}, clips: {dir: /tmp/c, preRoll: 61}", "preRoll"),
+        ] {
+            let error = try #require(throws: ServeConfigError.self, "\(camera)") {
+                try ServeConfig.parse("mqtt: {broker: mqtt://b}\ncameras: [{name: a, input: synthetic:size=8x8, \(camera)}]")
+            }
+            #expect(error.problems.contains { ($0.path + " " + $0.message).contains(fragment) }, "\(camera) → \(error.description)")
+        }
     }
 
     @Test func badRetentionValuesAreProblems() throws {
