@@ -16,6 +16,11 @@ import AppTestSupport
         return url
     }
 
+    /// A GET with a bound a busy machine meets (the server answers at once when it can).
+    static func get(_ path: String, port: Int) throws -> (status: Int, head: String, body: String) {
+        try PreviewServerTests.get(path, port: port, timeout: 30)
+    }
+
     /// A real Motion-JPEG AVI of `frames` frames, made by `cvcam record`.
     func movie(_ url: URL, frames: Int) throws {
         let result = try CLI.run(["record", "-o", url.path, "--input", "synthetic:size=160x120,fps=10,frames=\(frames)", "-q"])
@@ -58,10 +63,10 @@ import AppTestSupport
         let port = running.port
 
         // The index is the dashboard even for one page of cameras.
-        let index = try PreviewServerTests.get("/", port: port)
+        let index = try Self.get("/", port: port)
         #expect(index.status == 200 && index.body.contains("data-library"))
 
-        let dashboard = try PreviewServerTests.get("/dashboard.json", port: port)
+        let dashboard = try Self.get("/dashboard.json", port: port)
         #expect(dashboard.status == 200)
         let json = try #require(try JSONSerialization.jsonObject(with: Data(dashboard.body.utf8)) as? [String: Any])
         let cameras = try #require(json["cameras"] as? [[String: Any]])
@@ -74,9 +79,9 @@ import AppTestSupport
         #expect(clipEntries.map { $0["name"] as? String } == [clip.lastPathComponent])
         let clipEntry = try #require(clipEntries.first)
 
-        let photo = try PreviewServerTests.get("/cameras/door/snapshots/door-20261121-101010.000-face2.jpg", port: port)
+        let photo = try Self.get("/cameras/door/snapshots/door-20261121-101010.000-face2.jpg", port: port)
         #expect(photo.status == 200 && photo.head.lowercased().contains("content-type: image/jpeg"))
-        let saved = try PreviewServerTests.get("/cameras/door/snapshots/door-20261121-101010.000-face2.jpg?download=1", port: port)
+        let saved = try Self.get("/cameras/door/snapshots/door-20261121-101010.000-face2.jpg?download=1", port: port)
         #expect(saved.head.lowercased().contains("content-disposition: attachment"))
         for path in [
             "/cameras/door/snapshots/passwords.txt", "/cameras/door/snapshots/yard-20261121-101010.000-face2.jpg",
@@ -84,15 +89,15 @@ import AppTestSupport
             "/cameras/door/snapshots/door-20261121-101010.000-face2-pre-01.jpg", "/cameras/yard/snapshots/door-20261121-101010.000-face2.jpg",
             "/cameras/door/clips/door-20261121-101010.000-face2.jpg", "/cameras/nobody/clips/\(clip.lastPathComponent)",
         ] {
-            #expect(try PreviewServerTests.get(path, port: port).status == 404, "\(path)")
+            #expect(try Self.get(path, port: port).status == 404, "\(path)")
         }
-        let download = try PreviewServerTests.get(try #require(clipEntry["download"] as? String), port: port)
+        let download = try Self.get(try #require(clipEntry["download"] as? String), port: port)
         #expect(download.status == 200 && download.head.lowercased().contains("content-type: video/x-msvideo"))
         #expect(download.head.lowercased().contains("content-length: \(try FileManager.default.attributesOfItem(atPath: clip.path)[.size] as? Int ?? -1)"))
-        let poster = try PreviewServerTests.get(try #require(clipEntry["image"] as? String), port: port)
+        let poster = try Self.get(try #require(clipEntry["image"] as? String), port: port)
         #expect(poster.status == 200 && poster.head.lowercased().contains("content-type: image/jpeg"))
         // Played as a Motion-JPEG stream: every frame of the clip, as stored, then the end.
-        let play = try PreviewServerTests.get(try #require(clipEntry["play"] as? String), port: port)
+        let play = try Self.get(try #require(clipEntry["play"] as? String), port: port)
         #expect(play.status == 200 && play.head.lowercased().contains("multipart/x-mixed-replace"))
         #expect(play.body.components(separatedBy: "Content-Type: image/jpeg").count - 1 == 4)
     }
