@@ -18,7 +18,10 @@ struct Record: ParsableCommand {
             is complete, so a failed or killed run never costs the file that was there before. \
             -o naming a folder or the input, or a file another cvcam is recording, is refused. \
             With --dir instead of -o the movie is named by the input and the local wall time it \
-            started, <camera>-<yyyyMMdd-HHmmss.mmm>.avi; a name already taken gets -2, -3, ….
+            started, <camera>-<yyyyMMdd-HHmmss.mmm>.avi; a name already taken gets -2, -3, …; \
+            --max-age, --max-bytes and --min-free-space then keep that camera's recordings in \
+            the folder within limits, the oldest removed first (never the one being written, \
+            nor a file cvcam did not name), each removal a `retention` event.
 
             Exit codes: 0 the file was finalised; 1 runtime error (input failed, the file could \
             not be written, -o refused); 64 usage error.
@@ -48,6 +51,8 @@ struct Record: ParsableCommand {
     @Flag(help: "Replace FILE if it exists (only once the new recording is complete).")
     var overwrite = false
 
+    @OptionGroup(title: "Retention (with --dir)") var retention: RetentionOptions
+
     func validate() throws {
         try input.requireSingleInput("record")
         guard (outputFile == nil) != (dir == nil) else {
@@ -74,6 +79,9 @@ struct Record: ParsableCommand {
         }
         try OptionRange.check(fragmentInterval, OptionRange.positiveSeconds, "--fragment-interval", unit: " seconds")
         try OptionRange.check(quality, 1...100, "--quality")
+        if retention.isSet && dir == nil {
+            throw ValidationError("--max-age, --max-bytes and --min-free-space keep a folder of recordings: record with --dir.")
+        }
     }
 
     func run() throws {
@@ -99,6 +107,14 @@ struct Record: ParsableCommand {
         try job.add(movie)
         let format = job.device.activeFormat.dimensions
         let size = input.oriented(format)
+        // Retention keeps this camera's earlier recordings in the folder within limits; the
+        // one being written is the newest, which is never removed.
+        let keeper = dir.flatMap { dir in
+            retention.keeper(
+                camera: SnapshotStore.sanitizedName(job.device.localizedName), folders: [(.recordings, dir)], printer: job.printer)
+        }
+        keeper?.start()
+        defer { keeper?.stop() }
         let recorder = Recorder(printer: job.printer, path: url.path, size: size) { [job] in
             DispatchQueue.global().async { try? job.session.stopRunning() }
         }

@@ -64,25 +64,29 @@ struct Serve: ParsableCommand {
         }
         var previewServer: PreviewServer.Running?
         var directory: PreviewDirectory?
+        var library: PreviewLibrary?
         if let settings = loaded.preview {
             let cameras = PreviewDirectory()
+            let files = PreviewLibrary()
             var previewLogger = Logger(label: "cvcam.serve.preview")
             previewLogger.logLevel = verbose ? .debug : .warning
             do {
-                previewServer = try PreviewServer(
-                    cameras: cameras, token: settings.token, allowedHosts: settings.allowedHosts, logger: previewLogger
-                ).start(on: settings.listen)
+                var server = PreviewServer(
+                    cameras: cameras, token: settings.token, allowedHosts: settings.allowedHosts, logger: previewLogger)
+                server.library = files
+                previewServer = try server.start(on: settings.listen)
             } catch {
                 TerminalText.printError("cvcam serve: \(error)")
                 throw ExitCode(ExitStatus.runtimeError)
             }
             directory = cameras
+            library = files
             let shown = ListenAddress(host: settings.listen.host, port: previewServer?.port ?? settings.listen.port)
             // On stdout, as `cvcam preview` says it (the log shows warnings and errors only).
             try? FileHandle.standardOutput.write(contentsOf: Data("preview: http://\(shown)/\n".utf8))
         }
         defer { previewServer?.stop() }
-        let daemon = ServeDaemon(config: loaded, configPath: config, link: link, metrics: metrics, preview: directory)
+        let daemon = ServeDaemon(config: loaded, configPath: config, link: link, metrics: metrics, preview: directory, library: library)
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: DaemonService(daemon: daemon))]
         if let listen = loaded.metricsListen, let metrics {
             services.append(

@@ -21,6 +21,14 @@ struct Watch: ParsableCommand {
             being chosen, then exits 0. Times are frame times, so a file gives the same \
             snapshots on every run.
 
+            With --clips DIR, each face's visit is also recorded as an event clip \
+            (Motion-JPEG AVI, crash-safe to its last fragment): from --pre-roll seconds before \
+            the face entered to --post-roll seconds after the last face left, at most \
+            --max-clip seconds each, named <camera>-<yyyyMMdd-HHmmss.mmm>-clip.avi; each \
+            prints a `clip` event. --max-age, --max-bytes and --min-free-space keep this \
+            camera's snapshots and clips (each kind on its own) within limits, removing the \
+            oldest first and nothing cvcam did not name; each removal prints a `retention` event.
+
             Exit codes: 0 ok; 1 runtime error (input failed, a snapshot could not be written); \
             64 usage error.
             """)
@@ -30,6 +38,8 @@ struct Watch: ParsableCommand {
     @OptionGroup var faceOptions: FaceOptions
 
     @OptionGroup var snapshot: SnapshotOptions
+    @OptionGroup(title: "Event clips") var clips: ClipOptions
+    @OptionGroup(title: "Retention") var retention: RetentionOptions
 
     func validate() throws {
         try input.requireSingleInput("watch")
@@ -54,6 +64,20 @@ struct Watch: ParsableCommand {
         let metadata = try faceOptions.faceOutput(for: input, latency: job) { frame, faces in
             watcher.consider(frame, faces: faces)
         }
+        // Clips: the camera's frames buffered for the pre-roll; faces entering and leaving start and end them.
+        let clipOutput = try clips.dir.map { _ in try clips.makeOutput(prefix: store.namePrefix) }
+        let announcer = ClipAnnouncer(printer: job.printer)
+        if let clipOutput {
+            clipOutput.setDelegate(announcer, queue: nil)
+            metadata.setMetadataObjectsDelegate(
+                ClipMetadataTrigger(clipOutput: clipOutput), queue: DispatchQueue(label: "cvcam.watch.clips"))
+            try job.add(clipOutput)
+        }
+        let keeper = retention.keeper(
+            camera: store.namePrefix, folders: [(.snapshots, folder.path)] + (clips.dir.map { [(.clips, $0)] } ?? []),
+            printer: job.printer)
+        keeper?.start()
+        defer { keeper?.stop() }
         job.statsCounts = { [session = job.session] in
             .init(frames: session.capturedFrameCount, analysed: metadata.processedFrameCount, skipped: metadata.skippedFrameCount)
         }
@@ -71,11 +95,13 @@ struct Watch: ParsableCommand {
         metadata.waitUntilIdle()
         // The input ended or a signal stopped it: the windows still open decide now.
         watcher.finish()
+        clipOutput?.waitUntilIdle()
         job.reportRuntimeError()
         if !output.quiet || output.json {
             var summary = job.summary(processed: metadata.processedFrameCount, skipped: metadata.skippedFrameCount)
             summary.snapshots = watcher.writtenCount
             summary.dir = folder.path
+            if clipOutput != nil { summary.clips = announcer.writtenCount }
             job.printer.emit(
                 summary,
                 text: String(
@@ -83,6 +109,8 @@ struct Watch: ParsableCommand {
                     job.session.capturedFrameCount, metadata.processedFrameCount, summary.fps,
                     metadata.skippedFrameCount, watcher.writtenCount, folder.path) + job.formatSummary)
         }
-        if job.runtimeError != nil || watcher.failedCount > 0 { throw ExitCode(ExitStatus.runtimeError) }
+        if job.runtimeError != nil || watcher.failedCount > 0 || announcer.failedCount > 0 {
+            throw ExitCode(ExitStatus.runtimeError)
+        }
     }
 }

@@ -10,11 +10,12 @@ import Foundation
 package enum EventType: String, Codable, CaseIterable, Sendable {
     case start, face, code, motion, snapshot, recording, drop, error, summary, devices, stats
     case format, interrupted, interruptionEnded, controls
+    case clip, retention
 
     /// Text mode prints these on stderr, like zbarimg, so stdout holds only what was found (and
     /// when a camera went and came back); NDJSON keeps every event on stdout, one stream for a
     /// program to read.
-    package var isDiagnostic: Bool { [.drop, .error, .summary, .stats, .format].contains(self) }
+    package var isDiagnostic: Bool { [.drop, .error, .summary, .stats, .format, .retention].contains(self) }
 }
 
 /// This run's ID: 8 random hex digits, printed at the start and in the summary, so face IDs
@@ -355,9 +356,10 @@ package struct SummaryEvent: EventBody {
     package var codes: Int?
     /// snap: photos written.
     package var photos: Int?
-    /// watch: snapshots written, and where.
+    /// watch: snapshots written, and where; event clips written (with --clips).
     package var snapshots: Int?
     package var dir: String?
+    package var clips: Int?
     /// record: the file, what it holds, and why the recording ended.
     package var path: String?
     package var recordedFrames: Int?

@@ -35,8 +35,10 @@ package enum PreviewAssets {
     }
 
     /// The list of cameras at `/`: each camera's display name, status (with the reason when it
-    /// is not streaming) and a thumbnail; `/assets/index.js` keeps them current.
-    package static func listPage(_ cameras: [PreviewDirectory.Status]) -> String {
+    /// is not streaming) and a thumbnail; `/assets/index.js` keeps them current. With `library`
+    /// (`cvcam serve`'s dashboard) each camera also shows the faces in view, the last code and
+    /// its latest snapshots and clips, which the script fills in from `/dashboard.json`.
+    package static func listPage(_ cameras: [PreviewDirectory.Status], library: Bool = false) -> String {
         let items = cameras.map { c in
             let thumbnail = c.state == .live
                 ? "<img class=\"thumbnail\" alt=\"\" width=\"160\" height=\"120\" src=\"\(escaped(c.page))/thumbnail.jpg\">"
@@ -46,7 +48,8 @@ package enum PreviewAssets {
                 <a class="thumbnail-link" href="\(escaped(c.page))">\(thumbnail)<span class="no-picture"\(c.state == .live ? " hidden" : "")>no picture</span></a>\
                 <div class="about"><a class="display-name" href="\(escaped(c.page))">\(escaped(c.displayName))</a> \
                 <span class="name">\(escaped(c.name))</span>\
-                <p><span class="state">\(stateText(c.state))</span> <span class="reason">\(escaped(c.reason ?? ""))</span></p></div></li>
+                <p><span class="state">\(stateText(c.state))</span> <span class="reason">\(escaped(c.reason ?? ""))</span></p></div>\
+                \(library ? libraryBlock : "")</li>
                 """
         }.joined(separator: "\n")
         return """
@@ -54,7 +57,7 @@ package enum PreviewAssets {
             <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
             <title>Cameras — cvcam</title>
             <link rel="stylesheet" href="/assets/preview.css"></head>
-            <body class="index"><h1>Cameras</h1>
+            <body class="index"\(library ? " data-library" : "")><h1>Cameras</h1>
             <ul id="cameras">
             \(items)
             </ul>
@@ -62,6 +65,13 @@ package enum PreviewAssets {
             </body></html>
             """
     }
+
+    /// Where the script puts a camera's facts, snapshots and clips.
+    static let libraryBlock = """
+        <div class="library"><p class="facts"><span class="faces"></span> <span class="last-code"></span></p>\
+        <h3>Snapshots</h3><div class="snapshots files"><span class="none">none yet</span></div>\
+        <h3>Clips</h3><div class="clips files"><span class="none">none yet</span></div></div>
+        """
 
     /// One camera's page; `base` is its path (`/cameras/<name>`). The AVFoundation name of each
     /// control is its tooltip.
@@ -163,6 +173,14 @@ package enum PreviewAssets {
         .display-name { font-weight: 600; }
         .camera[data-state=live] .state { color: #006400; }
         .camera[data-state=offline] .state, .camera[data-state=interrupted] .state { color: #b00020; }
+        body.index[data-library] .camera { flex-wrap: wrap; width: 560px; }
+        .library { flex-basis: 100%; }
+        .library h3 { font-size: 13px; margin: 8px 0 4px; }
+        .files { display: flex; flex-wrap: wrap; gap: 6px; }
+        .file { display: flex; flex-direction: column; width: 128px; font-size: 11px; color: #444; }
+        .file img { width: 128px; height: 96px; object-fit: contain; background: #222; cursor: pointer; }
+        .file .when { white-space: nowrap; }
+        .facts .faces, .facts .last-code { font-size: 13px; }
         """
 
     /// The list page's script: keeps each camera's status current and, while the page is
@@ -194,6 +212,57 @@ package enum PreviewAssets {
               })
               .catch(() => {});
           }
+          // The dashboard (cvcam serve): facts, and the latest snapshots and clips, redrawn only when they changed.
+          const shown = {};
+          function fileItem(f, isClip) {
+            const item = document.createElement('div');
+            item.className = 'file';
+            const img = document.createElement('img');
+            img.loading = 'lazy';
+            img.alt = isClip ? 'clip' : 'snapshot';
+            img.src = f.image;
+            img.title = isClip ? 'Play' : 'Open';
+            img.addEventListener('click', () => {
+              if (!isClip) { window.open(f.image, '_blank', 'noopener'); return; }
+              // A clip plays in the picture itself (a Motion-JPEG stream); a second click shows its first frame again.
+              img.src = img.dataset.playing ? f.image : f.play + '?n=' + Date.now();
+              if (img.dataset.playing) delete img.dataset.playing; else img.dataset.playing = '1';
+            });
+            const when = document.createElement('span');
+            when.className = 'when';
+            when.textContent = f.time.replace('T', ' ').slice(0, 19);
+            const save = document.createElement('a');
+            save.href = f.download;
+            save.textContent = 'Download' + (isClip ? ' (AVI)' : '');
+            save.setAttribute('download', f.name);
+            item.append(img, when, save);
+            return item;
+          }
+          function showFiles(box, files, isClip) {
+            box.replaceChildren(...(files.length ? files.slice(0, 6).map((f) => fileItem(f, isClip)) : [Object.assign(document.createElement('span'), { className: 'none', textContent: 'none yet' })]));
+          }
+          function refreshLibrary() {
+            if (!document.body.hasAttribute('data-library') || document.visibilityState !== 'visible') return;
+            fetch('/dashboard.json', { cache: 'no-store' })
+              .then((r) => r.ok ? r.json() : { cameras: [] })
+              .then((d) => {
+                for (const c of d.cameras) {
+                  const li = document.querySelector('li.camera[data-name="' + CSS.escape(c.name) + '"]');
+                  if (!li) continue;
+                  li.querySelector('.faces').textContent = c.faceIDs.length ? 'Faces now: ' + c.faceIDs.length + ' (ID ' + c.faceIDs.join(', ') + ')' : 'No face now';
+                  li.querySelector('.last-code').textContent = c.lastCode ? '· last ' + c.lastCode.kind + ': ' + c.lastCode.text + ' (' + c.lastCode.time.replace('T', ' ').slice(0, 19) + ')' : '';
+                  const key = JSON.stringify([c.snapshots.map((f) => f.name), c.clips.map((f) => f.name)]);
+                  if (shown[c.name] === key) continue;
+                  shown[c.name] = key;
+                  showFiles(li.querySelector('.snapshots'), c.snapshots, false);
+                  showFiles(li.querySelector('.clips'), c.clips, true);
+                }
+              })
+              .catch(() => {});
+          }
+          refreshLibrary();
+          setInterval(refreshLibrary, 5000);
+          document.addEventListener('visibilitychange', refreshLibrary);
           for (const img of document.querySelectorAll('img.thumbnail')) {
             img.addEventListener('error', () => { img.hidden = true; img.parentElement.querySelector('.no-picture').hidden = false; });
           }

@@ -37,6 +37,9 @@ package struct PreviewServer: Sendable {
     package let allowedHosts: [String]
     /// What each connection is held to (`HTTPConnectionGuard`).
     package let limits: HTTPServerLimits
+    /// Each camera's snapshots, clips and latest facts, for the dashboard's routes
+    /// (`PreviewServer+Library.swift`); nil: no such routes.
+    package var library: PreviewLibrary?
 
     package init(
         cameras: PreviewDirectory, token: String?, allowedHosts: [String] = [], limits: HTTPServerLimits = .standard,
@@ -80,14 +83,17 @@ package struct PreviewServer: Sendable {
         let router = Router(context: BasicWebSocketRequestContext.self)
         router.add(middleware: PreviewAccess(token: token))
         let cameras = self.cameras
+        let hasLibrary = library != nil
         router.get("/") { _, _ -> Response in
             let names = cameras.names
-            if names.count == 1 {
+            // One camera goes straight to its page, unless the index is the dashboard.
+            if names.count == 1, !hasLibrary {
                 return Response(status: .seeOther, headers: [.location: Self.path(of: names[0])])
             }
-            return Self.text(PreviewAssets.listPage(cameras.statuses), type: "text/html; charset=utf-8")
+            return Self.text(PreviewAssets.listPage(cameras.statuses, library: hasLibrary), type: "text/html; charset=utf-8")
         }
         router.get("/cameras.json") { _, _ in Self.text(PreviewMessage.json(cameras.statuses), type: "application/json") }
+        addLibraryRoutes(to: router)
         router.get("/assets/preview.js") { _, _ in Self.text(PreviewAssets.script, type: "text/javascript; charset=utf-8") }
         router.get("/assets/index.js") { _, _ in Self.text(PreviewAssets.indexScript, type: "text/javascript; charset=utf-8") }
         router.get("/assets/preview.css") { _, _ in Self.text(PreviewAssets.style, type: "text/css; charset=utf-8") }

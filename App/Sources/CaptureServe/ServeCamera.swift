@@ -174,6 +174,7 @@ package final class ServeCamera: @unchecked Sendable {
         let photo = CapturePhotoOutput()
         let types: [MetadataObjectType]
         var recorder: SegmentRecorder?
+        var clips: ServeClips?
         var previewCamera: PreviewCamera?
         do {
             try session.setSessionPreset(input.sessionPreset)
@@ -210,6 +211,14 @@ package final class ServeCamera: @unchecked Sendable {
                 codes: config.codes == nil ? nil : CodeLog(printer: printer, once: false, stop: {}),
                 motion: config.motionArguments == nil ? nil : MotionLog(printer: printer))
             metadata.setMetadataObjectsDelegate(log, queue: DispatchQueue(label: "cvcam.serve.\(config.name).events"))
+            if let library = preview?.library {
+                let name = config.name
+                log.dashboard = { library.record($0, camera: name) }
+            }
+            if let settings = config.clips {
+                clips = try ServeClips(settings: settings, camera: config.name, session: session, input: input, printer: printer)
+                log.clips = clips?.trigger
+            }
             for output in [metadata, photo] as [CaptureOutput] {
                 try session.addOutput(output)
                 input.orient(output)
@@ -291,10 +300,12 @@ package final class ServeCamera: @unchecked Sendable {
         // The last second's frames, which the pump's next tick would not see.
         metrics?.update(frames: session.capturedFrameCount, analysed: metadata.analysedFrameCount, skipped: metadata.skippedFrameCount)
         watcher?.finish()
+        clips?.finish()
         recorder?.finish()
         events.queue.sync {}
         observation.cancel()
         setOnline(false)
+        preview?.library?.sessionEnded(camera: config.name)
         let stoppedByUs = isStopping
         // The faces of a camera that is gone are not in view any more.
         let hadFaces = lock.withLock {
@@ -553,6 +564,10 @@ package final class ServeMetadataLog: CaptureMetadataOutputObjectsDelegate, @unc
     package let motion: MotionLog?
     /// The camera's preview page, when the daemon serves one: it gets the same objects and events.
     package var preview: PreviewMetadataObserver?
+    /// The camera's event clips, when it records them: faces and codes start and end them.
+    package var clips: ClipMetadataTrigger?
+    /// The dashboard's record of faces in view and the last code, when the preview has one.
+    package var dashboard: (@Sendable ([MetadataEvent]) -> Void)?
 
     package init(faces: FaceLog?, codes: CodeLog?, motion: MotionLog? = nil) {
         self.faces = faces
@@ -570,6 +585,8 @@ package final class ServeMetadataLog: CaptureMetadataOutputObjectsDelegate, @unc
         faces?.metadataOutput(output, didEmit: events, from: connection)
         codes?.metadataOutput(output, didEmit: events, from: connection)
         motion?.metadataOutput(output, didEmit: events, from: connection)
+        clips?.handle(events)
+        dashboard?(events)
         preview?.metadataOutput(output, didEmit: events, from: connection)
     }
 }
@@ -664,10 +681,13 @@ package struct CommandRateLimiter: Sendable {
 package struct ServePreview: Sendable {
     package let directory: PreviewDirectory
     package let stream: MJPEGFanOut.Settings
+    /// The dashboard's facts and files, when the preview shows them.
+    package let library: PreviewLibrary?
 
     /// Creates the value from each of its properties.
-    package init(directory: PreviewDirectory, stream: MJPEGFanOut.Settings) {
+    package init(directory: PreviewDirectory, stream: MJPEGFanOut.Settings, library: PreviewLibrary? = nil) {
         self.directory = directory
         self.stream = stream
+        self.library = library
     }
 }

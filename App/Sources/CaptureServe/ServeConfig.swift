@@ -121,6 +121,10 @@ package struct ServeConfig: Equatable, Sendable {
         /// `MotionOptions` arguments (without `--motion`); nil: motion detection off
         /// (`motion: false`). On with the defaults when the camera says nothing.
         package var motionArguments: [String]?
+        /// Event clips (`ServeConfig+Files.swift`).
+        package var clips: Clips?
+        /// The camera's own limits per kind (over the daemon's `retention:` defaults).
+        package var retention: [FileKind: RetentionLimits] = [:]
 
         package var inputOptions: InputOptions { try! InputOptions.parse(inputArguments) }  // checked when loaded
         package var faceOptions: FaceOptions? { faces.map { try! FaceOptions.parse($0.arguments) } }
@@ -132,7 +136,11 @@ package struct ServeConfig: Equatable, Sendable {
         }
 
         /// Creates the value from each of its properties.
-        package init(name: String, displayName: String, inputArguments: [String], faces: Faces? = nil, codes: Codes? = nil, snapshotArguments: [String]? = nil, record: Record? = nil, commandLimit: CommandLimit = CommandLimit(), motionArguments: [String]? = []) {
+        package init(
+            name: String, displayName: String, inputArguments: [String], faces: Faces? = nil, codes: Codes? = nil,
+            snapshotArguments: [String]? = nil, record: Record? = nil, commandLimit: CommandLimit = CommandLimit(), clips: Clips? = nil,
+            retention: [FileKind: RetentionLimits] = [:], motionArguments: [String]? = []
+        ) {
             self.motionArguments = motionArguments
             self.name = name
             self.displayName = displayName
@@ -142,6 +150,8 @@ package struct ServeConfig: Equatable, Sendable {
             self.snapshotArguments = snapshotArguments
             self.record = record
             self.commandLimit = commandLimit
+            self.clips = clips
+            self.retention = retention
         }
     }
 
@@ -171,6 +181,8 @@ package struct ServeConfig: Equatable, Sendable {
     /// Host names the Prometheus endpoint answers to besides its own (`HostAllowlist`).
     package var metricsAllowedHosts: [String] = []
     package var preview: Preview?
+    /// Daemon-wide retention (`ServeConfig+Files.swift`).
+    package var retention = Retention()
     package var cameras: [Camera]
 
     /// A camera's name as a topic level and file-name prefix.
@@ -245,11 +257,12 @@ package struct ServeConfig: Equatable, Sendable {
     }
 
     /// Creates the value from each of its properties.
-    package init(mqtt: MQTT, statsInterval: Double? = 60, metricsListen: String? = nil, preview: Preview? = nil, cameras: [Camera]) {
+    package init(mqtt: MQTT, statsInterval: Double? = 60, metricsListen: String? = nil, preview: Preview? = nil, retention: Retention = Retention(), cameras: [Camera]) {
         self.mqtt = mqtt
         self.statsInterval = statsInterval
         self.metricsListen = metricsListen
         self.preview = preview
+        self.retention = retention
         self.cameras = cameras
     }
 }
@@ -384,12 +397,13 @@ package struct ConfigReader {
     }
 
     package mutating func read(_ root: Node?) -> ServeConfig? {
-        guard let top = mapping(root, "", known: ["mqtt", "stats", "metrics", "preview", "cameras"]) else { return nil }
+        guard let top = mapping(root, "", known: ["mqtt", "stats", "metrics", "preview", "retention", "cameras"]) else { return nil }
         var mqtt: ServeConfig.MQTT?
         var stats: Double? = 60
         var metrics: String?
         var metricsHosts: [String] = []
         var preview: ServeConfig.Preview?
+        var retention = ServeConfig.Retention()
         var cameras: [ServeConfig.Camera] = []
         var sawCameras = false
         for (key, value, _) in top {
@@ -413,6 +427,7 @@ package struct ConfigReader {
                     }
                 }
             case "preview": preview = readPreview(value)
+            case "retention": retention = readRetention(value, "retention", global: true) ?? retention
             case "cameras":
                 sawCameras = true
                 guard case .sequence(let list) = value, !list.isEmpty else {
@@ -433,7 +448,7 @@ package struct ConfigReader {
             if seen[name] == 2 { problem("cameras", root, "the name '\(TerminalText.escaped(name))' is used by more than one camera; names must be unique") }
         }
         guard let mqtt else { return nil }
-        var config = ServeConfig(mqtt: mqtt, statsInterval: stats, metricsListen: metrics, preview: preview, cameras: cameras)
+        var config = ServeConfig(mqtt: mqtt, statsInterval: stats, metricsListen: metrics, preview: preview, retention: retention, cameras: cameras)
         config.metricsAllowedHosts = metricsHosts
         return config
     }
@@ -634,7 +649,7 @@ package struct ConfigReader {
 
     package static let cameraKeys = [
         "name", "displayName", "input", "size", "fps", "pixelFormat", "setCtrl", "rotate", "mirror", "preset", "connectTimeout",
-        "rectOfInterest", "faces", "codes", "snapshots", "record", "commands", "motion",
+        "rectOfInterest", "faces", "codes", "snapshots", "record", "commands", "motion", "clips", "retention",
     ]
     package static let motionKeys = ["threshold", "minArea", "idleInterval", "endDelay", "masks"]
     package static let snapshotKeys = [
@@ -658,6 +673,8 @@ package struct ConfigReader {
         var record: ServeConfig.Record?
         var commandLimit = ServeConfig.CommandLimit()
         var motion: [String]? = []
+        var clipsNode: Node?
+        var retention: ServeConfig.Retention?
         var optionKeys: [String: String] = [:]
         for (key, v, _) in m {
             let path = label + ": " + key
@@ -699,6 +716,8 @@ package struct ConfigReader {
             case "record": record = readRecord(v, label)
             case "commands": commandLimit = readCommandLimit(v, label) ?? commandLimit
             case "motion": motion = readMotion(v, label)
+            case "clips": clipsNode = v  // read once faces and codes are known
+            case "retention": retention = readRetention(v, label + ": retention", global: false)
             default: break
             }
         }
@@ -718,10 +737,17 @@ package struct ConfigReader {
         if faces == nil && codes == nil {
             problem(label, node, "detects nothing: add `faces: {}`, `codes: [qr]` or both")
         }
+        let clips = clipsNode.flatMap { readClips($0, label, hasFaces: faces != nil, hasCodes: codes != nil) }
+        var writes = Set<FileKind>()
+        if snapshots != nil { writes.insert(.snapshots) }
+        if clipsNode != nil { writes.insert(.clips) }
+        if record != nil { writes.insert(.recordings) }
+        checkRetention(retention, camera: label, node: node, writes: writes)
         guard problems.count == before else { return nil }
         return ServeConfig.Camera(
             name: name, displayName: display ?? name, inputArguments: inputArgs, faces: faces, codes: codes,
-            snapshotArguments: snapshots, record: record, commandLimit: commandLimit, motionArguments: motion)
+            snapshotArguments: snapshots, record: record, commandLimit: commandLimit, clips: clips,
+            retention: retention?.limits ?? [:], motionArguments: motion)
     }
 
     /// `commands: {perSecond: 1, burst: 10}`.

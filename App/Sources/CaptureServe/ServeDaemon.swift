@@ -37,18 +37,22 @@ package final class ServeDaemon: @unchecked Sendable {
     private let metrics: ServeMetrics?
     private let preview: ServePreview?
     private let logger = Logger(label: "cvcam.serve")
+    /// Keeps the cameras' files within the retention limits, when any are set.
+    private var retention: RetentionKeeper?
     /// Seconds a shutdown waits for the broker to take the last messages.
     package static let flushTimeout = 5.0
 
     package init(
         config: ServeConfig, configPath: String?, link: any ServeBrokerLink, metrics: ServeMetrics? = nil,
-        preview: PreviewDirectory? = nil
+        preview: PreviewDirectory? = nil, library: PreviewLibrary? = nil
     ) {
         self.config = config
         self.configPath = configPath
         self.link = link
         self.metrics = metrics
-        self.preview = preview.map { ServePreview(directory: $0, stream: config.preview?.stream ?? ServeConfig.Preview().stream) }
+        self.preview = preview.map {
+            ServePreview(directory: $0, stream: config.preview?.stream ?? ServeConfig.Preview().stream, library: library)
+        }
     }
 
     package var prefix: String { lock.withLock { config.mqtt.topicPrefix } }
@@ -68,11 +72,33 @@ package final class ServeDaemon: @unchecked Sendable {
         link.subscribe("\(prefix)/+/set") { [weak self] topic, payload in self?.command(topic: topic, payload: payload) }
         let made = lock.withLock {
             preview?.directory.list(config.cameras.map(\.name), displayNames: Self.displayNames(config.cameras))
+            keepFiles(config)
+            preview?.library?.set(config.previewShelves)
             return config.cameras.map { makeCamera($0, announce: false) }
         }
         link.start()
         for camera in made { startCamera(camera) }
     }
+
+    /// Starts retention, or gives it the reloaded cameras' folders and limits. Call with `lock` held.
+    private func keepFiles(_ config: ServeConfig) {
+        let policy = config.retentionPolicy
+        if let retention, retention.interval == config.retention.interval {
+            retention.update(policy)
+            return
+        }
+        retention?.stop()
+        retention = nil
+        guard policy.hasLimits else { return }
+        let keeper = RetentionKeeper(
+            policy: policy, interval: config.retention.interval,
+            reporter: ServeRetentionReporter(publisher: link, prefix: config.mqtt.topicPrefix, metrics: metrics))
+        keeper.start()
+        retention = keeper
+    }
+
+    /// The retention keeper, while limits are set (tests).
+    package var retentionKeeper: RetentionKeeper? { lock.withLock { retention } }
 
     /// On every (re)connect: the daemon is online, each camera's state and discovery again
     /// (a broker that restarted without persistence lost its retained messages).
@@ -215,6 +241,9 @@ package final class ServeDaemon: @unchecked Sendable {
             let old = config
             config.cameras = fresh.cameras
             config.statsInterval = fresh.statsInterval
+            config.retention = fresh.retention
+            keepFiles(config)
+            preview?.library?.set(config.previewShelves)
             let started = fresh.cameras.filter { cameras[$0.name] == nil }.map { makeCamera($0, announce: true) }
             let changed = stopping.count
             logger.notice(
@@ -233,6 +262,7 @@ package final class ServeDaemon: @unchecked Sendable {
             return Array(cameras.values)
         }
         Self.stopAll(list)
+        lock.withLock { retention }?.stop()
         link.publish(topic: daemonAvailability, text: CameraTopics.offline, retain: true, latestOnly: true)
         if !link.flush(timeout: Self.flushTimeout) {
             logger.warning("the broker did not take every message within \(Self.flushTimeout) s; the rest is lost (or spooled)")

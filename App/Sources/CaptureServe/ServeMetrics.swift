@@ -37,7 +37,10 @@ package final class ServeMetrics: Sendable {
         .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2),
     ]
 
-    private let registry = PrometheusCollectorRegistry()
+    /// Internal so retention's figures (`ServeRetention.swift`) join the same registry.
+    let registry = PrometheusCollectorRegistry()
+    /// Retention's series by camera, so a removed camera takes them with it.
+    let retentionSeries = Mutex<[String: (counters: [Counter], gauges: [Gauge])]>([:])
     /// Handles by camera name, so a restarted camera keeps its counters (and its delta baseline).
     private let cameras = Mutex<[String: Camera]>([:])
 
@@ -63,6 +66,10 @@ package final class ServeMetrics: Sendable {
     package func removeCamera(_ name: String) {
         let removed = cameras.withLock { $0.removeValue(forKey: name) }
         removed?.unregister(from: registry)
+        if let series = retentionSeries.withLock({ $0.removeValue(forKey: name) }) {
+            for counter in series.counters { registry.unregisterCounter(counter) }
+            for gauge in series.gauges { registry.unregisterGauge(gauge) }
+        }
     }
 
     /// Every metric in the Prometheus text exposition format (version 0.0.4).

@@ -14,8 +14,8 @@ import AppTestSupport
 
     /// A raw HTTP/1.1 exchange over loopback: the request goes out byte for byte (no client
     /// normalises `..` away), and the answer is read until the server closes or 3 s pass.
-    static func exchange(port: Int, _ request: String) throws -> (status: Int, head: String, body: String) {
-        let fd = try LoopbackSocket.connect(port: port, receiveTimeout: 3)
+    static func exchange(port: Int, _ request: String, timeout: Int = 3) throws -> (status: Int, head: String, body: String) {
+        let fd = try LoopbackSocket.connect(port: port, receiveTimeout: timeout)
         defer { close(fd) }
         let bytes = Array(request.utf8)
         _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
@@ -42,9 +42,9 @@ import AppTestSupport
         return (status, head, String(text.dropFirst(head.count)))
     }
 
-    static func get(_ path: String, port: Int, headers: [String] = []) throws -> (status: Int, head: String, body: String) {
+    static func get(_ path: String, port: Int, headers: [String] = [], timeout: Int = 3) throws -> (status: Int, head: String, body: String) {
         let lines = ["GET \(path) HTTP/1.1", "Host: 127.0.0.1:\(port)"] + headers + ["Connection: close", "", ""]
-        return try exchange(port: port, lines.joined(separator: "\r\n"))
+        return try exchange(port: port, lines.joined(separator: "\r\n"), timeout: timeout)
     }
 
     static func start(_ extra: [String]) throws -> (RunningCLI, Int) {

@@ -112,6 +112,9 @@ extension BadInputCase {
             ("record", "--fragment-interval", .number, nil), ("record", "--quality", .integer, nil),
             ("preview", "--stream-quality", .integer, 1...100), ("preview", "--stream-fps", .number, 0.1...120),
             ("preview", "--stream-size", .size, nil),
+            ("watch", "--pre-roll", .number, 0...60), ("watch", "--post-roll", .number, 0...600),
+            ("watch", "--max-clip", .number, nil), ("watch", "--clip-quality", .integer, nil), ("watch", "--clip-max-size", .size, nil),
+            ("watch", "--retention-interval", .number, nil), ("record", "--retention-interval", .number, nil),
         ]
         all += own.map { NumericOption(command: $0.0, option: $0.1, shape: $0.2, valid: $0.3) }
         return all
@@ -124,6 +127,7 @@ extension BadInputCase {
         "--models",  // a folder: ModelSearchTests
         "--listen", "--http-token", "--http-token-file",  // PreviewServerTests
         "--allow-host",  // names and bad values: HTTPGuardTests, PreviewHardeningCLITests
+        "--clips", "--max-age", "--max-bytes", "--min-free-space",  // a folder, durations and sizes: ClipCLITests, RetentionCLITests
     ]
 
     /// Each command on the 2-frame scene, writing into the row's folder; and its exit code when it ends normally.

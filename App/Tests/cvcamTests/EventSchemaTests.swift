@@ -96,6 +96,15 @@ import AppTestSupport
             try roundTrip(InterruptedEvent(code: "deviceDisconnected", message: "/dev/video0 is gone")),
             try roundTrip(InterruptionEndedEvent()),
             try roundTrip(ControlsEvent(device: "/dev/video0", name: "Cam", controls: [])),
+            try roundTrip(
+                ClipEvent(
+                    path: "/var/lib/cvcam/clips/door-20261124-170307.345-clip.avi", start: 1.2, end: 4.9,
+                    startWallTime: "2026-11-24T17:03:07.345+01:00", endWallTime: "2026-11-24T17:03:11.045+01:00", duration: 3.7,
+                    frames: 38, bytes: 912_345, faceIDs: [3], triggers: ["face"], continues: false, ended: "postRoll")),
+            try roundTrip(
+                RetentionEvent(
+                    kind: "snapshots", reason: "maxAge", count: 2, bytes: 181_000,
+                    files: [.init(path: "/s/door-20261020-081500.000-face1.jpg", bytes: 90_500, modified: "2026-10-20T08:15:00.120+02:00")])),
         ]
         #expect(Set(types) == Set(EventType.allCases))
     }
@@ -154,6 +163,8 @@ import AppTestSupport
         case .interruptionEnded: return (type, try again(InterruptionEndedEvent.self))
         case .controls: return (type, try again(ControlsEvent.self))
         case .stats: return (type, try again(StatsEvent.self))
+        case .clip: return (type, try again(ClipEvent.self))
+        case .retention: return (type, try again(RetentionEvent.self))
         }
     }
 

@@ -149,6 +149,23 @@ final class MJPEGAVIWriter {
         try AtomicFile.syncFolder(folder.isEmpty ? "." : folder, calls: calls, path: path)
     }
 
+    /// Takes the frames from `count` on back out of the file (a clip that learned its end after
+    /// writing past it). The headers on disk still describe the last fragment until the next
+    /// The headers are rewritten to the shorter file at once (never describing bytes that are
+    /// gone); they reach the disk with the next `fragment()` or `finish()`. The corresponding C
+    /// functions are `ftruncate(2)`, `lseek(2)` and `pwrite(2)`.
+    func truncate(toFrameCount count: Int) throws(CaptureError) {
+        guard count >= 0, count < index.count, fd >= 0 else { return }
+        let newEnd = Self.moviListOffset + 8 + Int64(index[count].offset)
+        guard Glibc.ftruncate(fd, off_t(newEnd)) == 0 else { throw failure("shortening", .current) }
+        _ = Glibc.lseek(fd, off_t(newEnd), SEEK_SET)
+        end = newEnd
+        index.removeLast(index.count - count)
+        largestFrame = index.map(\.size).max() ?? 0
+        framesInLastFragment = min(framesInLastFragment, count)
+        try patchSizes(riffEnd: end)
+    }
+
     /// Closes the descriptor without finishing (after a failure); the file keeps its last fragment.
     func abandon() {
         if fd >= 0 { _ = calls.close(fd) }
