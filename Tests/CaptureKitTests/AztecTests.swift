@@ -87,11 +87,10 @@ import CaptureKitTesting
 
     @Test(arguments: [35.0, 45.0, 55.0]) func aSteeplyTiltedSymbolIsRectifiedFromItsBullseye(tilt: Double) throws {
         let frame = try Self.tilted(tilt)
-        #expect(try Self.zxingAlone(frame).isEmpty, "zxing-cpp 1.4 alone loses the symbol at \(tilt)°")
-        let detector = try CodeDetector(metadataObjectTypes: [.aztec])
-        let codes = try detector.detections(in: frame)
+        // The frame and its double (the reads before the rescue): zxing-cpp 1.4 loses the symbol.
+        let double = try CodeImaging.resized(try CodeImaging.gray(frame), width: 1280, height: 960, interpolation: Interpolation.linear)
+        #expect(try Self.zxingAlone(frame).isEmpty && Self.zxingAlone(double).isEmpty, "\(tilt)°")
+        let codes = try CodeDetector(metadataObjectTypes: [.aztec]).detections(in: frame)
         #expect(codes.map(\.stringValue) == ["cvcam Aztec 1"])
-        // The bullseye was tried because no read before it explained the symbol.
-        #expect(detector.passCounts.localisations > 0)
     }
 }

@@ -17,26 +17,18 @@ extension AztecCore {
 }
 
 extension ScanRun {
-    /// Aztec symbols at `bullseyes` (full-size pixels) that no read so far explains: their core
-    /// is read (`AztecCore`); a rune is reported from its mode message, any other symbol is warped
+    /// Aztec symbols whose core was read (`aztecCores`) that no read so far explains: a rune is
+    /// reported from its mode message, any other symbol is warped
     /// upright from the core's module map, its outer edges measured on that image and the warp
     /// redone from them (the core alone extrapolates its perspective several times its own size),
     /// and zxing-cpp reads the result; when that fails, an image of the symbol's modules, each
     /// sampled at its centre and thresholded against its neighbours, is read instead (blur and
     /// uneven light that zxing-cpp's binariser does not survive).
-    mutating func readAztec(_ gray: PixelBuffer, around bullseyes: [FinderEvidence.Finder]) throws(CaptureError) {
-        var tried: [FinderEvidence.Finder] = []
-        for b in bullseyes {
-            // The looks see one bullseye at several scales: one attempt per place.
-            guard !tried.contains(where: { hypot($0.centre.x - b.centre.x, $0.centre.y - b.centre.y) < 5 * max($0.module, b.module) })
-            else { continue }
-            guard tried.count < 8 else { break }
-            tried.append(b)
-            if found.contains(where: { $0.type == .aztec && DeviceSpace.boundingBox(of: $0.points).contains(b.centre) }) {
+    mutating func readAztec(_ gray: PixelBuffer, _ cores: [(FinderEvidence.Finder, AztecCore.Symbol)]) throws(CaptureError) {
+        for (bullseye, symbol) in cores {
+            if found.contains(where: { $0.type == .aztec && DeviceSpace.boundingBox(of: $0.points).contains(bullseye.centre) }) {
                 continue
             }
-            counts.localisations += 1
-            guard let symbol = try aztecCore(gray, around: b) else { continue }
             if let rune = symbol.rune {
                 let digits = Array(String(rune).utf8)
                 add(
@@ -48,6 +40,24 @@ extension ScanRun {
             }
             try readRectified(gray, symbol)
         }
+    }
+
+    /// The cores read around `bullseyes` (full-size pixels), one per place (the looks see one
+    /// bullseye at several scales), at most eight; counted as localisations.
+    mutating func aztecCores(_ gray: PixelBuffer, around bullseyes: [FinderEvidence.Finder]) throws(CaptureError)
+        -> [(FinderEvidence.Finder, AztecCore.Symbol)]
+    {
+        var tried: [FinderEvidence.Finder] = []
+        var out: [(FinderEvidence.Finder, AztecCore.Symbol)] = []
+        for b in bullseyes {
+            guard !tried.contains(where: { hypot($0.centre.x - b.centre.x, $0.centre.y - b.centre.y) < 5 * max($0.module, b.module) })
+            else { continue }
+            guard tried.count < 8 else { break }
+            tried.append(b)
+            counts.localisations += 1
+            if let symbol = try aztecCore(gray, around: b) { out.append((b, symbol)) }
+        }
+        return out
     }
 
     /// The core around `bullseye`, read from the frame thresholded at a scale where its modules

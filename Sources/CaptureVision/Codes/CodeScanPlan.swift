@@ -157,6 +157,30 @@ struct ScanRun {
     /// whole, which costs little.
     static let gateSize = 360
 
+    /// Data Matrix symbols zxing-cpp 1.4 missed in the whole frame, read in a crop around each
+    /// timing edge a cue saw: its detector starts from the image's centre and loses a symbol
+    /// elsewhere in a cluttered frame; in the crop the symbol is the centre. The crop reaches
+    /// one and a half edge lengths beyond the edge each way (a square symbol, or a rectangular
+    /// one whose long side is the edge, fits).
+    mutating func readDataMatrixAroundEdges(_ gray: PixelBuffer) throws(CaptureError) {
+        var tried: [CGRect] = []
+        for edge in looks.cues.dataMatrix {
+            let l = max(edge.width, 16)
+            let area = CGRect(x: edge.midX - 1.5 * l, y: edge.midY - 1.5 * l, width: 3 * l, height: 3 * l)
+                .intersection(CGRect(x: 0, y: 0, width: gray.width, height: gray.height))
+            guard !area.isNull, area.width >= 16, area.height >= 16, tried.count < 4,
+                !tried.contains(where: { $0.contains(CGPoint(x: edge.midX, y: edge.midY)) }),
+                !found.contains(where: { $0.type == .dataMatrix && DeviceSpace.boundingBox(of: $0.points).intersects(area) })
+            else { continue }
+            tried.append(area)
+            let region = PixelRect(
+                x: Int(area.minX), y: Int(area.minY), width: Int(area.width.rounded(.down)), height: Int(area.height.rounded(.down)))
+            _ = try zxingRead(
+                try CodeImaging.crop(gray, region),
+                mapping: .scaling(1, 1, offsetX: Double(region.x), offsetY: Double(region.y)), hints: .defaults([.dataMatrix]))
+        }
+    }
+
     /// The kinds of `SymbolCues` any finder look of this frame saw: the half-, full- and
     /// quarter-size looks and the gate's last look, each taken once per frame (the QR run
     /// may have taken some already).
@@ -166,7 +190,15 @@ struct ScanRun {
         _ = try fullSizeFinders(gray)
         _ = try quarterSizeFinders(half)
         _ = try gateLookFinders(gray)
-        return looks.cues.seen
+        var seen = looks.cues.seen
+        // A bullseye counts when the core around it reads (orientation marks and the mode
+        // message's Reed–Solomon check): zxing-cpp's detector needs the same, and texture that
+        // mimics seven rings rarely passes it.
+        if seen.contains(.aztec) {
+            if looks.aztecCores == nil { looks.aztecCores = try aztecCores(gray, around: looks.cues.bullseyes) }
+            if looks.aztecCores?.isEmpty ?? true { seen.remove(.aztec) }
+        }
+        return seen
     }
 
     /// The types with finder patterns, read by `scan` with its gated passes.
@@ -194,6 +226,9 @@ struct ScanRun {
                 if try !zxingRead(gray, mapping: nil, hints: .defaults(readTypes)) && passes.inverted {
                     _ = try zxingRead(try CodeImaging.inverted(gray), mapping: nil, hints: .defaults(readTypes))
                 }
+                if gated && readTypes.contains(.dataMatrix) && passes.locate {
+                    try readDataMatrixAroundEdges(gray)
+                }
                 // zxing-cpp 1.4's Data Matrix and Aztec detectors lose codes of a few pixels per
                 // module seen at an angle; twice the pixels (bilinear) gives its edge tracing room.
                 // Only for small frames (long side ≤ `Self.upscaleLimit`), where a read costs little.
@@ -207,8 +242,8 @@ struct ScanRun {
             }
             // Aztec symbols zxing-cpp missed (steep angles, runes), from their bullseyes.
             if zxingTypes.contains(.aztec), passes.locate {
-                let bullseyes = gated ? looks.cues.bullseyes : try AztecCore.bullseyes(in: gray)
-                try readAztec(gray, around: bullseyes)
+                let cores = gated ? looks.aztecCores ?? [] : try aztecCores(gray, around: try AztecCore.bullseyes(in: gray))
+                try readAztec(gray, cores)
             }
         }
         if !types.isEmpty {
@@ -741,4 +776,6 @@ struct FrameLooks {
     var quarterFinders: [FinderEvidence.Finder]?
     var gateFinders: [FinderEvidence.Finder]?
     var cues = SymbolCues()
+    /// The Aztec cores read around the cues' bullseyes (`ScanRun.cuesSeen`), once computed.
+    var aztecCores: [(FinderEvidence.Finder, AztecCore.Symbol)]?
 }

@@ -4,19 +4,22 @@ import Foundation
 /// on its way (the run lengths it computes for QR finders are most of what these tests need):
 ///
 /// - Aztec: the bullseye, seven runs of one module each centred on a dark one (the concentric
-///   squares seen across their centre), confirmed on the vertical and both diagonals through
-///   that centre as QR finders are. A square ring crossed along any line through its centre
-///   gives runs of equal length on both sides, so rotation keeps the pattern.
+///   squares seen across their centre), then the second dark ring on both sides (at least half
+///   a module: the mode message's modules beyond it may be dark too, or the image may end
+///   there), confirmed on the vertical and both diagonals through that centre as QR finders
+///   are. A square ring crossed along any line through its centre gives runs of equal length on
+///   both sides, so rotation keeps the pattern.
 /// - PDF417: the start pattern (bars and spaces 8:1:1:1:1:1:1:3 modules) or the stop pattern
-///   (7:1:1:3:1:1:1:2:1), either way round, whose widest bar continues straight down or up for
-///   at least its own width: every row of the symbol repeats the two patterns, so they form
-///   solid columns no print or texture line does.
+///   (7:1:1:3:1:1:1:2:1), either way round, crossed by three scanned rows at about the same
+///   place (`addPDF417Hit`): every row of the symbol repeats the two patterns. Turned by
+///   about 90° the patterns lie along the rows, and no row crosses them.
 /// - Data Matrix: a timing edge, ten or more alternating runs of one module each (its top edge
 ///   alternates dark and light; so does the right one, which a rotation by a multiple of 90°
-///   lays along the row), with the light quiet zone running along one side of it, 1.5 modules
-///   away, and the symbol's data along the other. Tilts of more than about 10° from a
-///   multiple of 90° hide the edge from rows; the detector reads such frames when another cue
-///   or a QR finder shows, and always below the gate's frame size.
+///   lays along the row), with the quiet zone running along one side of it, 1.5 modules away,
+///   the symbol's data along the other, and the L's solid arm leaving its dark end toward the
+///   data (`solidEdge`). Tilts of more than about 10° from a multiple of 90° hide the edge
+///   from rows; the detector reads such frames when another cue or a QR finder shows, and
+///   always below the gate's frame size.
 ///
 /// A cue is only a reason to run the decoder that reads that symbology; what it decodes is
 /// zxing-cpp's (or, for Aztec runes, `AztecCore`'s) own check.
@@ -53,10 +56,12 @@ struct SymbolCues: Sendable {
 
     /// Aztec bullseye centres and module sizes (pixels of the scanned image).
     var bullseyes: [FinderEvidence.Finder] = []
-    /// Where a PDF417 start or stop pattern's widest bar was crossed.
+    /// Where a PDF417 start or stop pattern's widest bar was crossed in three or more rows.
     var pdf417: [CGPoint] = []
-    /// The middle of each Data Matrix timing edge seen.
-    var dataMatrix: [CGPoint] = []
+    /// Every row's crossing of a start or stop pattern so far (`addPDF417Hit`).
+    var pdf417Hits: [PatternHit] = []
+    /// Each Data Matrix timing edge seen, as a segment along its row (height 0).
+    var dataMatrix: [CGRect] = []
 
     /// The kinds with at least one cue.
     var seen: Kinds {
@@ -77,7 +82,9 @@ struct SymbolCues: Sendable {
             return f
         }
         out.pdf417 = pdf417.map { CGPoint(x: $0.x * factor, y: $0.y * factor) }
-        out.dataMatrix = dataMatrix.map { CGPoint(x: $0.x * factor, y: $0.y * factor) }
+        out.dataMatrix = dataMatrix.map {
+            CGRect(x: $0.minX * factor, y: $0.minY * factor, width: $0.width * factor, height: $0.height * factor)
+        }
         return out
     }
 
@@ -99,37 +106,32 @@ struct SymbolCues: Sendable {
         let firstDark = binary.pixel(0, y) == 0
         @inline(__always) func dark(_ k: Int) -> Bool { (k & 1 == 0) == firstDark }
         @inline(__always) func len(_ k: Int) -> Int { starts[k &+ 1] &- starts[k] }
-        if kinds.contains(.aztec) && cues.bullseyes.count < limit {
+        if kinds.contains(.aztec) && cues.bullseyes.count < limit && n >= 9 {
             var k = 0
-            while k &+ 7 <= n {
-                let c = k &+ 3
-                if dark(c), let total = equalRuns(7, from: k, len) {
+            while k &+ 9 <= n {
+                let c = k &+ 4
+                if dark(c), let inner = equalRuns(7, from: k &+ 1, len), 14 &* len(k) >= inner, 14 &* len(k &+ 8) >= inner {
+                    let total = inner * 9 / 7
                     let cx = starts[c] &+ len(c) / 2
                     if !cues.bullseyes.contains(where: { abs(Int($0.centre.x) - cx) < total / 2 && abs(Int($0.centre.y) - y) < total / 2 }),
                         ringCheck(binary, cx, y, 0, 1, total), ringCheck(binary, cx, y, 1, 1, total),
                         ringCheck(binary, cx, y, 1, -1, total)
                     {
                         cues.bullseyes.append(
-                            FinderEvidence.Finder(centre: CGPoint(x: cx, y: y), module: Double(total) / 7, dark: true))
+                            FinderEvidence.Finder(centre: CGPoint(x: cx, y: y), module: Double(total) / 9, dark: true))
                         if cues.bullseyes.count >= limit { break }
                     }
                 }
                 k &+= 1
             }
         }
-        if kinds.contains(.pdf417) && cues.pdf417.count < limit && n >= 8 {
-            for pattern in pdf417Patterns {
+        if kinds.contains(.pdf417) && cues.pdf417.count < limit && cues.pdf417Hits.count < 16 * limit && n >= 8 {
+            for (p, pattern) in pdf417Patterns.enumerated() {
                 var k = 0
                 while k &+ pattern.widths.count <= n {
                     if dark(k) == pattern.firstDark, let bar = matches(pattern, from: k, len) {
                         let wide = k &+ bar
-                        let x = starts[wide] &+ len(wide) / 2
-                        if darkColumn(binary, x, y, atLeast: len(wide)),
-                            !cues.pdf417.contains(where: { abs(Int($0.x) - x) < len(wide) && abs(Int($0.y) - y) < 8 * len(wide) })
-                        {
-                            cues.pdf417.append(CGPoint(x: x, y: y))
-                            if cues.pdf417.count >= limit { break }
-                        }
+                        cues.addPDF417Hit(PatternHit(x: starts[wide] &+ len(wide) / 2, y: y, width: len(wide), pattern: p))
                     }
                     k &+= 1
                 }
@@ -148,8 +150,16 @@ struct SymbolCues: Sendable {
                 while end < n, 10 &* len(end) * 10 >= total10 * 6, 10 &* len(end) * 10 <= total10 * 15 { end &+= 1 }
                 let x0 = starts[k], x1 = starts[end]
                 let module = Double(x1 - x0) / Double(end - k)
-                if quietAlongside(binary, x0, x1, y, module) {
-                    cues.dataMatrix.append(CGPoint(x: (x0 + x1) / 2, y: y))
+                // The L's arm leaves one end of the edge; the timing module two along from it
+                // starts data, not another solid line (stripes and fences have one at each).
+                let mid = { (r: Int) in starts[r] + len(r) / 2 }
+                if let symbolSide = quietAlongside(binary, x0, x1, y, module),
+                    (dark(k) && solidEdge(binary, mid(k), y, symbolSide, module)
+                        && !solidEdge(binary, mid(k + 2), y, symbolSide, module))
+                        || (dark(end - 1) && solidEdge(binary, mid(end - 1), y, symbolSide, module)
+                            && !solidEdge(binary, mid(end - 3), y, symbolSide, module))
+                {
+                    cues.dataMatrix.append(CGRect(x: x0, y: y, width: x1 - x0, height: 0))
                     if cues.dataMatrix.count >= limit { break }
                 }
                 k = end
@@ -173,31 +183,36 @@ struct SymbolCues: Sendable {
         return total
     }
 
-    /// The bullseye along direction (dx, dy) through (cx, cy): the centre run and three more
-    /// on each side, all one module, their total within 2× of `expected` (the row's seven runs).
+    /// The bullseye along direction (dx, dy) through (cx, cy): the centre run and three more on
+    /// each side, all one module, their total within 2× of the row's, then a fourth dark run
+    /// each way of at least half a module (`expected`: the row's nine runs).
     static func ringCheck<Binary: FinderBinaryImage>(
         _ binary: Binary, _ cx: Int, _ cy: Int, _ dx: Int, _ dy: Int, _ expected: Int
     ) -> Bool {
         let w = binary.width, h = binary.height
         let centre = binary.pixel(cx, cy)
+        // The fourth run may hold the second dark ring and dark modules beyond it.
         let maxRun = expected / 2
-        func walk(_ sx: Int, _ sy: Int) -> (Int, Int, Int, Int)? {
+        // The lengths of the centre run (from cx, cy) and the next four, walking one way.
+        func walk(_ sx: Int, _ sy: Int) -> (Int, Int, Int, Int, Int)? {
             var x = cx, y = cy, colour = centre, state = 0
-            var c = (0, 0, 0, 0)
+            var c = (0, 0, 0, 0, 0)
             while true {
-                guard x >= 0, y >= 0, x < w, y < h else { return nil }
+                // A symbol printed without a quiet zone: the second dark ring may run to the edge.
+                guard x >= 0, y >= 0, x < w, y < h else { return state == 4 ? c : nil }
                 let v = binary.pixel(x, y)
                 if v != colour {
                     state += 1
                     colour = v
-                    if state == 4 { return c }
+                    if state == 5 { return c }
                 }
                 let n: Int
                 switch state {
                 case 0: c.0 += 1; n = c.0
                 case 1: c.1 += 1; n = c.1
                 case 2: c.2 += 1; n = c.2
-                default: c.3 += 1; n = c.3
+                case 3: c.3 += 1; n = c.3
+                default: c.4 += 1; n = c.4
                 }
                 if n > maxRun { return nil }
                 x += sx
@@ -207,8 +222,12 @@ struct SymbolCues: Sendable {
         guard let a = walk(dx, dy), let b = walk(-dx, -dy) else { return false }
         let runs = [a.3, a.2, a.1, a.0 + b.0 - 1, b.1, b.2, b.3]
         let total = runs.reduce(0, +)
-        guard 2 * total >= expected, total <= 2 * expected else { return false }
-        return equalRuns(7, from: 0, { runs[$0] }) != nil
+        guard 2 * total >= expected * 7 / 9, total * 9 <= 2 * 7 * expected,
+            let inner = equalRuns(7, from: 0, { runs[$0] })
+        else { return false }
+        // The second dark ring: at least half a module (a dark mode-message module of a
+        // compact symbol may lengthen it).
+        return 14 * a.4 >= inner && 14 * b.4 >= inner
     }
 
     /// A start or stop pattern of PDF417 as run widths in modules, and whether it begins dark.
@@ -246,36 +265,71 @@ struct SymbolCues: Sendable {
         return pattern.bar
     }
 
-    /// Whether column `x` stays dark for `atLeast` pixels through row `y` (down and up together).
-    static func darkColumn<Binary: FinderBinaryImage>(_ binary: Binary, _ x: Int, _ y: Int, atLeast: Int) -> Bool {
-        guard binary.pixel(x, y) == 0 else { return false }
-        var n = 1
-        var yy = y + 1
-        while yy < binary.height, binary.pixel(x, yy) == 0, n < atLeast {
-            n += 1
-            yy += 1
-        }
-        yy = y - 1
-        while yy >= 0, binary.pixel(x, yy) == 0, n < atLeast {
-            n += 1
-            yy -= 1
-        }
-        return n >= atLeast
+    /// One row's crossing of a PDF417 start or stop pattern: its widest bar's middle and width
+    /// (pixels) and which of `pdf417Patterns` it is.
+    struct PatternHit: Sendable {
+        var x: Int, y: Int, width: Int, pattern: Int
     }
 
-    /// Whether the row 1.5 modules above or below `y` is light from `x0` to `x1` (at least 90 %:
-    /// a quiet zone) while the row on the other side is not (at least 20 % dark: the symbol).
+    /// Notes a crossing; the third crossing of the same pattern in other rows, its bar as wide
+    /// (within 30 %) and drifting sideways no more than it descends (a symbol turned less than
+    /// 45°), makes a cue. Every row of a PDF417 symbol repeats its start and stop patterns; a
+    /// texture or print line rarely repeats eight widths in three rows.
+    mutating func addPDF417Hit(_ hit: PatternHit) {
+        let near = pdf417Hits.filter { h in
+            h.pattern == hit.pattern && h.y != hit.y && 10 * abs(h.width - hit.width) <= 3 * max(h.width, hit.width)
+                && abs(h.x - hit.x) <= abs(h.y - hit.y) + hit.width && abs(h.y - hit.y) <= 12 * hit.width
+        }
+        pdf417Hits.append(hit)
+        guard Set(near.map(\.y)).count >= 2,
+            !pdf417.contains(where: { abs(Int($0.x) - hit.x) < 4 * hit.width && abs(Int($0.y) - hit.y) < 16 * hit.width })
+        else { return }
+        pdf417.append(CGPoint(x: hit.x, y: hit.y))
+    }
+
+    /// Which side of row `y` the symbol lies on (−1 above, +1 below) when the row 1.5 modules
+    /// away on the other side is one colour from `x0` to `x1` (at least 90 %: the quiet zone, a
+    /// light one or, for an inverted symbol, a dark one) and the row on this side is mixed
+    /// (20–80 % dark: the symbol's data); nil otherwise.
     static func quietAlongside<Binary: FinderBinaryImage>(_ binary: Binary, _ x0: Int, _ x1: Int, _ y: Int, _ module: Double)
-        -> Bool
+        -> Int?
     {
         let d = max(2, Int((1.5 * module).rounded()))
-        guard y - d >= 0, y + d < binary.height, x1 > x0 else { return false }
+        guard y - d >= 0, y + d < binary.height, x1 > x0 else { return nil }
         func darkShare(_ row: Int) -> Double {
             var dark = 0
             for x in x0..<x1 where binary.pixel(x, row) == 0 { dark += 1 }
             return Double(dark) / Double(x1 - x0)
         }
         let above = darkShare(y - d), below = darkShare(y + d)
-        return (above <= 0.1 && below >= 0.2) || (below <= 0.1 && above >= 0.2)
+        let quiet = { (share: Double) in share <= 0.1 || share >= 0.9 }
+        let mixed = { (share: Double) in share >= 0.2 && share <= 0.8 }
+        if quiet(above) && mixed(below) { return 1 }
+        if quiet(below) && mixed(above) { return -1 }
+        return nil
+    }
+
+    /// Whether a solid line of the colour at (x, y) runs from there across the rows toward
+    /// `side` (−1 up, +1 down) for four modules: the L's other arm, which meets the timing edge
+    /// at its dark end. The walk follows the line at most a pixel sideways every third row (a
+    /// symbol turned up to about 18°) and allows no gap.
+    static func solidEdge<Binary: FinderBinaryImage>(_ binary: Binary, _ x: Int, _ y: Int, _ side: Int, _ module: Double) -> Bool {
+        guard x >= 1, x < binary.width - 1 else { return false }
+        let colour = binary.pixel(x, y)
+        let length = Int((4 * module).rounded(.up))
+        var cx = x, sinceShift = 3
+        for step in 1...length {
+            let yy = y + side * step
+            guard yy >= 0, yy < binary.height else { return false }
+            if binary.pixel(cx, yy) == colour {
+                sinceShift += 1
+                continue
+            }
+            guard sinceShift >= 3, let nx = [cx - 1, cx + 1].first(where: { $0 >= 0 && $0 < binary.width && binary.pixel($0, yy) == colour })
+            else { return false }
+            cx = nx
+            sinceShift = 0
+        }
+        return true
     }
 }
