@@ -67,6 +67,16 @@ import CaptureKitTesting
         #expect(codes.map(\.stringValue) == ["223"])
     }
 
+    @Test func aDataMatrixCroppedToItsEdgeIsRead() throws {
+        let source = try Self.fixture("Tests/Fixtures/codes/datamatrix.png")
+        let tight = try CodeImaging.crop(source, Self.darkBox(source))
+        #expect(try Self.zxingWholeAndDouble(tight, .dataMatrix).isEmpty, "zxing-cpp 1.4 needs a quiet zone")
+        let codes = try CodeDetector(metadataObjectTypes: [.dataMatrix]).detections(in: tight)
+        #expect(codes.map(\.stringValue) == ["cvcam Data Matrix 1"])
+        // Corners inside the crop, not shifted by the margin.
+        #expect(codes.first.map { c in c.corners.allSatisfy { $0.x >= -0.02 && $0.y >= -0.02 } } ?? false)
+    }
+
     /// Data Matrix symbols away from the middle of a cluttered camera frame, 2 px per module,
     /// upright, turned 5° and upside down: zxing-cpp 1.4 searches outward from the middle.
     static let offCentre = [CGPoint(x: 140, y: 120), CGPoint(x: 500, y: 120), CGPoint(x: 140, y: 360), CGPoint(x: 500, y: 360)]

@@ -229,6 +229,20 @@ struct ScanRun {
                 if gated && readTypes.contains(.dataMatrix) && passes.locate {
                     try readDataMatrixAroundEdges(gray)
                 }
+                // A still cropped to the symbol's edge has no quiet zone, which zxing-cpp 1.4's
+                // Data Matrix detector needs to find the L; a light margin of a tenth of the
+                // image gives it one, here and in the doubled read below. Only below the gate's
+                // size: a camera frame that cuts a symbol off cuts its modules too.
+                var base = gray
+                var margin = 0.0
+                if !found.contains(where: { readTypes.contains($0.type) }), passes.locate,
+                    min(gray.width, gray.height) < Self.gateSize
+                {
+                    let m = max(4, max(gray.width, gray.height) / 10)
+                    base = try CodeImaging.padded(gray, by: m, value: 255)
+                    margin = Double(m)
+                    _ = try zxingRead(base, mapping: .scaling(1, 1, offsetX: -margin, offsetY: -margin), hints: .defaults(readTypes))
+                }
                 // zxing-cpp 1.4's Data Matrix and Aztec detectors lose codes of a few pixels per
                 // module seen at an angle; twice the pixels (bilinear) gives its edge tracing room.
                 // Only for small frames (long side ≤ `Self.upscaleLimit`), where a read costs little.
@@ -236,8 +250,8 @@ struct ScanRun {
                     max(gray.width, gray.height) <= Self.upscaleLimit
                 {
                     let double = try CodeImaging.resized(
-                        gray, width: gray.width * 2, height: gray.height * 2, interpolation: Int32(CVB_INTER_LINEAR))
-                    _ = try zxingRead(double, mapping: .scaling(0.5, 0.5), hints: .defaults(readTypes))
+                        base, width: base.width * 2, height: base.height * 2, interpolation: Int32(CVB_INTER_LINEAR))
+                    _ = try zxingRead(double, mapping: .scaling(0.5, 0.5, offsetX: -margin, offsetY: -margin), hints: .defaults(readTypes))
                 }
             }
             // Aztec symbols zxing-cpp missed (steep angles, runes), from their bullseyes.
