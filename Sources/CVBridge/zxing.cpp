@@ -88,6 +88,11 @@ int32_t cvb_zxing_result_get(const cvb_zxing_reader *reader, int32_t index, cvb_
         info->bytes_length = static_cast<int32_t>(raw.size());
         info->bytes_eci_length = static_cast<int32_t>(eci.size());
         info->text_length = static_cast<int32_t>(utf8.size());
+        // Deprecated in 1.4 (no replacement there) but still filled from the decoder's result.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+        info->num_bits = r.numBits();
+#pragma GCC diagnostic pop
         const ZXing::Position &p = r.position();
         for (int i = 0; i < 4; i++) {
             info->xs[i] = p[i].x;

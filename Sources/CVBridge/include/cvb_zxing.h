@@ -64,6 +64,7 @@ typedef struct {
     int32_t bytes_length;     ///< length of `bytes()`: the payload without any character-set conversion
     int32_t bytes_eci_length; ///< length of `bytesECI()`: the payload with ECI designators as `\nnnnnn`
     int32_t text_length;      ///< length of `text()` (UTF-8, zxing-cpp's own character-set choice)
+    int32_t num_bits;         ///< `numBits()`: bits of the error-corrected data stream the decoder read (Aztec: after unstuffing)
     int32_t xs[4], ys[4];     ///< `position()`: top-left, top-right, bottom-right, bottom-left (in the code's frame)
     char symbology[8];        ///< `symbologyIdentifier()`, e.g. "]Q1", NUL-terminated
 } cvb_zxing_result;

@@ -128,6 +128,9 @@ public final class CodeDetector: Sendable {
         /// run first, and zxing-cpp reads the whole frame only while a finder seen is outside
         /// every code read (its whole-frame read costs several times those scans).
         public var zbarAroundFindersFirst = true
+        /// Data Matrix, Aztec and PDF417 in frames of `ScanRun.gateSize` or more: zxing-cpp reads
+        /// only the types whose `SymbolCues` the finder looks saw.
+        public var typeGate = true
         public init() {}
         /// One ZBar scan of the frame, nothing else.
         public static var zbarOnly: Passes {
@@ -162,6 +165,11 @@ public final class CodeDetector: Sendable {
         public var localisations = 0
         /// `ZXing::ReadBarcodes` calls, any image.
         public var zxingReads = 0
+        /// Gated frames (`Passes.typeGate`) whose finder looks saw an Aztec, PDF417 or Data
+        /// Matrix cue (`SymbolCues`), per kind: each opens zxing-cpp's read of that type.
+        public var aztecCues = 0
+        public var pdf417Cues = 0
+        public var dataMatrixCues = 0
     }
 
     /// Pass counts so far (see `PassCounts`).
@@ -226,16 +234,22 @@ public final class CodeDetector: Sendable {
             // each), merged; each part runs only for the types asked for.
             var found: [ScannedSymbol] = []
             let qr = s.types.intersection(ScanRun.qrTypes), others = s.types.subtracting(ScanRun.qrTypes)
+            // One set of finder looks per frame: the QR run notes the other 2-D types' cues on its rows.
+            var looks = FrameLooks()
+            if s.passes.typeGate && s.passes.zxing { looks.cueKinds = SymbolCues.Kinds(others) }
             if !qr.isEmpty {
                 var run = ScanRun(scanner: s.scanner, zxing: s.zxing, passes: s.passes, types: qr)
                 run.counts = s.counts
+                run.looks = looks
                 defer { s.counts = run.counts }
                 try run.scan(gray)
                 found = run.found
+                looks = run.looks
             }
             if !others.isEmpty {
                 var run = ScanRun(scanner: s.linearScanner, zxing: s.zxing, passes: s.passes, types: others)
                 run.counts = s.counts
+                run.looks = looks
                 defer { s.counts = run.counts }
                 try run.scanOtherTypes(gray)
                 found += run.found

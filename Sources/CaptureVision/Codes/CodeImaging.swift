@@ -136,6 +136,16 @@ package enum CodeImaging {
         try check(status, err, "warping an image")
     }
 
+    /// `buffer` inside a border `margin` pixels wide of the level `value`
+    /// (`cvb_image_warp_perspective` with a translation, nearest neighbour: an exact copy).
+    static func padded(_ buffer: PixelBuffer, by margin: Int, value: UInt8) throws(CaptureError) -> PixelBuffer {
+        let out = try PixelBuffer(width: buffer.width + 2 * margin, height: buffer.height + 2 * margin, pixelFormat: buffer.pixelFormat)
+        try warp(
+            buffer, into: out, homography: .scaling(1, 1, offsetX: Double(margin), offsetY: Double(margin)),
+            interpolation: Int32(CVB_INTER_NEAREST), border: Int32(CVB_BORDER_CONSTANT), borderValue: value)
+        return out
+    }
+
     /// QR-like quadrilaterals OpenCV's localiser finds (`cvb_qr_locate`), in `buffer`'s pixels,
     /// each as four points in OpenCV's order.
     static func locateQRCodes(_ buffer: PixelBuffer, multiple: Bool) throws(CaptureError) -> [[CGPoint]] {

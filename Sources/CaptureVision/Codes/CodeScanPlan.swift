@@ -39,14 +39,9 @@ struct ScanRun {
     /// Symbols found so far, in the gray image's pixels.
     var found: [ScannedSymbol] = []
     var counts = CodeDetector.PassCounts()
-    /// `FinderEvidence` on the half-size and full-size frame, once computed.
-    var halfFinders: [FinderEvidence.Finder]?
-    var fullFinders: [FinderEvidence.Finder]?
-    var quarterFinders: [FinderEvidence.Finder]?
-    /// The frame at half size, once computed.
-    var half: PixelBuffer?
-    /// The full-size frame's local mean (`fullSizeMean`), once computed.
-    var fullMean: PixelBuffer?
+    /// What the finder looks saw in this frame; `CodeDetector` hands it from the QR run to the
+    /// run of the other types, so a frame is looked at once.
+    var looks = FrameLooks()
     /// Whether ZBar has scanned around the finders seen (`readAroundSeenFinders`).
     var scannedAroundFinders = false
 
@@ -95,7 +90,9 @@ struct ScanRun {
         // and a light-centred finder shows (any frame, for types without finder patterns).
         if found.isEmpty, passes.inverted, !zxingTypes.isEmpty {
             let qrOnly = zxingTypes.isSubset(of: [.qr, .microQR])
-            if !qrOnly || (halfFinders ?? []).contains(where: { !$0.dark }) || (fullFinders ?? []).contains(where: { !$0.dark }) {
+            if !qrOnly || (looks.halfFinders ?? []).contains(where: { !$0.dark })
+                || (looks.fullFinders ?? []).contains(where: { !$0.dark })
+            {
                 _ = try zxingRead(try CodeImaging.inverted(gray), mapping: nil, hints: .defaults(zxingTypes))
             }
         }
@@ -155,6 +152,55 @@ struct ScanRun {
     /// The longest side of a frame that `scanOtherTypes` also reads at twice its size.
     static let upscaleLimit = 640
 
+    /// The shortest side from which frames are gated: finder patterns and `SymbolCues` decide
+    /// what is read (camera frames, where most frames hold no code); smaller images are read
+    /// whole, which costs little.
+    static let gateSize = 360
+
+    /// Data Matrix symbols zxing-cpp 1.4 missed in the whole frame, read in a crop around each
+    /// timing edge a cue saw: its detector starts from the image's centre and loses a symbol
+    /// elsewhere in a cluttered frame; in the crop the symbol is the centre. The crop reaches
+    /// one and a half edge lengths beyond the edge each way (a square symbol, or a rectangular
+    /// one whose long side is the edge, fits).
+    mutating func readDataMatrixAroundEdges(_ gray: PixelBuffer) throws(CaptureError) {
+        var tried: [CGRect] = []
+        for edge in looks.cues.dataMatrix {
+            let l = max(edge.width, 16)
+            let area = CGRect(x: edge.midX - 1.5 * l, y: edge.midY - 1.5 * l, width: 3 * l, height: 3 * l)
+                .intersection(CGRect(x: 0, y: 0, width: gray.width, height: gray.height))
+            guard !area.isNull, area.width >= 16, area.height >= 16, tried.count < 4,
+                !tried.contains(where: { $0.contains(CGPoint(x: edge.midX, y: edge.midY)) }),
+                !found.contains(where: { $0.type == .dataMatrix && DeviceSpace.boundingBox(of: $0.points).intersects(area) })
+            else { continue }
+            tried.append(area)
+            let region = PixelRect(
+                x: Int(area.minX), y: Int(area.minY), width: Int(area.width.rounded(.down)), height: Int(area.height.rounded(.down)))
+            _ = try zxingRead(
+                try CodeImaging.crop(gray, region),
+                mapping: .scaling(1, 1, offsetX: Double(region.x), offsetY: Double(region.y)), hints: .defaults([.dataMatrix]))
+        }
+    }
+
+    /// The kinds of `SymbolCues` any finder look of this frame saw: the half-, full- and
+    /// quarter-size looks and the gate's last look, each taken once per frame (the QR run
+    /// may have taken some already).
+    mutating func cuesSeen(_ gray: PixelBuffer) throws(CaptureError) -> SymbolCues.Kinds {
+        let half = try halfImage(gray)
+        _ = try halfSizeFinders(half)
+        _ = try fullSizeFinders(gray)
+        _ = try quarterSizeFinders(half)
+        _ = try gateLookFinders(gray)
+        var seen = looks.cues.seen
+        // A bullseye counts when the core around it reads (orientation marks and the mode
+        // message's Reed–Solomon check): zxing-cpp's detector needs the same, and texture that
+        // mimics seven rings rarely passes it.
+        if seen.contains(.aztec) {
+            if looks.aztecCores == nil { looks.aztecCores = try aztecCores(gray, around: looks.cues.bullseyes) }
+            if looks.aztecCores?.isEmpty ?? true { seen.remove(.aztec) }
+        }
+        return seen
+    }
+
     /// The types with finder patterns, read by `scan` with its gated passes.
     static let qrTypes: Set<MetadataObjectType> = [.qr, .microQR]
 
@@ -164,18 +210,54 @@ struct ScanRun {
     /// linear code where ZBar read none (one per read); then EAN/UPC misreads are resolved.
     mutating func scanOtherTypes(_ gray: PixelBuffer) throws(CaptureError) {
         if !zxingTypes.isEmpty {
-            if try !zxingRead(gray, mapping: nil, hints: .defaults(zxingTypes)) && passes.inverted {
-                _ = try zxingRead(try CodeImaging.inverted(gray), mapping: nil, hints: .defaults(zxingTypes))
+            // Frames of the gate's size: zxing-cpp reads only the types whose cue a finder look
+            // saw (`SymbolCues`); a frame without one costs those looks, which a detector that
+            // also reads QR has taken already.
+            let gated = passes.typeGate && min(gray.width, gray.height) >= Self.gateSize
+            var readTypes = zxingTypes
+            if gated {
+                let seen = try cuesSeen(gray)
+                readTypes = zxingTypes.intersection(seen.types)
+                if seen.contains(.aztec) { counts.aztecCues += 1 }
+                if seen.contains(.pdf417) { counts.pdf417Cues += 1 }
+                if seen.contains(.dataMatrix) { counts.dataMatrixCues += 1 }
             }
-            // zxing-cpp 1.4's Data Matrix and Aztec detectors lose codes of a few pixels per module
-            // seen at an angle; twice the pixels (bilinear) gives its edge tracing room. Only for
-            // small frames (long side ≤ `Self.upscaleLimit`), where a read costs little.
-            if !found.contains(where: { zxingTypes.contains($0.type) }), passes.locate,
-                max(gray.width, gray.height) <= Self.upscaleLimit
-            {
-                let double = try CodeImaging.resized(
-                    gray, width: gray.width * 2, height: gray.height * 2, interpolation: Int32(CVB_INTER_LINEAR))
-                _ = try zxingRead(double, mapping: .scaling(0.5, 0.5), hints: .defaults(zxingTypes))
+            if !readTypes.isEmpty {
+                if try !zxingRead(gray, mapping: nil, hints: .defaults(readTypes)) && passes.inverted {
+                    _ = try zxingRead(try CodeImaging.inverted(gray), mapping: nil, hints: .defaults(readTypes))
+                }
+                if gated && readTypes.contains(.dataMatrix) && passes.locate {
+                    try readDataMatrixAroundEdges(gray)
+                }
+                // A still cropped to the symbol's edge has no quiet zone, which zxing-cpp 1.4's
+                // Data Matrix detector needs to find the L; a light margin of a tenth of the
+                // image gives it one, here and in the doubled read below. Only below the gate's
+                // size: a camera frame that cuts a symbol off cuts its modules too.
+                var base = gray
+                var margin = 0.0
+                if !found.contains(where: { readTypes.contains($0.type) }), passes.locate,
+                    min(gray.width, gray.height) < Self.gateSize
+                {
+                    let m = max(4, max(gray.width, gray.height) / 10)
+                    base = try CodeImaging.padded(gray, by: m, value: 255)
+                    margin = Double(m)
+                    _ = try zxingRead(base, mapping: .scaling(1, 1, offsetX: -margin, offsetY: -margin), hints: .defaults(readTypes))
+                }
+                // zxing-cpp 1.4's Data Matrix and Aztec detectors lose codes of a few pixels per
+                // module seen at an angle; twice the pixels (bilinear) gives its edge tracing room.
+                // Only for small frames (long side ≤ `Self.upscaleLimit`), where a read costs little.
+                if !found.contains(where: { readTypes.contains($0.type) }), passes.locate,
+                    max(gray.width, gray.height) <= Self.upscaleLimit
+                {
+                    let double = try CodeImaging.resized(
+                        base, width: base.width * 2, height: base.height * 2, interpolation: Int32(CVB_INTER_LINEAR))
+                    _ = try zxingRead(double, mapping: .scaling(0.5, 0.5, offsetX: -margin, offsetY: -margin), hints: .defaults(readTypes))
+                }
+            }
+            // Aztec symbols zxing-cpp missed (steep angles, runes), from their bullseyes.
+            if zxingTypes.contains(.aztec), passes.locate {
+                let cores = gated ? looks.aztecCores ?? [] : try aztecCores(gray, around: try AztecCore.bullseyes(in: gray))
+                try readAztec(gray, cores)
             }
         }
         if !types.isEmpty {
@@ -293,34 +375,38 @@ struct ScanRun {
     /// (their pixels are the busiest and cannot hold another code's finder); computed once per
     /// frame (counted as one finder check).
     mutating func fullSizeFinders(_ gray: PixelBuffer) throws(CaptureError) -> [FinderEvidence.Finder] {
-        if let fullFinders { return fullFinders }
+        if let fullFinders = looks.fullFinders { return fullFinders }
         counts.finderChecks += 1
         let read = found.map { DeviceSpace.boundingBox(of: $0.points) }
-        let finders = try FinderEvidence.finders(
-            gray, mean: try fullSizeMean(gray), ignoring: read, offset: passes.fullSizeFinderThresholdOffset)
-        counts.findersSeen += finders.count
-        fullFinders = finders
-        return finders
+        let look = try FinderEvidence.look(
+            gray, mean: try fullSizeMean(gray), ignoring: read, offset: passes.fullSizeFinderThresholdOffset,
+            cues: looks.cueKinds)
+        counts.findersSeen += look.finders.count
+        looks.fullFinders = look.finders
+        looks.cues = looks.cues + look.cues
+        return look.finders
     }
 
     /// Finders in the frame at a quarter of its size (modules over ~9 px, too large for the
     /// threshold's window at half size); counted as one finder check.
     mutating func quarterSizeFinders(_ half: PixelBuffer) throws(CaptureError) -> [FinderEvidence.Finder] {
-        if let quarterFinders { return quarterFinders }
+        if let quarterFinders = looks.quarterFinders { return quarterFinders }
         guard min(half.width, half.height) >= 64 else { return [] }
         counts.finderChecks += 1
         let quarter = try CodeImaging.resized(half, width: half.width / 2, height: half.height / 2)
-        let finders = try FinderEvidence.finders(quarter, offset: passes.finderThresholdOffset)
-        counts.findersSeen += finders.count
-        quarterFinders = finders
-        return finders
+        let look = try FinderEvidence.look(quarter, offset: passes.finderThresholdOffset, cues: looks.cueKinds)
+        counts.findersSeen += look.finders.count
+        looks.quarterFinders = look.finders
+        looks.cues = looks.cues + look.cues.scaled(by: 2 * looks.halfScale)
+        return look.finders
     }
 
     /// `gray` at half size (`cvb_image_resize`), computed once per frame.
     mutating func halfImage(_ gray: PixelBuffer) throws(CaptureError) -> PixelBuffer {
-        if let half { return half }
+        if let half = looks.half { return half }
         let h = try CodeImaging.resized(gray, width: gray.width / 2, height: gray.height / 2)
-        half = h
+        looks.half = h
+        looks.halfScale = Double(gray.width) / Double(h.width)
         return h
     }
 
@@ -332,20 +418,29 @@ struct ScanRun {
         if try !halfSizeFinders(half).isEmpty { return true }
         if try !fullSizeFinders(gray).isEmpty { return true }
         if try !quarterSizeFinders(half).isEmpty { return true }
-        guard let offset = passes.zxingGateFullSizeOffset else { return false }
+        return try !gateLookFinders(gray).isEmpty
+    }
+
+    /// The gate's last look (`Passes.zxingGateFullSizeOffset`, every `zxingGateRowStep`-th row of
+    /// the full-size frame), once per frame; none when the offset is nil.
+    mutating func gateLookFinders(_ gray: PixelBuffer) throws(CaptureError) -> [FinderEvidence.Finder] {
+        if let gateFinders = looks.gateFinders { return gateFinders }
+        guard let offset = passes.zxingGateFullSizeOffset else { return [] }
         counts.finderChecks += 1
-        let finders = try FinderEvidence.findersInScannedRows(
-            gray, mean: try fullSizeMean(gray), offset: offset, rowStep: passes.zxingGateRowStep)
-        counts.findersSeen += finders.count
-        return !finders.isEmpty
+        let look = try FinderEvidence.lookInScannedRows(
+            gray, mean: try fullSizeMean(gray), offset: offset, rowStep: passes.zxingGateRowStep, cues: looks.cueKinds)
+        counts.findersSeen += look.finders.count
+        looks.gateFinders = look.finders
+        looks.cues = looks.cues + look.cues
+        return look.finders
     }
 
     /// `FinderEvidence.localMean` of the full-size frame, computed once per frame: both full-size
     /// looks compare with it.
     mutating func fullSizeMean(_ gray: PixelBuffer) throws(CaptureError) -> PixelBuffer {
-        if let fullMean { return fullMean }
+        if let fullMean = looks.fullMean { return fullMean }
         let m = try FinderEvidence.localMean(gray)
-        fullMean = m
+        looks.fullMean = m
         return m
     }
 
@@ -371,19 +466,20 @@ struct ScanRun {
         let hx = Double(gray.width) / Double(half.width), hy = Double(gray.height) / Double(half.height)
         var points = try halfSizeFinders(half).map { CGPoint(x: $0.centre.x * hx, y: $0.centre.y * hy) }
         points += try fullSizeFinders(gray).map(\.centre)
-        points += (quarterFinders ?? []).map { CGPoint(x: $0.centre.x * 2 * hx, y: $0.centre.y * 2 * hy) }
+        points += (looks.quarterFinders ?? []).map { CGPoint(x: $0.centre.x * 2 * hx, y: $0.centre.y * 2 * hy) }
         return points
     }
 
     /// Finders `FinderEvidence` sees in the half-size frame, in its pixels; computed once per
     /// frame (counted as one finder check).
     mutating func halfSizeFinders(_ half: PixelBuffer) throws(CaptureError) -> [FinderEvidence.Finder] {
-        if let halfFinders { return halfFinders }
+        if let halfFinders = looks.halfFinders { return halfFinders }
         counts.finderChecks += 1
-        let finders = try FinderEvidence.finders(half, offset: passes.finderThresholdOffset)
-        counts.findersSeen += finders.count
-        halfFinders = finders
-        return finders
+        let look = try FinderEvidence.look(half, offset: passes.finderThresholdOffset, cues: looks.cueKinds)
+        counts.findersSeen += look.finders.count
+        looks.halfFinders = look.finders
+        looks.cues = looks.cues + look.cues.scaled(by: looks.halfScale)
+        return look.finders
     }
 
     /// Scans only the areas of the finder triples seen at half size (one per triple not yet
@@ -676,4 +772,24 @@ struct ScanRun {
             if !found.contains(where: { $0.isSameCode(as: symbol) }) { found.append(symbol) }
         }
     }
+}
+
+/// What `FinderEvidence` saw in one frame, each look taken at most once: the half-size frame,
+/// the full-size local mean, the finders at half, full and quarter size and in the gate's last
+/// look, and the `SymbolCues` of `cueKinds` those looks noted on the same rows (in full-size
+/// pixels). Value type, one per frame.
+struct FrameLooks {
+    /// The cues each look collects (the 2-D types besides QR the detector reads, when gated).
+    var cueKinds: SymbolCues.Kinds = []
+    var half: PixelBuffer?
+    /// Full-size pixels per half-size pixel.
+    var halfScale = 2.0
+    var fullMean: PixelBuffer?
+    var halfFinders: [FinderEvidence.Finder]?
+    var fullFinders: [FinderEvidence.Finder]?
+    var quarterFinders: [FinderEvidence.Finder]?
+    var gateFinders: [FinderEvidence.Finder]?
+    var cues = SymbolCues()
+    /// The Aztec cores read around the cues' bullseyes (`ScanRun.cuesSeen`), once computed.
+    var aztecCores: [(FinderEvidence.Finder, AztecCore.Symbol)]?
 }

@@ -52,6 +52,14 @@ enum FinderEvidence {
         _ gray: PixelBuffer, mean: PixelBuffer? = nil, ignoring: [CGRect] = [], limit: Int = 64, offset: Double = 0,
         rowStep: Int = 2
     ) throws(CaptureError) -> [Finder] {
+        try look(gray, mean: mean, ignoring: ignoring, limit: limit, offset: offset, rowStep: rowStep, cues: []).finders
+    }
+
+    /// `finders`, and on the same rows the `SymbolCues` of `cues` (none: the QR scan alone).
+    static func look(
+        _ gray: PixelBuffer, mean: PixelBuffer? = nil, ignoring: [CGRect] = [], limit: Int = 64, offset: Double = 0,
+        rowStep: Int = 2, cues kinds: SymbolCues.Kinds
+    ) throws(CaptureError) -> (finders: [Finder], cues: SymbolCues) {
         let image: PixelBuffer
         if let mean {
             image = try CodeImaging.aboveMean(gray, mean, offset: offset)
@@ -67,7 +75,9 @@ enum FinderEvidence {
             for y in y0..<y1 { memset(image.baseAddress + y * stride + x0, 0, x1 - x0) }
         }
         return withExtendedLifetime(image) {
-            scan(Thresholded(image), limit: limit, rowStep: rowStep)
+            var cues = SymbolCues()
+            let finders = scan(Thresholded(image), limit: limit, rowStep: rowStep, cues: kinds, into: &cues)
+            return (finders, cues)
         }
     }
 
@@ -78,6 +88,14 @@ enum FinderEvidence {
     static func findersInScannedRows(
         _ gray: PixelBuffer, mean: PixelBuffer, limit: Int = 64, offset: Double = 0, rowStep: Int
     ) throws(CaptureError) -> [Finder] {
+        try lookInScannedRows(gray, mean: mean, limit: limit, offset: offset, rowStep: rowStep, cues: []).finders
+    }
+
+    /// `findersInScannedRows`, and on the same rows the `SymbolCues` of `cues`.
+    static func lookInScannedRows(
+        _ gray: PixelBuffer, mean: PixelBuffer, limit: Int = 64, offset: Double = 0, rowStep: Int,
+        cues kinds: SymbolCues.Kinds
+    ) throws(CaptureError) -> (finders: [Finder], cues: SymbolCues) {
         guard gray.pixelFormat == .gray, mean.pixelFormat == .gray, gray.width == mean.width,
             gray.height == mean.height
         else {
@@ -87,12 +105,22 @@ enum FinderEvidence {
         return withExtendedLifetime((gray, mean)) {
             let binary = ThresholdedOnDemand(gray, mean: mean, offset: offset)
             defer { binary.release() }
-            return scan(binary, limit: limit, rowStep: rowStep)
+            var cues = SymbolCues()
+            let finders = scan(binary, limit: limit, rowStep: rowStep, cues: kinds, into: &cues)
+            return (finders, cues)
         }
     }
 
     /// The row-by-row search behind `finders` and `findersInScannedRows`.
     static func scan<Binary: FinderBinaryImage>(_ binary: Binary, limit: Int, rowStep: Int) -> [Finder] {
+        var cues = SymbolCues()
+        return scan(binary, limit: limit, rowStep: rowStep, cues: [], into: &cues)
+    }
+
+    /// `scan`, noting the `SymbolCues` of `kinds` from the same run lengths.
+    static func scan<Binary: FinderBinaryImage>(
+        _ binary: Binary, limit: Int, rowStep: Int, cues kinds: SymbolCues.Kinds, into cues: inout SymbolCues
+    ) -> [Finder] {
         let w = binary.width, h = binary.height
         var out: [Finder] = []
         var rows: [Int] = []  // scanned rows that confirmed each candidate
@@ -131,6 +159,7 @@ enum FinderEvidence {
                 x &+= 1
             }
             starts[n] = w
+            if !kinds.isEmpty { SymbolCues.scanRow(binary, y: y, starts: starts, runs: n, kinds: kinds, into: &cues) }
             var i = 0
             while i &+ 4 < n {
                 let s0 = starts[i], s1 = starts[i &+ 1], s2 = starts[i &+ 2]

@@ -111,6 +111,10 @@ final class ZXingReader {
                     }
                 }
             }
+            // A payload longer than the symbol's data can hold was read past its last bit
+            // (zxing-cpp 1.4 takes Aztec padding after a binary shift for another one): refused,
+            // not reported with bytes the symbol does not hold.
+            if type == .aztec && !AztecCore.payloadFits(bytes, dataBits: Int(info.num_bits)) { continue }
             let xs = [info.xs.0, info.xs.1, info.xs.2, info.xs.3], ys = [info.ys.0, info.ys.1, info.ys.2, info.ys.3]
             // contentType 0 is Text, 2 Mixed (text with binary parts), 3 GS1, 4 ISO 15434.
             let isText = [0, 3, 4].contains(info.content_type)

@@ -53,12 +53,15 @@ var codesDevsetPath: String?
 var noCodesDevset = false
 var codesOnly: Set<String>?
 if CommandLine.arguments.dropFirst().first == "--zxing14-worker" { runZXing14Worker() }
-// --read TYPES PATH...: what cvcam reads in each image (type, quality, payload), a development aid.
-if CommandLine.arguments.dropFirst().first == "--read" {
+// --read TYPES PATH...: what cvcam reads in each image (type, quality, payload), a development aid;
+// --read-ungated the same with `Passes.typeGate` off.
+if ["--read", "--read-ungated"].contains(CommandLine.arguments.dropFirst().first) {
     let names = CommandLine.arguments[2]
     let types = names == "all" ? CodeDetector.availableMetadataObjectTypes
         : Set(names.split(separator: ",").map { MetadataObjectType(rawValue: String($0)) })
-    let d = try CodeDetector(metadataObjectTypes: types)
+    var passes = CodeDetector.Passes()
+    passes.typeGate = CommandLine.arguments[1] == "--read"
+    let d = try CodeDetector(metadataObjectTypes: types, passes: passes)
     for path in CommandLine.arguments.dropFirst(3) {
         let frame = try QRTestCorpus.photo(at: path)
         var codes: [CodeDetection] = []
@@ -74,7 +77,7 @@ while let a = arguments.next() {
     case "--samples": samplesPerCategory = Int(arguments.next() ?? "") ?? samplesPerCategory
     case "--seed": seed = UInt64(arguments.next() ?? "") ?? seed
     case "--ablation": ablation = true
-    case "--explore", "--finders", "--profile", "--profile-code-free", "--type-costs": break
+    case "--explore", "--finders", "--profile", "--profile-code-free", "--type-costs", "--other-types": break
     case "--only": _ = arguments.next()
     case "--no-finder-gate": finderGate = false
     case "--no-zxing-gate": zxingGate = false
@@ -271,6 +274,10 @@ for category in QRTestCorpus.Category.allCases {
     }
 }
 
+if CommandLine.arguments.contains("--other-types") {
+    try runOtherTypes()
+    exit(0)
+}
 if CommandLine.arguments.contains("--type-costs") {
     try typeSetCosts()
     exit(0)

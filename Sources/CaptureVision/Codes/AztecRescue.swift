@@ -1,0 +1,231 @@
+import CVBridge
+import Foundation
+
+extension AztecCore {
+    /// Bullseyes in a frame the gate does not look at (a small image): the `SymbolCues` of the
+    /// full- and half-size finder looks (the half-size one sees modules too large for the local
+    /// mean's window at full size), in full-size pixels.
+    static func bullseyes(in gray: PixelBuffer) throws(CaptureError) -> [FinderEvidence.Finder] {
+        var out = try FinderEvidence.look(gray, cues: [.aztec]).cues.bullseyes
+        if min(gray.width, gray.height) >= 64 {
+            let half = try CodeImaging.resized(gray, width: gray.width / 2, height: gray.height / 2)
+            let look = try FinderEvidence.look(half, offset: 6, cues: [.aztec])
+            out += look.cues.scaled(by: Double(gray.width) / Double(half.width)).bullseyes
+        }
+        return out
+    }
+}
+
+extension ScanRun {
+    /// Aztec symbols whose core was read (`aztecCores`) that no read so far explains: a rune is
+    /// reported from its mode message, any other symbol is warped
+    /// upright from the core's module map, its outer edges measured on that image and the warp
+    /// redone from them (the core alone extrapolates its perspective several times its own size),
+    /// and zxing-cpp reads the result; when that fails, an image of the symbol's modules, each
+    /// sampled at its centre and thresholded against its neighbours, is read instead (blur and
+    /// uneven light that zxing-cpp's binariser does not survive).
+    mutating func readAztec(_ gray: PixelBuffer, _ cores: [(FinderEvidence.Finder, AztecCore.Symbol)]) throws(CaptureError) {
+        for (bullseye, symbol) in cores {
+            if found.contains(where: { $0.type == .aztec && DeviceSpace.boundingBox(of: $0.points).contains(bullseye.centre) }) {
+                continue
+            }
+            if let rune = symbol.rune {
+                let digits = Array(String(rune).utf8)
+                add(
+                    [ScannedSymbol(
+                        type: .aztec, bytes: [UInt8](repeating: UInt8(ascii: "0"), count: 3 - digits.count) + digits,
+                        points: symbol.corners, quality: 1, orientation: 0)],
+                    mapping: nil)
+                continue
+            }
+            try readRectified(gray, symbol)
+        }
+    }
+
+    /// The cores read around `bullseyes` (full-size pixels), one per place (the looks see one
+    /// bullseye at several scales), at most eight; counted as localisations.
+    mutating func aztecCores(_ gray: PixelBuffer, around bullseyes: [FinderEvidence.Finder]) throws(CaptureError)
+        -> [(FinderEvidence.Finder, AztecCore.Symbol)]
+    {
+        var tried: [FinderEvidence.Finder] = []
+        var out: [(FinderEvidence.Finder, AztecCore.Symbol)] = []
+        for b in bullseyes {
+            guard !tried.contains(where: { hypot($0.centre.x - b.centre.x, $0.centre.y - b.centre.y) < 5 * max($0.module, b.module) })
+            else { continue }
+            guard tried.count < 8 else { break }
+            tried.append(b)
+            counts.localisations += 1
+            if let symbol = try aztecCore(gray, around: b) { out.append((b, symbol)) }
+        }
+        return out
+    }
+
+    /// The core around `bullseye`, read from the frame thresholded at a scale where its modules
+    /// are at most 8 pixels (the local mean's 31-pixel window then spans several of them), or
+    /// half that scale.
+    func aztecCore(_ gray: PixelBuffer, around bullseye: FinderEvidence.Finder) throws(CaptureError) -> AztecCore.Symbol? {
+        var factor = 1
+        while bullseye.module / Double(factor) > 8, min(gray.width, gray.height) / (2 * factor) >= 32 { factor *= 2 }
+        if let symbol = try aztecCore(gray, around: bullseye, reducedBy: factor) { return symbol }
+        // Blur and noise at this scale: the next one down.
+        guard bullseye.module / Double(factor) >= 3, min(gray.width, gray.height) / (2 * factor) >= 32 else { return nil }
+        return try aztecCore(gray, around: bullseye, reducedBy: factor * 2)
+    }
+
+    func aztecCore(_ gray: PixelBuffer, around bullseye: FinderEvidence.Finder, reducedBy factor: Int) throws(CaptureError)
+        -> AztecCore.Symbol?
+    {
+        let image = factor == 1
+            ? gray : try CodeImaging.resized(gray, width: gray.width / factor, height: gray.height / factor)
+        let sx = Double(gray.width) / Double(image.width), sy = Double(gray.height) / Double(image.height)
+        // Dark below the local mean, light at or above it (offset 1 on whole levels): flat light
+        // (the quiet zone) stays light.
+        let binary = try CodeImaging.aboveMean(image, try FinderEvidence.localMean(image), offset: 1)
+        var scaled = bullseye
+        scaled.centre = CGPoint(x: bullseye.centre.x / sx, y: bullseye.centre.y / sy)
+        scaled.module = bullseye.module / sx
+        guard var symbol = withExtendedLifetime(binary, { AztecCore.read(Thresholded(binary), bullseye: scaled) }) else {
+            return nil
+        }
+        var m = symbol.moduleToImage.m
+        for i in 0..<3 { m[i] *= sx }
+        for i in 3..<6 { m[i] *= sy }
+        symbol.moduleToImage = Homography(m: m)
+        return symbol
+    }
+
+    /// Quiet-zone modules around a rectified symbol.
+    static let aztecQuietZone = 4
+
+    /// Warps the symbol upright (see `readAztec`) and reads it; true when zxing-cpp read an Aztec code.
+    @discardableResult
+    mutating func readRectified(_ gray: PixelBuffer, _ symbol: AztecCore.Symbol) throws(CaptureError) -> Bool {
+        let dim = symbol.dimension, q = Self.aztecQuietZone
+        // About 5 pixels per module, at most 1024 pixels a side.
+        let s = min(5.0, 1024 / Double(dim + 2 * q))
+        guard s >= 2 else { return false }
+        let size = Int((Double(dim + 2 * q) * s).rounded(.up))
+        let a = Double(q) * s, b = Double(q + dim) * s
+        let target = [CGPoint(x: a, y: a), CGPoint(x: b, y: a), CGPoint(x: b, y: b), CGPoint(x: a, y: b)]
+        var (upright, back) = try Self.warped(gray, from: symbol.corners, to: target, width: size, height: size, toFrame: { $0 })
+        // Twice: the first warp can be several modules off at the symbol's edge.
+        let tolerance = (4 + 0.25 * Double(dim)) * s
+        for _ in 0..<2 {
+            guard let edges = try Self.symbolEdges(upright, module: s, dimension: dim, quiet: q),
+                zip(edges, target).allSatisfy({ hypot($0.x - $1.x, $0.y - $1.y) < tolerance })
+            else { break }
+            (upright, back) = try Self.warped(
+                gray, from: edges.map(back.apply), to: target, width: size, height: size, toFrame: { $0 })
+        }
+        var hints = ZXingHints.defaults([.aztec])
+        hints.tryRotate = false
+        hints.tryDownscale = false
+        if try zxingRead(upright, mapping: back, hints: hints) { return true }
+        let module = 3.0
+        let clean = try Self.moduleImage(upright, module: s, dimension: dim, quiet: q, drawnAt: module)
+        return try zxingRead(clean, mapping: back.afterScaling(s / module), hints: hints)
+    }
+
+    /// The symbol's outer edges in an upright image (`module` pixels per module, the symbol
+    /// `quiet` modules in from each side): for each side, the outermost dark pixel of every row
+    /// or column across its middle 70 %, and the line through those that lie on the outer
+    /// boundary (a side's outer modules are about half dark, so the outermost quarter of the
+    /// points, refined five times, lies on it). Corners clockwise from the top-left; nil when
+    /// a side has too few points.
+    static func symbolEdges(_ upright: PixelBuffer, module s: Double, dimension dim: Int, quiet q: Int) throws(CaptureError)
+        -> [CGPoint]?
+    {
+        let block = Int32(max(3, Int(5 * s) | 1))
+        let binary = try CodeImaging.aboveMean(upright, try CodeImaging.localMean(upright, block: block), offset: 8)
+        return withExtendedLifetime(binary) { () -> [CGPoint]? in
+            let image = Thresholded(binary)
+            let size = upright.width, middle = size / 2
+            let lo = Int((Double(q) + 0.15 * Double(dim)) * s), hi = Int((Double(q) + 0.85 * Double(dim)) * s)
+            guard lo < hi else { return nil }
+            var lines: [AztecCore.Line] = []
+            let centre = CGPoint(x: Double(size) / 2, y: Double(size) / 2)
+            for side in 0..<4 {
+                var points: [CGPoint] = []
+                for k in lo..<hi {
+                    switch side {
+                    case 0: if let y = (0..<middle).first(where: { image.pixel(k, $0) == 0 }) { points.append(CGPoint(x: k, y: y)) }
+                    case 1: if let x = (middle..<size).last(where: { image.pixel($0, k) == 0 }) { points.append(CGPoint(x: x + 1, y: k)) }
+                    case 2: if let y = (middle..<size).last(where: { image.pixel(k, $0) == 0 }) { points.append(CGPoint(x: k, y: y + 1)) }
+                    default: if let x = (0..<middle).first(where: { image.pixel($0, k) == 0 }) { points.append(CGPoint(x: x, y: k)) }
+                    }
+                }
+                guard points.count >= 10, var line = AztecCore.Line(fitting: points) else { return nil }
+                for _ in 0..<5 {
+                    // Outward distances (the centre lies inward).
+                    let sign = line.offset(of: centre) > 0 ? -1.0 : 1.0
+                    let offsets = points.map { sign * line.offset(of: $0) }
+                    let reference = offsets.sorted()[Int(Double(offsets.count - 1) * 0.85)]
+                    let keep = zip(points, offsets).filter { abs($0.1 - reference) < 0.5 * s }.map(\.0)
+                    guard keep.count >= 5, let refit = AztecCore.Line(fitting: keep) else { return nil }
+                    line = refit
+                }
+                lines.append(line)
+            }
+            var corners: [CGPoint] = []
+            for k in 0..<4 {
+                guard let p = lines[(k + 3) % 4].intersection(lines[k]) else { return nil }
+                corners.append(p)
+            }
+            return corners
+        }
+    }
+
+    /// An image of the symbol's modules, `drawnAt` pixels each with a 4-module quiet zone: each
+    /// module's value is the mean of the 2×2 pixels at its centre in `upright` (`module` pixels
+    /// per module, the symbol `quiet` modules in), dark when below the mean of the 7×7 modules
+    /// around it.
+    static func moduleImage(_ upright: PixelBuffer, module s: Double, dimension dim: Int, quiet q: Int, drawnAt d: Double)
+        throws(CaptureError) -> PixelBuffer
+    {
+        let stride = upright.bytesPerRow
+        let src = upright.baseAddress.assumingMemoryBound(to: UInt8.self)
+        var values = [Double](repeating: 0, count: dim * dim)
+        for j in 0..<dim {
+            for i in 0..<dim {
+                let x = Int((Double(q + i) + 0.5) * s), y = Int((Double(q + j) + 0.5) * s)
+                let x0 = max(0, min(upright.width - 2, x - 1)), y0 = max(0, min(upright.height - 2, y - 1))
+                let v = Int(src[y0 * stride + x0]) + Int(src[y0 * stride + x0 + 1]) + Int(src[(y0 + 1) * stride + x0])
+                    + Int(src[(y0 + 1) * stride + x0 + 1])
+                values[j * dim + i] = Double(v) / 4
+            }
+        }
+        let side = Int((Double(dim + 8) * d).rounded())
+        let out = try PixelBuffer(width: side, height: side, pixelFormat: .gray)
+        let dst = out.baseAddress.assumingMemoryBound(to: UInt8.self)
+        for y in 0..<side { memset(dst + y * out.bytesPerRow, 255, side) }
+        for j in 0..<dim {
+            for i in 0..<dim {
+                var sum = 0.0, n = 0.0
+                for v in max(0, j - 3)...min(dim - 1, j + 3) {
+                    for u in max(0, i - 3)...min(dim - 1, i + 3) {
+                        sum += values[v * dim + u]
+                        n += 1
+                    }
+                }
+                guard values[j * dim + i] < sum / n else { continue }
+                let x0 = Int((Double(i + 4) * d).rounded()), x1 = Int((Double(i + 5) * d).rounded())
+                let y0 = Int((Double(j + 4) * d).rounded()), y1 = Int((Double(j + 5) * d).rounded())
+                for y in y0..<y1 { memset(dst + y * out.bytesPerRow + x0, 0, x1 - x0) }
+            }
+        }
+        return out
+    }
+}
+
+extension Homography {
+    /// This map after its input is scaled by `factor` about the origin (a module image's pixels
+    /// onto the upright image it was sampled from: both have a 4-module margin).
+    func afterScaling(_ factor: Double) -> Homography {
+        var m = self.m
+        for row in 0..<3 {
+            m[row * 3] *= factor
+            m[row * 3 + 1] *= factor
+        }
+        return Homography(m: m)
+    }
+}

@@ -1,0 +1,335 @@
+import Foundation
+
+/// Signs of the 2-D symbologies without QR finder patterns, noted by `FinderEvidence`'s row scan
+/// on its way (the run lengths it computes for QR finders are most of what these tests need):
+///
+/// - Aztec: the bullseye, seven runs of one module each centred on a dark one (the concentric
+///   squares seen across their centre), then the second dark ring on both sides (at least half
+///   a module: the mode message's modules beyond it may be dark too, or the image may end
+///   there), confirmed on the vertical and both diagonals through that centre as QR finders
+///   are. A square ring crossed along any line through its centre gives runs of equal length on
+///   both sides, so rotation keeps the pattern.
+/// - PDF417: the start pattern (bars and spaces 8:1:1:1:1:1:1:3 modules) or the stop pattern
+///   (7:1:1:3:1:1:1:2:1), either way round, crossed by three scanned rows at about the same
+///   place (`addPDF417Hit`): every row of the symbol repeats the two patterns. Turned by
+///   about 90° the patterns lie along the rows, and no row crosses them.
+/// - Data Matrix: a timing edge, ten or more alternating runs of one module each (its top edge
+///   alternates dark and light; so does the right one, which a rotation by a multiple of 90°
+///   lays along the row), with the quiet zone running along one side of it, 1.5 modules away,
+///   the symbol's data along the other, and the L's solid arm leaving its dark end toward the
+///   data (`solidEdge`). Tilts of more than about 10° from a multiple of 90° hide the edge
+///   from rows; the detector reads such frames when another cue or a QR finder shows, and
+///   always below the gate's frame size.
+///
+/// A cue is only a reason to run the decoder that reads that symbology; what it decodes is
+/// zxing-cpp's (or, for Aztec runes, `AztecCore`'s) own check.
+///
+/// Value type; thread-safe.
+struct SymbolCues: Sendable {
+    /// Which cues a scan collects.
+    struct Kinds: OptionSet, Hashable, Sendable {
+        let rawValue: Int
+        static let aztec = Kinds(rawValue: 1)
+        static let pdf417 = Kinds(rawValue: 2)
+        static let dataMatrix = Kinds(rawValue: 4)
+
+        /// The kinds for `types` (the 2-D types with a cue).
+        init(_ types: Set<MetadataObjectType>) {
+            var k: Kinds = []
+            if types.contains(.aztec) { k.insert(.aztec) }
+            if types.contains(.pdf417) { k.insert(.pdf417) }
+            if types.contains(.dataMatrix) { k.insert(.dataMatrix) }
+            self = k
+        }
+
+        init(rawValue: Int) { self.rawValue = rawValue }
+
+        /// The types these kinds stand for.
+        var types: Set<MetadataObjectType> {
+            var t: Set<MetadataObjectType> = []
+            if contains(.aztec) { t.insert(.aztec) }
+            if contains(.pdf417) { t.insert(.pdf417) }
+            if contains(.dataMatrix) { t.insert(.dataMatrix) }
+            return t
+        }
+    }
+
+    /// Aztec bullseye centres and module sizes (pixels of the scanned image).
+    var bullseyes: [FinderEvidence.Finder] = []
+    /// Where a PDF417 start or stop pattern's widest bar was crossed in three or more rows.
+    var pdf417: [CGPoint] = []
+    /// Every row's crossing of a start or stop pattern so far (`addPDF417Hit`).
+    var pdf417Hits: [PatternHit] = []
+    /// Each Data Matrix timing edge seen, as a segment along its row (height 0).
+    var dataMatrix: [CGRect] = []
+
+    /// The kinds with at least one cue.
+    var seen: Kinds {
+        var k: Kinds = []
+        if !bullseyes.isEmpty { k.insert(.aztec) }
+        if !pdf417.isEmpty { k.insert(.pdf417) }
+        if !dataMatrix.isEmpty { k.insert(.dataMatrix) }
+        return k
+    }
+
+    /// These cues in the pixels of an image `factor` times larger.
+    func scaled(by factor: Double) -> SymbolCues {
+        var out = self
+        out.bullseyes = bullseyes.map { f in
+            var f = f
+            f.centre = CGPoint(x: f.centre.x * factor, y: f.centre.y * factor)
+            f.module *= factor
+            return f
+        }
+        out.pdf417 = pdf417.map { CGPoint(x: $0.x * factor, y: $0.y * factor) }
+        out.dataMatrix = dataMatrix.map {
+            CGRect(x: $0.minX * factor, y: $0.minY * factor, width: $0.width * factor, height: $0.height * factor)
+        }
+        return out
+    }
+
+    /// Both sets of cues.
+    static func + (a: SymbolCues, b: SymbolCues) -> SymbolCues {
+        SymbolCues(bullseyes: a.bullseyes + b.bullseyes, pdf417: a.pdf417 + b.pdf417, dataMatrix: a.dataMatrix + b.dataMatrix)
+    }
+
+    /// At most this many cues of each kind per image (a textured frame does not grow the lists).
+    static let limit = 16
+
+    /// Tests the runs of row `y` (run `k` spans `starts[k]..<starts[k + 1]`, `n` runs) for the
+    /// cues of `kinds`, appending what it finds.
+    static func scanRow<Binary: FinderBinaryImage>(
+        _ binary: Binary, y: Int, starts: UnsafeMutablePointer<Int>, runs n: Int, kinds: Kinds, into cues: inout SymbolCues
+    ) {
+        guard n >= 7 else { return }
+        // Run k is dark when its first pixel is: runs alternate from the row's first pixel.
+        let firstDark = binary.pixel(0, y) == 0
+        @inline(__always) func dark(_ k: Int) -> Bool { (k & 1 == 0) == firstDark }
+        @inline(__always) func len(_ k: Int) -> Int { starts[k &+ 1] &- starts[k] }
+        if kinds.contains(.aztec) && cues.bullseyes.count < limit && n >= 9 {
+            var k = 0
+            while k &+ 9 <= n {
+                let c = k &+ 4
+                if dark(c), let inner = equalRuns(7, from: k &+ 1, len), 14 &* len(k) >= inner, 14 &* len(k &+ 8) >= inner {
+                    let total = inner * 9 / 7
+                    let cx = starts[c] &+ len(c) / 2
+                    if !cues.bullseyes.contains(where: { abs(Int($0.centre.x) - cx) < total / 2 && abs(Int($0.centre.y) - y) < total / 2 }),
+                        ringCheck(binary, cx, y, 0, 1, total), ringCheck(binary, cx, y, 1, 1, total),
+                        ringCheck(binary, cx, y, 1, -1, total)
+                    {
+                        cues.bullseyes.append(
+                            FinderEvidence.Finder(centre: CGPoint(x: cx, y: y), module: Double(total) / 9, dark: true))
+                        if cues.bullseyes.count >= limit { break }
+                    }
+                }
+                k &+= 1
+            }
+        }
+        if kinds.contains(.pdf417) && cues.pdf417.count < limit && cues.pdf417Hits.count < 16 * limit && n >= 8 {
+            for (p, pattern) in pdf417Patterns.enumerated() {
+                var k = 0
+                while k &+ pattern.widths.count <= n {
+                    if dark(k) == pattern.firstDark, let bar = matches(pattern, from: k, len) {
+                        let wide = k &+ bar
+                        cues.addPDF417Hit(PatternHit(x: starts[wide] &+ len(wide) / 2, y: y, width: len(wide), pattern: p))
+                    }
+                    k &+= 1
+                }
+            }
+        }
+        if kinds.contains(.dataMatrix) && cues.dataMatrix.count < limit && n >= 10 {
+            var k = 0
+            while k &+ 10 <= n {
+                guard equalRuns(10, from: k, len) != nil else {
+                    k &+= 1
+                    continue
+                }
+                // The whole ladder: as many further equal runs as follow.
+                var end = k &+ 10
+                let total10 = starts[end] &- starts[k]
+                while end < n, 10 &* len(end) * 10 >= total10 * 6, 10 &* len(end) * 10 <= total10 * 15 { end &+= 1 }
+                let x0 = starts[k], x1 = starts[end]
+                let module = Double(x1 - x0) / Double(end - k)
+                // The L's arm leaves one end of the edge; the timing module two along from it
+                // starts data, not another solid line (stripes and fences have one at each).
+                let mid = { (r: Int) in starts[r] + len(r) / 2 }
+                if let symbolSide = quietAlongside(binary, x0, x1, y, module),
+                    (dark(k) && solidEdge(binary, mid(k), y, symbolSide, module)
+                        && !solidEdge(binary, mid(k + 2), y, symbolSide, module))
+                        || (dark(end - 1) && solidEdge(binary, mid(end - 1), y, symbolSide, module)
+                            && !solidEdge(binary, mid(end - 3), y, symbolSide, module))
+                {
+                    cues.dataMatrix.append(CGRect(x: x0, y: y, width: x1 - x0, height: 0))
+                    if cues.dataMatrix.count >= limit { break }
+                }
+                k = end
+            }
+        }
+    }
+
+    /// The total length of the `count` runs from `k` when each is one module of their mean
+    /// (within 0.5–1.6 of it; perspective and print gain make runs unequal) and the mean is at
+    /// least 1.5 pixels; nil otherwise.
+    @inline(__always)
+    static func equalRuns(_ count: Int, from k: Int, _ len: (Int) -> Int) -> Int? {
+        var total = 0
+        for i in 0..<count { total &+= len(k &+ i) }
+        guard 2 &* total >= 3 &* count else { return nil }
+        for i in 0..<count {
+            let r = len(k &+ i) &* count
+            // r/total within [0.5, 1.6] of one run: 2r ≥ total and 10r ≤ 16 total.
+            guard 2 &* r >= total, 10 &* r <= 16 &* total else { return nil }
+        }
+        return total
+    }
+
+    /// The bullseye along direction (dx, dy) through (cx, cy): the centre run and three more on
+    /// each side, all one module, their total within 2× of the row's, then a fourth dark run
+    /// each way of at least half a module (`expected`: the row's nine runs).
+    static func ringCheck<Binary: FinderBinaryImage>(
+        _ binary: Binary, _ cx: Int, _ cy: Int, _ dx: Int, _ dy: Int, _ expected: Int
+    ) -> Bool {
+        let w = binary.width, h = binary.height
+        let centre = binary.pixel(cx, cy)
+        // The fourth run may hold the second dark ring and dark modules beyond it.
+        let maxRun = expected / 2
+        // The lengths of the centre run (from cx, cy) and the next four, walking one way.
+        func walk(_ sx: Int, _ sy: Int) -> (Int, Int, Int, Int, Int)? {
+            var x = cx, y = cy, colour = centre, state = 0
+            var c = (0, 0, 0, 0, 0)
+            while true {
+                // A symbol printed without a quiet zone: the second dark ring may run to the edge.
+                guard x >= 0, y >= 0, x < w, y < h else { return state == 4 ? c : nil }
+                let v = binary.pixel(x, y)
+                if v != colour {
+                    state += 1
+                    colour = v
+                    if state == 5 { return c }
+                }
+                let n: Int
+                switch state {
+                case 0: c.0 += 1; n = c.0
+                case 1: c.1 += 1; n = c.1
+                case 2: c.2 += 1; n = c.2
+                case 3: c.3 += 1; n = c.3
+                default: c.4 += 1; n = c.4
+                }
+                if n > maxRun { return nil }
+                x += sx
+                y += sy
+            }
+        }
+        guard let a = walk(dx, dy), let b = walk(-dx, -dy) else { return false }
+        let runs = [a.3, a.2, a.1, a.0 + b.0 - 1, b.1, b.2, b.3]
+        let total = runs.reduce(0, +)
+        guard 2 * total >= expected * 7 / 9, total * 9 <= 2 * 7 * expected,
+            let inner = equalRuns(7, from: 0, { runs[$0] })
+        else { return false }
+        // The second dark ring: at least half a module (a dark mode-message module of a
+        // compact symbol may lengthen it).
+        return 14 * a.4 >= inner && 14 * b.4 >= inner
+    }
+
+    /// A start or stop pattern of PDF417 as run widths in modules, and whether it begins dark.
+    struct Pattern: Sendable {
+        var widths: [Int]
+        var firstDark: Bool
+        /// The run of the widest bar.
+        var bar: Int
+        var modules: Int { widths.reduce(0, +) }
+    }
+
+    /// Start 8:1:1:1:1:1:1:3 and stop 7:1:1:3:1:1:1:2:1 (ISO/IEC 15438 §5.3), as read left to
+    /// right in an upright symbol and in one turned by 180°.
+    static let pdf417Patterns = [
+        Pattern(widths: [8, 1, 1, 1, 1, 1, 1, 3], firstDark: true, bar: 0),
+        Pattern(widths: [3, 1, 1, 1, 1, 1, 1, 8], firstDark: false, bar: 7),
+        Pattern(widths: [7, 1, 1, 3, 1, 1, 1, 2, 1], firstDark: true, bar: 0),
+        Pattern(widths: [1, 2, 1, 1, 1, 3, 1, 1, 7], firstDark: true, bar: 8),
+    ]
+
+    /// When the runs from `k` have `pattern`'s widths (each within half a module, the widest
+    /// within 1.5, modules ≥ 1.5 px), the offset of its widest bar.
+    @inline(__always)
+    static func matches(_ pattern: Pattern, from k: Int, _ len: (Int) -> Int) -> Int? {
+        let m = pattern.modules
+        var total = 0
+        for i in pattern.widths.indices { total &+= len(k &+ i) }
+        guard 2 &* total >= 3 &* m else { return nil }
+        for (i, e) in pattern.widths.enumerated() {
+            // |r/u − e| ≤ tolerance with u = total/m, as 2·(r·m − e·total) within ±(2·tol)·total.
+            let d = 2 &* (len(k &+ i) &* m &- e &* total)
+            let tol = e >= 7 ? 3 : 1
+            guard d <= tol &* total, d >= -tol &* total else { return nil }
+        }
+        return pattern.bar
+    }
+
+    /// One row's crossing of a PDF417 start or stop pattern: its widest bar's middle and width
+    /// (pixels) and which of `pdf417Patterns` it is.
+    struct PatternHit: Sendable {
+        var x: Int, y: Int, width: Int, pattern: Int
+    }
+
+    /// Notes a crossing; the third crossing of the same pattern in other rows, its bar as wide
+    /// (within 30 %) and drifting sideways no more than it descends (a symbol turned less than
+    /// 45°), makes a cue. Every row of a PDF417 symbol repeats its start and stop patterns; a
+    /// texture or print line rarely repeats eight widths in three rows.
+    mutating func addPDF417Hit(_ hit: PatternHit) {
+        let near = pdf417Hits.filter { h in
+            h.pattern == hit.pattern && h.y != hit.y && 10 * abs(h.width - hit.width) <= 3 * max(h.width, hit.width)
+                && abs(h.x - hit.x) <= abs(h.y - hit.y) + hit.width && abs(h.y - hit.y) <= 12 * hit.width
+        }
+        pdf417Hits.append(hit)
+        guard Set(near.map(\.y)).count >= 2,
+            !pdf417.contains(where: { abs(Int($0.x) - hit.x) < 4 * hit.width && abs(Int($0.y) - hit.y) < 16 * hit.width })
+        else { return }
+        pdf417.append(CGPoint(x: hit.x, y: hit.y))
+    }
+
+    /// Which side of row `y` the symbol lies on (−1 above, +1 below) when the row 1.5 modules
+    /// away on the other side is one colour from `x0` to `x1` (at least 90 %: the quiet zone, a
+    /// light one or, for an inverted symbol, a dark one) and the row on this side is mixed
+    /// (20–80 % dark: the symbol's data); nil otherwise.
+    static func quietAlongside<Binary: FinderBinaryImage>(_ binary: Binary, _ x0: Int, _ x1: Int, _ y: Int, _ module: Double)
+        -> Int?
+    {
+        let d = max(2, Int((1.5 * module).rounded()))
+        guard y - d >= 0, y + d < binary.height, x1 > x0 else { return nil }
+        func darkShare(_ row: Int) -> Double {
+            var dark = 0
+            for x in x0..<x1 where binary.pixel(x, row) == 0 { dark += 1 }
+            return Double(dark) / Double(x1 - x0)
+        }
+        let above = darkShare(y - d), below = darkShare(y + d)
+        let quiet = { (share: Double) in share <= 0.1 || share >= 0.9 }
+        let mixed = { (share: Double) in share >= 0.2 && share <= 0.8 }
+        if quiet(above) && mixed(below) { return 1 }
+        if quiet(below) && mixed(above) { return -1 }
+        return nil
+    }
+
+    /// Whether a solid line of the colour at (x, y) runs from there across the rows toward
+    /// `side` (−1 up, +1 down) for four modules: the L's other arm, which meets the timing edge
+    /// at its dark end. The walk follows the line at most a pixel sideways every third row (a
+    /// symbol turned up to about 18°) and allows no gap.
+    static func solidEdge<Binary: FinderBinaryImage>(_ binary: Binary, _ x: Int, _ y: Int, _ side: Int, _ module: Double) -> Bool {
+        guard x >= 1, x < binary.width - 1 else { return false }
+        let colour = binary.pixel(x, y)
+        let length = Int((4 * module).rounded(.up))
+        var cx = x, sinceShift = 3
+        for step in 1...length {
+            let yy = y + side * step
+            guard yy >= 0, yy < binary.height else { return false }
+            if binary.pixel(cx, yy) == colour {
+                sinceShift += 1
+                continue
+            }
+            guard sinceShift >= 3, let nx = [cx - 1, cx + 1].first(where: { $0 >= 0 && $0 < binary.width && binary.pixel($0, yy) == colour })
+            else { return false }
+            cx = nx
+            sinceShift = 0
+        }
+        return true
+    }
+}

@@ -1,0 +1,96 @@
+import Foundation
+import Testing
+
+@testable import CaptureKit
+@_spi(Benchmark) @testable import CaptureVision
+import CaptureKitTesting
+
+/// Aztec beyond zxing-cpp 1.4's own reader (`AztecCore`, `ScanRun.readAztec`): runes, symbols
+/// seen at a steep angle, and payloads the symbol cannot hold. Generated symbols only
+/// (Tests/Fixtures/codes and Tests/Fixtures/barcodes, made by Tools/make-code-fixtures).
+@Suite struct AztecTests {
+    static func fixture(_ path: String) throws -> PixelBuffer {
+        try QRTestCorpus.photo(at: Fixtures.packageRoot.appendingPathComponent(path).path)
+    }
+
+    /// zxing-cpp 1.4 alone, the 2-D read `CodeDetector` starts from.
+    static func zxingAlone(_ frame: PixelBuffer) throws -> [ScannedSymbol] {
+        try ZXingReader().read(try CodeImaging.gray(frame), hints: .defaults([.aztec]))
+    }
+
+    @Test func aRuneIsReadFromItsModeMessage() throws {
+        let frame = try Self.fixture("Tests/Fixtures/barcodes/aztec-rune-223.png")
+        #expect(try Self.zxingAlone(frame).isEmpty, "zxing-cpp 1.4 reads no runes")
+        let codes = try CodeDetector(metadataObjectTypes: [.aztec]).detections(in: frame)
+        #expect(codes.map(\.type) == [.aztec])
+        #expect(codes.map(\.stringValue) == ["223"])
+        #expect(codes.first?.payload == Array("223".utf8))
+    }
+
+    /// 982 NUL bytes: zxing-cpp 1.4 returns 1,013, reading past the symbol's last data bit.
+    @Test func aPayloadTheSymbolCannotHoldIsRefused() throws {
+        let frame = try Self.fixture("Tests/Fixtures/barcodes/aztec-padding.png")
+        let codes = try CodeDetector(metadataObjectTypes: [.aztec]).detections(in: frame)
+        #expect(codes.allSatisfy { $0.payload == [UInt8](repeating: 0, count: 982) }, "\(codes.map(\.payload.count))")
+    }
+
+    @Test func payloadsAreCheckedAgainstTheDataBitsTheyNeed() {
+        // Bytes only a binary shift encodes take 8 bits each; text can take as few as 2.5.
+        #expect(!AztecCore.payloadFits([UInt8](repeating: 0, count: 1013), dataBits: 7913))
+        #expect(AztecCore.payloadFits([UInt8](repeating: 0, count: 982), dataBits: 7913))
+        #expect(AztecCore.payloadFits(Array("hello".utf8), dataBits: 25))
+        #expect(AztecCore.payloadFits(Array(". . . .".utf8), dataBits: 20))
+        #expect(!AztecCore.payloadFits(Array("é".utf8), dataBits: 15))
+    }
+
+    @Test func theModeMessageCorrectsUpToHalfItsCheckWords() {
+        // Compact: 2 data words, 5 check words (corrects 2); full range: 4 and 6 (corrects 3).
+        let compact = [9, 6], full = [3, 0, 12, 7]
+        let c = compact + AztecCore.checkWords(compact, count: 5)
+        let f = full + AztecCore.checkWords(full, count: 6)
+        #expect(AztecCore.modeValue(c, dataWords: 2) == 0x96)
+        #expect(AztecCore.modeValue(f, dataWords: 4) == 0x30C7)
+        var c2 = c
+        c2[0] ^= 5
+        c2[4] ^= 1
+        #expect(AztecCore.modeValue(c2, dataWords: 2) == 0x96)
+        var c3 = c2
+        c3[6] ^= 8
+        #expect(AztecCore.modeValue(c3, dataWords: 2) == nil)
+        var f3 = f
+        f3[1] ^= 2
+        f3[5] ^= 15
+        f3[9] ^= 4
+        #expect(AztecCore.modeValue(f3, dataWords: 4) == 0x30C7)
+    }
+
+    /// `aztec.png` (19×19 modules, 4 px each) turned by 20° and tilted `tilt`° away about a
+    /// vertical axis, projected with a focal length of the frame's width (640×480).
+    static func tilted(_ tilt: Double) throws -> PixelBuffer {
+        let source = try CodeImaging.gray(try fixture("Tests/Fixtures/codes/aztec.png"))
+        // The symbol spans 76 px in the middle of the 320×240 fixture.
+        let symbol = [CGPoint(x: 122, y: 82), CGPoint(x: 198, y: 82), CGPoint(x: 198, y: 158), CGPoint(x: 122, y: 158)]
+        let width = 640.0, side = 220.0, turn = 20 * Double.pi / 180, t = tilt * Double.pi / 180
+        let corners = [(-0.5, -0.5), (0.5, -0.5), (0.5, 0.5), (-0.5, 0.5)].map { (u, v) -> CGPoint in
+            var x = u * side * cos(turn) - v * side * sin(turn)
+            let y = u * side * sin(turn) + v * side * cos(turn)
+            let depth = x * sin(t)
+            x *= cos(t)
+            let k = width / (width + depth)
+            return CGPoint(x: 320 + x * k, y: 240 + y * k)
+        }
+        let frame = try PixelBuffer(width: 640, height: 480, pixelFormat: .gray)
+        memset(frame.baseAddress, 170, frame.bytesPerRow * frame.height)
+        try CodeImaging.warp(source, into: frame, homography: try CodeImaging.homography(from: symbol, to: corners))
+        return frame
+    }
+
+    @Test(arguments: [35.0, 45.0, 55.0]) func aSteeplyTiltedSymbolIsRectifiedFromItsBullseye(tilt: Double) throws {
+        let frame = try Self.tilted(tilt)
+        // The frame and its double (the reads before the rescue): zxing-cpp 1.4 loses the symbol.
+        let double = try CodeImaging.resized(try CodeImaging.gray(frame), width: 1280, height: 960, interpolation: Interpolation.linear)
+        #expect(try Self.zxingAlone(frame).isEmpty && Self.zxingAlone(double).isEmpty, "\(tilt)°")
+        let codes = try CodeDetector(metadataObjectTypes: [.aztec]).detections(in: frame)
+        #expect(codes.map(\.stringValue) == ["cvcam Aztec 1"])
+    }
+}

@@ -1,0 +1,139 @@
+import Foundation
+import Testing
+
+@testable import CaptureKit
+@_spi(Benchmark) @testable import CaptureVision
+import CaptureKitTesting
+
+/// The type gate of Data Matrix, Aztec and PDF417 (`SymbolCues`, `Passes.typeGate`) on camera-sized
+/// frames, and the reads that start from a cue; plus stills cropped to the symbol, which have no
+/// quiet zone. Generated symbols only (Tests/Fixtures/codes, Tests/Fixtures/barcodes).
+@Suite struct SymbolCueTests {
+    static func fixture(_ path: String) throws -> PixelBuffer {
+        try CodeImaging.gray(try QRTestCorpus.photo(at: Fixtures.packageRoot.appendingPathComponent(path).path))
+    }
+
+    /// The box of `gray`'s dark pixels (the fixtures' frames are light).
+    static func darkBox(_ gray: PixelBuffer) -> PixelRect {
+        var x0 = gray.width, y0 = gray.height, x1 = 0, y1 = 0
+        let p = gray.baseAddress.assumingMemoryBound(to: UInt8.self)
+        for y in 0..<gray.height {
+            for x in 0..<gray.width where p[y * gray.bytesPerRow + x] < 128 {
+                x0 = min(x0, x)
+                y0 = min(y0, y)
+                x1 = max(x1, x + 1)
+                y1 = max(y1, y + 1)
+            }
+        }
+        return PixelRect(x: x0, y: y0, width: x1 - x0, height: y1 - y0)
+    }
+
+    /// The fixture symbol (4 px modules) with 2 modules of its quiet zone, scaled to `module` px,
+    /// turned by `angle`° about its centre and placed at `centre` on a 640×480 clutter frame.
+    static func placed(_ path: String, module: Double, angle: Double, centre: CGPoint, seed: UInt64) throws -> PixelBuffer {
+        let source = try fixture(path)
+        let box = darkBox(source)
+        let pad = 8.0
+        let from = [
+            CGPoint(x: Double(box.x) - pad, y: Double(box.y) - pad),
+            CGPoint(x: Double(box.x + box.width) + pad, y: Double(box.y) - pad),
+            CGPoint(x: Double(box.x + box.width) + pad, y: Double(box.y + box.height) + pad),
+            CGPoint(x: Double(box.x) - pad, y: Double(box.y + box.height) + pad),
+        ]
+        let s = module / 4, a = angle * Double.pi / 180
+        let w = (Double(box.width) + 2 * pad) * s, h = (Double(box.height) + 2 * pad) * s
+        let to = [(-w / 2, -h / 2), (w / 2, -h / 2), (w / 2, h / 2), (-w / 2, h / 2)].map { (u, v) in
+            CGPoint(x: centre.x + u * cos(a) - v * sin(a), y: centre.y + u * sin(a) + v * cos(a))
+        }
+        let frame = try CodeImaging.gray(try QRTestCorpus.background(width: 640, height: 480, seed: seed))
+        try CodeImaging.warp(source, into: frame, homography: try CodeImaging.homography(from: from, to: to))
+        return frame
+    }
+
+    /// zxing-cpp 1.4 on the whole frame and on its double: the reads the gate opens before any
+    /// read that starts from a cue.
+    static func zxingWholeAndDouble(_ gray: PixelBuffer, _ type: MetadataObjectType) throws -> [ScannedSymbol] {
+        let double = try CodeImaging.resized(gray, width: gray.width * 2, height: gray.height * 2, interpolation: Interpolation.linear)
+        return try ZXingReader().read(gray, hints: .defaults([type])) + ZXingReader().read(double, hints: .defaults([type]))
+    }
+
+    @Test func aRunePrintedWithoutAQuietZoneIsRead() throws {
+        // Rune 223 cut to its 11×11 modules: the second dark ring of the bullseye runs into the
+        // mode message's dark modules and on to the image's edge.
+        let source = try Self.fixture("Tests/Fixtures/barcodes/aztec-rune-223.png")
+        let box = Self.darkBox(source)
+        let tight = try CodeImaging.crop(source, PixelRect(x: box.x, y: box.y, width: 44, height: 44))
+        let codes = try CodeDetector(metadataObjectTypes: [.aztec]).detections(in: tight)
+        #expect(codes.map(\.stringValue) == ["223"])
+    }
+
+    @Test func aDataMatrixCroppedToItsEdgeIsRead() throws {
+        let source = try Self.fixture("Tests/Fixtures/codes/datamatrix.png")
+        let tight = try CodeImaging.crop(source, Self.darkBox(source))
+        #expect(try Self.zxingWholeAndDouble(tight, .dataMatrix).isEmpty, "zxing-cpp 1.4 needs a quiet zone")
+        let codes = try CodeDetector(metadataObjectTypes: [.dataMatrix]).detections(in: tight)
+        #expect(codes.map(\.stringValue) == ["cvcam Data Matrix 1"])
+        // Corners inside the crop, not shifted by the margin.
+        #expect(codes.first.map { c in c.corners.allSatisfy { $0.x >= -0.02 && $0.y >= -0.02 } } ?? false)
+    }
+
+    /// Data Matrix symbols away from the middle of a cluttered camera frame, 2 px per module,
+    /// upright, turned 5° and upside down: zxing-cpp 1.4 searches outward from the middle.
+    static let offCentre = [CGPoint(x: 140, y: 120), CGPoint(x: 500, y: 120), CGPoint(x: 140, y: 360), CGPoint(x: 500, y: 360)]
+
+    @Test(arguments: [0.0, 5, 180]) func aDataMatrixAwayFromTheMiddleIsReadAroundItsTimingEdge(angle: Double) throws {
+        let detector = try CodeDetector(metadataObjectTypes: CodeDetector.twoDimensionalTypes)
+        var missedAlone = 0
+        for (i, centre) in Self.offCentre.enumerated() {
+            let frame = try Self.placed(
+                "Tests/Fixtures/codes/datamatrix.png", module: 2, angle: angle, centre: centre, seed: 7 + UInt64(i))
+            if try Self.zxingWholeAndDouble(frame, .dataMatrix).isEmpty { missedAlone += 1 }
+            let codes = try detector.detections(in: frame)
+            #expect(codes.map(\.stringValue) == ["cvcam Data Matrix 1"], "at \(centre), \(angle)°")
+        }
+        #expect(missedAlone > 0, "zxing-cpp 1.4 alone reads every placement: the test shows nothing")
+    }
+
+    @Test(arguments: [
+        ("Tests/Fixtures/codes/datamatrix.png", MetadataObjectType.dataMatrix, "cvcam Data Matrix 1"),
+        ("Tests/Fixtures/codes/aztec.png", .aztec, "cvcam Aztec 1"),
+        ("Tests/Fixtures/codes/pdf417.png", .pdf417, "cvcam PDF417 1"),
+    ])
+    func eachTypeOpensItsGateInACameraFrame(_ path: String, _ type: MetadataObjectType, _ text: String) throws {
+        let detector = try CodeDetector(metadataObjectTypes: CodeDetector.twoDimensionalTypes)
+        for angle in [0.0, 5] {
+            let frame = try Self.placed(path, module: 3, angle: angle, centre: CGPoint(x: 330, y: 230), seed: 3)
+            let codes = try detector.detections(in: frame)
+            #expect(codes.contains { $0.type == type && $0.stringValue == text }, "\(type) at \(angle)°")
+        }
+    }
+
+    @Test func codeFreePhotosRarelyOpenTheGate() throws {
+        // Every face fixture photo at two camera sizes: an open gate costs a zxing-cpp read of
+        // the whole frame, so texture must rarely pass for a symbol.
+        let dirs = ["Tests/Fixtures/faces/images", "Tests/Fixtures/faces/negatives"]
+        let paths = try dirs.flatMap { dir in
+            let url = Fixtures.packageRoot.appendingPathComponent(dir)
+            return try FileManager.default.contentsOfDirectory(atPath: url.path).sorted().map { url.appendingPathComponent($0).path }
+        }
+        let detector = try CodeDetector(metadataObjectTypes: CodeDetector.twoDimensionalTypes)
+        var frames = 0, opened = 0, aztec = 0
+        for path in paths {
+            for (w, h) in [(640, 480), (1280, 720)] {
+                let before = detector.passCounts
+                let codes = try detector.detections(in: try QRTestCorpus.photo(at: path, width: w, height: h))
+                let after = detector.passCounts
+                #expect(codes.isEmpty, "\(path)")
+                frames += 1
+                let cues = (after.aztecCues - before.aztecCues) + (after.pdf417Cues - before.pdf417Cues)
+                    + (after.dataMatrixCues - before.dataMatrixCues)
+                if cues > 0 { opened += 1 }
+                aztec += after.aztecCues - before.aztecCues
+            }
+        }
+        #expect(frames >= 20)
+        // Seven rings that pass the core's Reed–Solomon check do not happen by chance.
+        #expect(aztec == 0)
+        #expect(opened * 5 <= frames, "\(opened) of \(frames) code-free frames opened a read")
+    }
+}
