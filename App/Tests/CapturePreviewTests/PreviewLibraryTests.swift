@@ -27,7 +27,15 @@ import AppTestSupport
         #expect(result.status == 0, "\(result.stderr)")
     }
 
-    @Test func theDashboardListsAndServesOnlyTheCamerasOwnFiles() throws {
+    /// The server runs on Swift's cooperative pool (as wide as the cores); the test blocks while
+    /// it waits for it, so it blocks a thread of its own, never one of the pool's.
+    @Test func theDashboardListsAndServesOnlyTheCamerasOwnFiles() async throws {
+        try await withCheckedThrowingContinuation { (done: CheckedContinuation<Void, any Error>) in
+            Thread { done.resume(with: Result { try self.dashboardListsAndServesOnlyTheCamerasOwnFiles() }) }.start()
+        }
+    }
+
+    func dashboardListsAndServesOnlyTheCamerasOwnFiles() throws {
         let base = try temporaryFolder()
         defer { try? FileManager.default.removeItem(at: base) }
         let snaps = base.appendingPathComponent("snaps"), clips = base.appendingPathComponent("clips")

@@ -116,6 +116,12 @@ extension BadInputCase {
             ("watch", "--max-clip", .number, nil), ("watch", "--clip-quality", .integer, nil), ("watch", "--clip-max-size", .size, nil),
             ("watch", "--retention-interval", .number, nil), ("record", "--retention-interval", .number, nil),
         ]
+            + ["faces", "scan"].flatMap { command -> [(String, String, Shape, ClosedRange<Double>?)] in
+                [
+                    (command, "--motion-threshold", .integer, 1...255), (command, "--motion-min-area", .number, 0...1),
+                    (command, "--motion-idle-interval", .number, 0...86_400), (command, "--motion-end-delay", .number, 0...86_400),
+                ]
+            }
         all += own.map { NumericOption(command: $0.0, option: $0.1, shape: $0.2, valid: $0.3) }
         return all
     }()
@@ -128,6 +134,7 @@ extension BadInputCase {
         "--listen", "--http-token", "--http-token-file",  // PreviewServerTests
         "--allow-host",  // names and bad values: HTTPGuardTests, PreviewHardeningCLITests
         "--clips", "--max-age", "--max-bytes", "--min-free-space",  // a folder, durations and sizes: ClipCLITests, RetentionCLITests
+        "--motion-mask",  // x,y,w,h in 0…1: OptionTypeTests
     ]
 
     /// Each command on the 2-frame scene, writing into the row's folder; and its exit code when it ends normally.

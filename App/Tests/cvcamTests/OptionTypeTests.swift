@@ -67,7 +67,10 @@ import AppTestSupport
         #expect(scan.contains("default: qr,microqr)"))
     }
 
-    @Test(arguments: [["--gravity", "wide"], ["--rotate", "45"], ["--preset", "huge"], ["--view", "0x10"], ["--types", "qr,"]])
+    @Test(arguments: [
+        ["--gravity", "wide"], ["--rotate", "45"], ["--preset", "huge"], ["--view", "0x10"], ["--types", "qr,"],
+        ["--motion-mask", "0,0,2,1"], ["--motion-mask", "nan,0,1,1"], ["--motion-mask", "0,0,0,1"], ["--motion-mask", "a,b,c,d"],
+    ])
     func aRefusedValueIsAUsageError(_ arguments: [String]) {
         do {
             _ = try Scan.parseAsRoot(arguments)
