@@ -87,7 +87,7 @@ package final class PreviewLibrary: Sendable {
                 case .faceEntered(let f): if !facts.faceIDs.contains(f.faceID) { facts.faceIDs.append(f.faceID) }
                 case .faceLeft(let f): facts.faceIDs.removeAll { $0 == f.faceID }
                 case .codeAppeared(let c):
-                    facts.lastCode = .init(kind: Self.codeName(c.type), text: Self.payloadText(c), time: LocalTimestamp(wall).rfc3339)
+                    facts.lastCode = .init(kind: PreviewMetadataObserver.codeName(c.type), text: Self.payloadText(c), time: LocalTimestamp(wall).rfc3339)
                 default: break
                 }
             }
@@ -136,18 +136,6 @@ package final class PreviewLibrary: Sendable {
         guard names.item(of: file) != nil, names.isMainFile(file), case .success(let folder) = OwnFolder.open(shelf.folder) else { return nil }
         defer { folder.close() }
         return folder.openForReading(file)
-    }
-
-    /// A code type as people call it: "QR code", "EAN13 barcode".
-    package static func codeName(_ type: MetadataObjectType) -> String {
-        switch type {
-        case .qr: "QR code"
-        case .microQR: "Micro QR code"
-        case .dataMatrix: "Data Matrix code"
-        case .aztec: "Aztec code"
-        case .pdf417: "PDF417 code"
-        default: type.rawValue.uppercased() + " barcode"
-        }
     }
 
     /// A payload for a page: its text with control characters escaped, at most 200
