@@ -25,7 +25,9 @@ struct Watch: ParsableCommand {
             (Motion-JPEG AVI, crash-safe to its last fragment): from --pre-roll seconds before \
             the face entered to --post-roll seconds after the last face left, at most \
             --max-clip seconds each, named <camera>-<yyyyMMdd-HHmmss.mmm>-clip.avi; each \
-            prints a `clip` event. --max-age, --max-bytes and --min-free-space keep this \
+            prints a `clip` event. With --clip-triggers faces,codes a QR or Micro QR code \
+            coming into view starts a clip too (and keeps it going while it stays); \
+            --clip-triggers codes leaves faces to the snapshots. --max-age, --max-bytes and --min-free-space keep this \
             camera's snapshots and clips (each kind on its own) within limits, removing the \
             oldest first and nothing cvcam did not name; each removal prints a `retention` event.
 
@@ -41,8 +43,35 @@ struct Watch: ParsableCommand {
     @OptionGroup(title: "Event clips") var clips: ClipOptions
     @OptionGroup(title: "Retention") var retention: RetentionOptions
 
+    @Option(
+        help: ArgumentHelp(
+            "What starts a clip with --clips: faces, codes (QR and Micro QR) or both, comma-separated. Motion starts clips in `cvcam serve` (triggers: [motion]).",
+            valueName: "list"))
+    var clipTriggers: String = "faces"
+
     func validate() throws {
         try input.requireSingleInput("watch")
+        let triggers = try Self.clipTriggers(clipTriggers)
+        if clips.dir == nil && triggers != [.faces] { throw ValidationError("--clip-triggers needs --clips DIR.") }
+    }
+
+    /// What starts a clip in `watch`.
+    enum ClipTrigger: String, CaseIterable { case faces, codes }
+
+    /// `--clip-triggers`: names from `ClipTrigger`, comma-separated, at least one.
+    static func clipTriggers(_ text: String) throws -> Set<ClipTrigger> {
+        var chosen = Set<ClipTrigger>()
+        for name in text.split(separator: ",", omittingEmptySubsequences: false) {
+            let word = name.trimmingCharacters(in: .whitespaces).lowercased()
+            guard let trigger = ClipTrigger(rawValue: word) else {
+                let why = word == "motion"
+                    ? "motion starts clips in `cvcam serve` (a camera's clips: {triggers: [motion]}), not in watch"
+                    : "'\(TerminalText.escaped(word))' is not one of them"
+                throw ValidationError("--clip-triggers takes faces, codes or faces,codes: \(why).")
+            }
+            chosen.insert(trigger)
+        }
+        return chosen
     }
 
     func run() throws {
@@ -64,13 +93,29 @@ struct Watch: ParsableCommand {
         let metadata = try faceOptions.faceOutput(for: input, latency: job) { frame, faces in
             watcher.consider(frame, faces: faces)
         }
-        // Clips: the camera's frames buffered for the pre-roll; faces entering and leaving start and end them.
+        // Clips: the camera's frames buffered for the pre-roll; faces (and codes, when asked)
+        // entering and leaving start and end them.
         let clipOutput = try clips.dir.map { _ in try clips.makeOutput(prefix: store.namePrefix) }
         let announcer = ClipAnnouncer(printer: job.printer)
+        var codeOutput: CaptureMetadataOutput?
         if let clipOutput {
+            let triggers = try Self.clipTriggers(clipTriggers)
             clipOutput.setDelegate(announcer, queue: nil)
-            metadata.setMetadataObjectsDelegate(
-                ClipMetadataTrigger(clipOutput: clipOutput), queue: DispatchQueue(label: "cvcam.watch.clips"))
+            if triggers.contains(.faces) {
+                metadata.setMetadataObjectsDelegate(
+                    ClipMetadataTrigger(clipOutput: clipOutput), queue: DispatchQueue(label: "cvcam.watch.clips"))
+            }
+            if triggers.contains(.codes) {
+                // Codes on an output of their own: the face output's stage feeds the snapshots alone.
+                let codes = CaptureMetadataOutput(faceStage: nil, codeStage: DefaultCodeStage(detector: try CodeDetector()))
+                try codes.setMetadataObjectTypes([.qr, .microQR])
+                codes.rectOfInterest = input.regionOfInterest
+                codes.setMetadataObjectsDelegate(
+                    ClipMetadataTrigger(clipOutput: clipOutput, faces: false, codes: true),
+                    queue: DispatchQueue(label: "cvcam.watch.clip-codes"))
+                try job.add(codes)
+                codeOutput = codes
+            }
             try job.add(clipOutput)
         }
         let keeper = retention.keeper(
@@ -93,6 +138,7 @@ struct Watch: ParsableCommand {
             return text
         }
         metadata.waitUntilIdle()
+        codeOutput?.waitUntilIdle()
         // The input ended or a signal stopped it: the windows still open decide now.
         watcher.finish()
         clipOutput?.waitUntilIdle()

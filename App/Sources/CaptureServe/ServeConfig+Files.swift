@@ -6,17 +6,19 @@ import Yams
 extension ServeConfig {
     /// A camera's event clips (`clips:`): `ClipOptions` arguments (the keys of `watch --clips`,
     /// camelCased: `dir`, `preRoll`, `postRoll`, `maxClip`, `quality`, `maxSize`) and what
-    /// starts a clip (`triggers`: `faces`, `codes`).
+    /// starts a clip (`triggers`: `faces`, `codes`, `motion`, any of them).
     package struct Clips: Equatable, Sendable {
         package var arguments: [String]
         package var faces: Bool
         package var codes: Bool
+        package var motion: Bool
 
         /// Creates the value from each of its properties.
-        package init(arguments: [String], faces: Bool = true, codes: Bool = false) {
+        package init(arguments: [String], faces: Bool = true, codes: Bool = false, motion: Bool = false) {
             self.arguments = arguments
             self.faces = faces
             self.codes = codes
+            self.motion = motion
         }
 
         package var options: ClipOptions { try! ClipOptions.parse(arguments) }  // checked when loaded
@@ -46,10 +48,13 @@ extension ConfigReader {
     /// `ClipOptions`' options by key (the rest are `--` + the key in kebab case).
     private static let clipOptions = ["dir": "clips", "quality": "clip-quality", "maxSize": "clip-max-size"]
 
-    /// `clips:` of a camera. `hasFaces` and `hasCodes` say what the camera detects, so a trigger
-    /// it cannot have is a problem, and the default trigger is faces (codes for a camera
-    /// without faces).
-    package mutating func readClips(_ v: Node, _ label: String, hasFaces: Bool, hasCodes: Bool) -> ServeConfig.Clips? {
+    /// What `triggers:` accepts.
+    package static let clipTriggers = ["faces", "codes", "motion"]
+
+    /// `clips:` of a camera. `hasFaces`, `hasCodes` and `hasMotion` say what the camera detects,
+    /// so a trigger it cannot have is a problem, and the default trigger is faces (codes for a
+    /// camera without faces).
+    package mutating func readClips(_ v: Node, _ label: String, hasFaces: Bool, hasCodes: Bool, hasMotion: Bool) -> ServeConfig.Clips? {
         let path = label + ": clips"
         guard let m = mapping(v, path, known: Self.clipKeys) else { return nil }
         var args: [String] = []
@@ -59,11 +64,8 @@ extension ConfigReader {
             if key == "triggers" {
                 let items: [Node] = if case .sequence(let list) = value { Array(list) } else { [value] }
                 triggers = items.map { $0.string ?? "?" }
-                for (item, node) in zip(triggers!, items) where !["faces", "codes"].contains(item) {
-                    let why = item == "motion"
-                        ? "motion does not start clips yet (it comes with motion detection, issue #33 item 3)"
-                        : "must be faces, codes or both (got '\(TerminalText.escaped(item))')"
-                    problem(path + ".triggers", node, why)
+                for (item, node) in zip(triggers!, items) where !Self.clipTriggers.contains(item) {
+                    problem(path + ".triggers", node, "must be a list of faces, codes and motion, e.g. [faces, codes] (got '\(TerminalText.escaped(item))')")
                 }
                 continue
             }
@@ -81,12 +83,19 @@ extension ConfigReader {
         }
         guard parsed(ClipOptions.self, args, keys: keys, section: "clips.", label: label, node: v, pairs: m) != nil else { return nil }
         let chosen = triggers ?? [hasFaces || !hasCodes ? "faces" : "codes"]
-        let result = ServeConfig.Clips(arguments: args, faces: chosen.contains("faces"), codes: chosen.contains("codes"))
+        let result = ServeConfig.Clips(
+            arguments: args, faces: chosen.contains("faces"), codes: chosen.contains("codes"), motion: chosen.contains("motion"))
         if result.faces && !hasFaces {
             problem(path + ".triggers", v, "faces start clips only on a camera that looks for faces: add `faces: {}`, or use triggers: [codes]")
         }
         if result.codes && !hasCodes {
             problem(path + ".triggers", v, "codes start clips only on a camera that reads codes: add `codes: [qr]`")
+        }
+        if result.motion && !hasMotion {
+            problem(path + ".triggers", v, "motion starts clips only on a camera that detects motion: remove `motion: false`")
+        }
+        if triggers?.isEmpty == true {
+            problem(path + ".triggers", v, "is empty: name what starts a clip (faces, codes, motion), or leave triggers out for faces")
         }
         return result
     }

@@ -737,7 +737,7 @@ package struct ConfigReader {
         if faces == nil && codes == nil {
             problem(label, node, "detects nothing: add `faces: {}`, `codes: [qr]` or both")
         }
-        let clips = clipsNode.flatMap { readClips($0, label, hasFaces: faces != nil, hasCodes: codes != nil) }
+        let clips = clipsNode.flatMap { readClips($0, label, hasFaces: faces != nil, hasCodes: codes != nil, hasMotion: motion != nil) }
         var writes = Set<FileKind>()
         if snapshots != nil { writes.insert(.snapshots) }
         if clipsNode != nil { writes.insert(.clips) }

@@ -318,9 +318,15 @@ import AppTestSupport
         #expect(try clips("codes: [qr], clips: {dir: /tmp/c}").map { [$0.faces, $0.codes] } == [false, true])
         #expect(try clips("faces: {}, codes: [qr], clips: {dir: /tmp/c, triggers: [faces, codes]}").map { [$0.faces, $0.codes] } == [true, true])
         #expect(try clips("faces: {}, clips: {dir: /tmp/c, preRoll: 2, postRoll: 3, maxClip: 30}")?.options.maxClip == 30)
+        // Motion is on unless `motion: false`: it can start clips, with faces and codes or alone.
+        #expect(try clips("codes: [qr], clips: {dir: /tmp/c, triggers: [motion]}").map { [$0.faces, $0.codes, $0.motion] } == [false, false, true])
+        #expect(try clips("faces: {}, codes: [qr], clips: {dir: /tmp/c, triggers: [faces, codes, motion]}").map { [$0.faces, $0.codes, $0.motion] } == [true, true, true])
+        #expect(try clips("faces: {}, clips: {dir: /tmp/c}")?.motion == false)
         for (camera, fragment) in [
             ("codes: [qr], clips: {dir: /tmp/c, triggers: [faces]}", "faces start clips only"),
-            ("faces: {}, clips: {dir: /tmp/c, triggers: [motion]}", "motion"),
+            ("faces: {}, motion: false, clips: {dir: /tmp/c, triggers: [motion]}", "motion starts clips only on a camera that detects motion"),
+            ("faces: {}, clips: {dir: /tmp/c, triggers: [people]}", "must be a list of faces, codes and motion"),
+            ("faces: {}, clips: {dir: /tmp/c, triggers: []}", "is empty"),
             ("faces: {}, clips: {preRoll: 2}", "missing"),
             ("faces: {}, clips: {dir: /tmp/c, preRoll: 61}", "preRoll"),
         ] {

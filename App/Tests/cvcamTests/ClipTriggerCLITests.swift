@@ -1,0 +1,69 @@
+import CaptureKit
+import Foundation
+import Testing
+
+import AppTestSupport
+
+/// `cvcam watch --clips DIR --clip-triggers codes` (issue #33 item 2): the built binary writes a
+/// code's visit as an event clip whose file holds the pre-roll before the code appeared to the
+/// post-roll after it left, with the code in its frames, and refuses triggers it has not.
+@Suite struct ClipTriggerCLITests {
+    func temporaryFolder() throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("cvcam-cliptrigger-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
+    @Test func aCodesVisitBecomesAClipFromPreRollBeforeItAppearedToPostRollAfterItLeft() throws {
+        let dir = try temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let scene = ClipTestScene()  // the code is in view from 2.0 s to 3.4 s of 6 s
+        let video = dir.appendingPathComponent("door.avi")
+        try scene.writeVideo(to: video)
+        let clips = dir.appendingPathComponent("clips")
+        let result = try CLI.run([
+            "watch", "--dir", dir.appendingPathComponent("snaps").path, "--clips", clips.path, "--clip-triggers", "codes",
+            "--pre-roll", "1", "--post-roll", "1", "--input", video.path, "--json",
+        ])
+        #expect(result.status == 0, "\(result.stderr)")
+        let events = result.lines.compactMap { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] }
+        let announced = events.filter { $0["type"] as? String == "clip" }
+        #expect(announced.count == 1, "\(result.stdout)")
+        let clip = try #require(announced.first)
+        let path = try #require(clip["path"] as? String)
+        #expect(URL(fileURLWithPath: path).deletingLastPathComponent().standardizedFileURL.path == clips.standardizedFileURL.path)
+        #expect(path.hasSuffix("-clip.avi"))
+        #expect(clip["triggers"] as? [String] == ["code"] && clip["faceIDs"] as? [Int] == [])
+        #expect(clip["ended"] as? String == "postRoll")
+        let wantStart = scene.codeAppears - 1, wantEnd = scene.codeLastSeen + 1
+        let start = try #require(clip["start"] as? Double), end = try #require(clip["end"] as? Double)
+        #expect(abs(start - wantStart) <= ClipTestScene.frame + 1e-6, "start \(start)")
+        #expect(abs(end - wantEnd) <= ClipTestScene.frame + 1e-6, "end \(end)")
+        // The file itself: its first and last frames were taken then, and its frames show the code.
+        let frames = try ClipTestScene.frames(of: URL(fileURLWithPath: path))
+        #expect(frames.count == clip["frames"] as? Int)
+        let first = try ClipTestScene.markerTime(try #require(frames.first))
+        let last = try ClipTestScene.markerTime(try #require(frames.last))
+        #expect(abs(first - wantStart) <= ClipTestScene.frame + 1e-6, "first frame at \(first)")
+        #expect(abs(last - wantEnd) <= ClipTestScene.frame + 1e-6, "last frame at \(last)")
+        let middle = frames[frames.count / 2]
+        let middleTime = try ClipTestScene.markerTime(middle)
+        #expect(middleTime >= scene.codeAppears && middleTime <= scene.codeLastSeen, "middle frame at \(middleTime)")
+        #expect(try ClipTestScene.codes(in: middle) == [scene.payload])
+        #expect(try ClipTestScene.codes(in: frames[0]).isEmpty, "the pre-roll is from before the code appeared")
+        #expect(events.last?["type"] as? String == "summary" && events.last?["clips"] as? Int == 1)
+    }
+
+    @Test func clipTriggersRefusesWhatWatchCannotStartClipsOnSayingWhatItTakes() throws {
+        let dir = try temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let base = ["watch", "--dir", dir.path, "--input", "synthetic:size=64x48,frames=1"]
+        let motion = try CLI.run(base + ["--clips", dir.path, "--clip-triggers", "faces,motion"])
+        #expect(motion.status == 64)
+        #expect(motion.stderr.contains("faces, codes or faces,codes") && motion.stderr.contains("cvcam serve"), "\(motion.stderr)")
+        let unknown = try CLI.run(base + ["--clips", dir.path, "--clip-triggers", "people"])
+        #expect(unknown.status == 64 && unknown.stderr.contains("'people' is not one of them"), "\(unknown.stderr)")
+        let alone = try CLI.run(base + ["--clip-triggers", "codes"])
+        #expect(alone.status == 64 && alone.stderr.contains("--clip-triggers needs --clips"), "\(alone.stderr)")
+    }
+}
