@@ -69,6 +69,18 @@ import AppTestSupport
         #expect(Set(paths).count == 2, "two files, none replaced: \(paths)")
     }
 
+    /// The serve reference's clips example is a configuration the daemon takes, meaning what it says.
+    @Test func theReferencesClipsExampleParses() throws {
+        let doc = try String(contentsOf: CLI.packageRoot.appendingPathComponent("Docs/serve.md"), encoding: .utf8)
+        let section = try #require(doc.range(of: "**Event clips.**"))
+        let fence = try #require(doc.range(of: "```yaml\n", range: section.upperBound..<doc.endIndex))
+        let close = try #require(doc.range(of: "```", range: fence.upperBound..<doc.endIndex))
+        let config = try ServeConfig.parse("mqtt: {broker: mqtt://127.0.0.1}\n" + doc[fence.upperBound..<close.lowerBound])
+        let clips = config.cameras.map { $0.clips.map { [$0.faces, $0.codes, $0.motion] } }
+        #expect(clips == [[true, true, false], [false, false, true]])
+        #expect(config.cameras[0].clips?.options.preRoll == 3 && config.cameras[1].clips?.options.clipMaxSize == "1280x720")
+    }
+
     /// `triggers: [motion]` on a network MJPEG camera (a bar always moving): clips start and are
     /// cut at `maxClip`, announced on the broker, and hold the camera's JPEGs as they came.
     @Test func aNetworkMJPEGCamerasClipHoldsItsOwnJPEGsByteForByte() throws {
