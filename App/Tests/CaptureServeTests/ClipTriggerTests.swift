@@ -69,6 +69,59 @@ import AppTestSupport
         #expect(Set(paths).count == 2, "two files, none replaced: \(paths)")
     }
 
+    /// `triggers: [motion]`: clips run from `preRoll` before a motion started to `postRoll`
+    /// after the last frame that moved (the `motion` events' own times), and hold those frames.
+    @Test func motionClipsRunFromPreRollBeforeItStartedToPostRollAfterTheLastFrameThatMoved() throws {
+        let dir = try ServeProcess.folder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let scene = ClipTestScene()  // the code (a large still square) appears at 2.0 s and goes at 3.5 s
+        let video = dir.appendingPathComponent("yard.avi")
+        try scene.writeVideo(to: video)
+        let clips = dir.appendingPathComponent("clips")
+        // minArea 0.01: the small marker moving along the top is not motion, the code coming and going is.
+        let config = try ServeConfig.parse("""
+            mqtt: {broker: mqtt://127.0.0.1}
+            cameras:
+              - name: yard
+                input: \(video.path)
+                codes: [qr]
+                motion: {minArea: 0.01}
+                clips: {dir: \(clips.path), preRoll: 0.5, postRoll: 0.5, triggers: [motion]}
+            """)
+        let link = RecordingLink()
+        let daemon = ServeDaemon(config: config, configPath: nil, link: link)
+        daemon.start()
+        defer { daemon.shutdown() }
+        let topics = CameraTopics(prefix: "cvcam", camera: "yard")
+        // The file plays once; the camera goes offline after its clips are written and announced.
+        #expect(link.published.wait(180) { p in
+            p.on(topics.availability).map(\.text).contains("online") && p.on(topics.availability).last?.text == "offline"
+        })
+        let events = link.published.on(topics.events).compactMap(\.json)
+        let motion = events.filter { $0["type"] as? String == "motion" }
+        let starts = motion.filter { $0["event"] as? String == "start" }.compactMap { $0["time"] as? Double }
+        let ends = motion.filter { $0["event"] as? String == "end" }.compactMap { $0["time"] as? Double }
+        let announced = events.filter { $0["type"] as? String == "clip" }
+        let firstStart = try #require(starts.first, "\(motion)"), lastEnd = try #require(ends.last, "\(motion)")
+        #expect(abs(firstStart - scene.codeAppears) <= 1e-6, "motion starts with the code: \(motion)")
+        #expect(!announced.isEmpty && announced.allSatisfy { $0["triggers"] as? [String] == ["motion"] }, "\(announced)")
+        let first = try #require(announced.first), last = try #require(announced.last)
+        #expect(abs((first["start"] as? Double ?? -1) - (firstStart - 0.5)) <= ClipTestScene.frame + 1e-6, "\(first) \(motion)")
+        #expect(abs((last["end"] as? Double ?? -1) - (lastEnd + 0.5)) <= ClipTestScene.frame + 1e-6, "\(last) \(motion)")
+        // Every frame that moved is in a clip, and every clip's file holds the frames it names.
+        var covered: [Double] = []
+        for clip in announced {
+            let frames = try ClipTestScene.frames(of: URL(fileURLWithPath: try #require(clip["path"] as? String)))
+            let times = try frames.map(ClipTestScene.markerTime)
+            #expect(abs((times.first ?? -1) - (clip["start"] as? Double ?? -2)) <= 1e-6, "\(clip) \(times)")
+            #expect(abs((times.last ?? -1) - (clip["end"] as? Double ?? -2)) <= 1e-6, "\(clip) \(times)")
+            covered += times
+        }
+        for time in starts + ends {
+            #expect(covered.contains { abs($0 - time) < 1e-6 }, "the frame at \(time) s is in no clip: \(covered)")
+        }
+    }
+
     /// The serve reference's clips example is a configuration the daemon takes, meaning what it says.
     @Test func theReferencesClipsExampleParses() throws {
         let doc = try String(contentsOf: CLI.packageRoot.appendingPathComponent("Docs/serve.md"), encoding: .utf8)

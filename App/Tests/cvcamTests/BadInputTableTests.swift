@@ -135,6 +135,7 @@ extension BadInputCase {
         "--allow-host",  // names and bad values: HTTPGuardTests, PreviewHardeningCLITests
         "--clips", "--max-age", "--max-bytes", "--min-free-space",  // a folder, durations and sizes: ClipCLITests, RetentionCLITests
         "--motion-mask",  // x,y,w,h in 0…1: OptionTypeTests
+        "--clip-triggers",  // names: ClipTriggerCLITests
     ]
 
     /// Each command on the 2-frame scene, writing into the row's folder; and its exit code when it ends normally.
