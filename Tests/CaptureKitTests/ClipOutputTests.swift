@@ -230,6 +230,28 @@ import Testing
         #expect(clips.allSatisfy { $0.0.ending == .postRollElapsed })
     }
 
+    @Test func aPostRollThatRunsPastTheCutGoesOnInTheNextClip() throws {
+        let folder = try PhotoTestSupport.temporaryFolder("clips-cut-postroll")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        // A glimpse at 2.0 s: 1.5 … 4.0 s asked, cut at 1.5 s of clip. The leave comes before the
+        // cut (the frames the clip output has seen are behind the trigger's): the post-roll left
+        // after the cut must still be written, as it is when the leave comes after it.
+        let clips = try runScripted([(2.0, true, .face(1)), (2.0, false, .face(1))], folder: folder) {
+            $0.preRoll = MediaTime(seconds: 0.5)
+            $0.postRoll = MediaTime(seconds: 2)
+            $0.maxClipDuration = MediaTime(seconds: 1.5)
+        }
+        #expect(clips.count == 2, "\(clips.map(\.0))")
+        guard clips.count == 2 else { return }
+        #expect(clips.allSatisfy { $0.1 == nil } && clips.map(\.0.faceIDs) == [[1], [1]])
+        #expect(clips.map(\.0.ending) == [.maximumDurationReached, .postRollElapsed])
+        #expect(clips.map(\.0.continuesPreviousClip) == [false, true])
+        #expect(abs(clips[0].0.firstFrameTime.seconds - 1.5) < 1e-6 && abs(clips[0].0.lastFrameTime.seconds - 3.0) < 1e-6)
+        #expect(abs(clips[1].0.firstFrameTime.seconds - 3.1) < 1e-6 && abs(clips[1].0.lastFrameTime.seconds - 4.0) < 1e-6)
+        let times = try Self.frameTimes(clips[1].0.url, folder: folder)
+        #expect(times.count == 10 && abs((times.first ?? -9) - 3.1) <= 0.03 && abs((times.last ?? -9) - 4.0) <= 0.03, "\(times)")
+    }
+
     @Test func theSessionStoppingEndsTheClipWithEveryFrameUpToIt() throws {
         let folder = try PhotoTestSupport.temporaryFolder("clips-stop")
         defer { try? FileManager.default.removeItem(at: folder) }

@@ -27,8 +27,8 @@ struct Watch: ParsableCommand {
             --max-clip seconds each, named <camera>-<yyyyMMdd-HHmmss.mmm>-clip.avi; each \
             prints a `clip` event. With --clip-triggers faces,codes a QR or Micro QR code \
             coming into view starts a clip too (and keeps it going while it stays); \
-            --clip-triggers codes leaves faces to the snapshots. --max-age, --max-bytes and --min-free-space keep this \
-            camera's snapshots and clips (each kind on its own) within limits, removing the \
+            --clip-triggers codes leaves faces to the snapshots. --max-age, --max-bytes and \
+            --min-free-space keep this camera's snapshots and clips (each kind on its own) within limits, removing the \
             oldest first and nothing cvcam did not name; each removal prints a `retention` event.
 
             Exit codes: 0 ok; 1 runtime error (input failed, a snapshot could not be written); \
@@ -106,7 +106,7 @@ struct Watch: ParsableCommand {
                     ClipMetadataTrigger(clipOutput: clipOutput), queue: DispatchQueue(label: "cvcam.watch.clips"))
             }
             if triggers.contains(.codes) {
-                // Codes on an output of their own: the face output's stage feeds the snapshots alone.
+                // Codes on an output of their own: the face output has no code stage (it feeds the snapshots).
                 let codes = CaptureMetadataOutput(faceStage: nil, codeStage: DefaultCodeStage(detector: try CodeDetector()))
                 try codes.setMetadataObjectTypes([.qr, .microQR])
                 codes.rectOfInterest = input.regionOfInterest

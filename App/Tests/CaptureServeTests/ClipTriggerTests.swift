@@ -6,9 +6,9 @@ import Testing
 import AppTestSupport
 
 /// The daemon's event clips started by codes and by motion, end to end (issue #33 item 2): a
-/// code's visit in a video whose timeline is known becomes clips cut at `maxClip` whose files
-/// hold exactly the frames asked for, and a network MJPEG camera's clips hold its own JPEGs,
-/// byte for byte, announced on a real broker.
+/// code's visit and a motion in a video whose timeline is known become clips (cut at `maxClip`)
+/// whose files hold exactly the frames asked for, and a network MJPEG camera's clips hold its
+/// own JPEGs, byte for byte, announced on a real broker.
 @Suite(.serialized) struct ClipTriggerTests {
     @Test func aCodesVisitBecomesClipsCutAtMaxClipWhoseFramesAreTheOnesAskedFor() throws {
         let dir = try ServeProcess.folder()
@@ -17,8 +17,7 @@ import AppTestSupport
         let video = dir.appendingPathComponent("door.avi")
         try scene.writeVideo(to: video)
         let clips = dir.appendingPathComponent("clips")
-        // Faces and codes both start clips; the scene has no face. Every frame is analysed
-        // (`motion: false`), so the code's first and last frames are known exactly.
+        // Faces and codes both start clips; the scene has no face. `motion: false`: no gating.
         let config = try ServeConfig.parse("""
             mqtt: {broker: mqtt://127.0.0.1}
             cameras:
@@ -27,46 +26,59 @@ import AppTestSupport
                 faces: {}
                 codes: [qr]
                 motion: false
-                clips: {dir: \(clips.path), preRoll: 1, postRoll: 1, maxClip: 2, triggers: [faces, codes]}
+                clips: {dir: \(clips.path), preRoll: 1, postRoll: 1, maxClip: 1, triggers: [faces, codes]}
             """)
         let link = RecordingLink()
         let daemon = ServeDaemon(config: config, configPath: nil, link: link)
         daemon.start()
         defer { daemon.shutdown() }
-        let topic = CameraTopics(prefix: "cvcam", camera: "door").events
-        // The visit is 1.0 … 4.4 s: a clip to the 2 s cap at 3.0 s, and the next from 3.1 s on.
-        #expect(link.published.wait(180) { p in p.on(topic).filter { $0.json?["type"] as? String == "clip" }.count >= 2 })
-        let events = link.published.on(topic).compactMap(\.json)
-        let appear = try #require(events.first { $0["type"] as? String == "code" && $0["event"] as? String == "appear" })
-        #expect(abs((appear["time"] as? Double ?? -1) - scene.codeAppears) <= 1e-6, "\(appear)")
+        let topics = CameraTopics(prefix: "cvcam", camera: "door")
+        // The daemon plays a file at its own rate, as a camera: it goes offline once the file
+        // ended and its clips are written and announced.
+        #expect(link.published.wait(180) { p in
+            p.on(topics.availability).map(\.text).contains("online") && p.on(topics.availability).last?.text == "offline"
+        })
+        let events = link.published.on(topics.events).compactMap(\.json)
+        // When the code was seen first and last: on a busy machine a frame or two may go
+        // unanalysed (the daemon skips late frames), so the clips are checked against these.
+        let codes = events.filter { $0["type"] as? String == "code" }
+        let appeared = try #require(codes.first { $0["event"] as? String == "appear" }?["time"] as? Double, "\(codes)")
+        let left = try #require(codes.first { $0["event"] as? String == "leave" }?["time"] as? Double, "\(codes)")
+        #expect(appeared >= scene.codeAppears - 1e-6 && appeared <= left && left <= scene.codeLastSeen + 1e-6, "\(codes)")
+        // The visit, 1 s before the code was first seen to 1 s after it was last seen, in clips of
+        // at most 1 s that follow on frame by frame.
         let announced = events.filter { $0["type"] as? String == "clip" }
-        let wanted: [(start: Double, end: Double, ended: String, continues: Bool)] = [
-            (scene.codeAppears - 1, scene.codeAppears - 1 + 2, "maxClip", false),
-            (scene.codeAppears - 1 + 2 + ClipTestScene.frame, scene.codeLastSeen + 1, "postRoll", true),
-        ]
-        var paths: [String] = []
-        for (clip, want) in zip(announced, wanted) {
+        #expect(announced.count >= 3, "\(announced)")
+        let first = try #require(announced.first), last = try #require(announced.last)
+        #expect(abs((first["start"] as? Double ?? -9) - (appeared - 1)) <= ClipTestScene.frame + 1e-6, "\(first), appeared \(appeared)")
+        #expect(abs((last["end"] as? Double ?? -9) - (left + 1)) <= ClipTestScene.frame + 1e-6, "\(last), left \(left)")
+        #expect(announced.dropLast().allSatisfy { $0["ended"] as? String == "maxClip" } && last["ended"] as? String == "postRoll")
+        #expect(first["continues"] as? Bool == false && announced.dropFirst().allSatisfy { $0["continues"] as? Bool == true })
+        var previousEnd: Double?
+        var seen: [(time: Double, jpeg: Data)] = []
+        for clip in announced {
             let path = try #require(clip["path"] as? String)
-            paths.append(path)
             #expect(URL(fileURLWithPath: path).deletingLastPathComponent().standardizedFileURL.path == clips.standardizedFileURL.path)
             #expect(URL(fileURLWithPath: path).lastPathComponent.hasPrefix("door-") && path.hasSuffix("-clip.avi"))
             #expect(clip["triggers"] as? [String] == ["code"] && clip["faceIDs"] as? [Int] == [], "\(clip)")
-            #expect(clip["ended"] as? String == want.ended && clip["continues"] as? Bool == want.continues, "\(clip)")
             let start = try #require(clip["start"] as? Double), end = try #require(clip["end"] as? Double)
-            #expect(abs(start - want.start) <= ClipTestScene.frame + 1e-6, "start \(start), wanted \(want.start)")
-            #expect(abs(end - want.end) <= ClipTestScene.frame + 1e-6, "end \(end), wanted \(want.end)")
-            // The file, read back: its first and last frames were taken then, every one of them once.
+            #expect(end - start <= 1 + 1e-6, "longer than maxClip: \(clip)")
+            if let previousEnd { #expect(abs(start - previousEnd - ClipTestScene.frame) <= 1e-6, "a gap or a repeat: \(previousEnd) → \(start)") }
+            previousEnd = end
+            // The file, read back: its first and last frames were taken then, in order, once each.
             let frames = try ClipTestScene.frames(of: URL(fileURLWithPath: path))
             #expect(frames.count == clip["frames"] as? Int)
             let times = try frames.map(ClipTestScene.markerTime)
-            #expect(abs((times.first ?? -1) - want.start) <= ClipTestScene.frame + 1e-6, "first frame at \(times.first ?? -1)")
-            #expect(abs((times.last ?? -1) - want.end) <= ClipTestScene.frame + 1e-6, "last frame at \(times.last ?? -1)")
-            #expect(zip(times, times.dropFirst()).allSatisfy { $1 > $0 }, "frames in order, none twice: \(times)")
-            // A frame from the middle of the code's visit shows the code.
-            let during = try #require(zip(frames, times).first { abs($0.1 - 2.7) < 1e-6 || (want.continues && abs($0.1 - 3.3) < 1e-6) })
-            #expect(try ClipTestScene.codes(in: during.0) == [scene.payload])
+            #expect(abs((times.first ?? -9) - start) <= 1e-6 && abs((times.last ?? -9) - end) <= 1e-6, "\(clip) \(times)")
+            #expect(zip(times, times.dropFirst()).allSatisfy { $1 > $0 }, "frames out of order or twice: \(times)")
+            seen += zip(times, frames).map { (time: $0.0, jpeg: $0.1) }
         }
-        #expect(Set(paths).count == 2, "two files, none replaced: \(paths)")
+        #expect(Set(announced.compactMap { $0["path"] as? String }).count == announced.count, "a file replaced")
+        // The clips show the code while it was there, and not in the pre-roll before it came.
+        let during = try #require(seen.first { abs($0.time - (appeared + left) / 2) <= ClipTestScene.frame / 2 + 1e-6 })
+        #expect(try ClipTestScene.codes(in: during.jpeg) == [scene.payload])
+        let before = try #require(seen.first)
+        if before.time < scene.codeAppears - 1e-6 { #expect(try ClipTestScene.codes(in: before.jpeg).isEmpty) }
     }
 
     /// `triggers: [motion]`: clips run from `preRoll` before a motion started to `postRoll`
@@ -103,7 +115,8 @@ import AppTestSupport
         let ends = motion.filter { $0["event"] as? String == "end" }.compactMap { $0["time"] as? Double }
         let announced = events.filter { $0["type"] as? String == "clip" }
         let firstStart = try #require(starts.first, "\(motion)"), lastEnd = try #require(ends.last, "\(motion)")
-        #expect(abs(firstStart - scene.codeAppears) <= 1e-6, "motion starts with the code: \(motion)")
+        // Motion starts with the code (later only by frames a busy machine left unanalysed).
+        #expect(firstStart >= scene.codeAppears - 1e-6 && firstStart <= scene.codeLastSeen + 1e-6, "motion starts with the code: \(motion)")
         #expect(!announced.isEmpty && announced.allSatisfy { $0["triggers"] as? [String] == ["motion"] }, "\(announced)")
         let first = try #require(announced.first), last = try #require(announced.last)
         #expect(abs((first["start"] as? Double ?? -1) - (firstStart - 0.5)) <= ClipTestScene.frame + 1e-6, "\(first) \(motion)")

@@ -36,8 +36,9 @@ public struct CaptureClip: Sendable, Equatable {
     public enum Ending: String, Sendable, Equatable {
         /// `postRoll` passed after the last subject left.
         case postRollElapsed
-        /// The clip reached `maxClipDuration`; when subjects are still in view the next clip
-        /// follows on the next frame (`continuesPreviousClip`).
+        /// The clip reached `maxClipDuration`; when subjects are still in view, or the post-roll
+        /// after the last one left is not over, the next clip follows on the next frame
+        /// (`continuesPreviousClip`).
         case maximumDurationReached
         /// The session stopped (the input ended, or a stop): the clip holds every frame up to it.
         case sessionStopped
@@ -121,8 +122,8 @@ extension CaptureClipOutputDelegate {
 /// with the buffered frames from `preRoll` before the subject's time; it goes on while any
 /// subject is in view and ends `postRoll` after the last one left (`subjectLeft(_:at:)`), so its
 /// first and last frames are the ones nearest those moments whenever the events arrive. A clip
-/// never grows past `maxClipDuration`: while subjects stay, the next clip follows on the next
-/// frame.
+/// never grows past `maxClipDuration`: the rest of the visit (subjects still in view, or the
+/// post-roll after the last one left) goes on in the next clip from the next frame.
 ///
 /// Files are `<namePrefix>-<yyyyMMdd-HHmmss.mmm>-clip.avi` (the first frame's local wall time,
 /// `fileName(prefix:date:)`) in `folder`; a taken name gets `-2`, `-3`, … (up to
@@ -561,6 +562,13 @@ public final class CaptureClipOutput: CaptureOutput, @unchecked Sendable {
         if capped, !present.isEmpty, next == nil {
             startClip(at: limit, trigger: current.trigger, subjects: Array(present.keys), continues: true)
             writePending()
+        } else if capped, let end = current.end {
+            // Every subject left before the cut: the rest of its post-roll goes on in the next
+            // clip, as it does when the leave comes after the cut (same frames, whenever the
+            // event arrives).
+            startClip(at: limit, trigger: current.trigger, subjects: current.subjects, continues: true)
+            clip?.end = end
+            advance()
         } else if next != nil {
             startNext()
             advance()
