@@ -2,8 +2,8 @@ import CaptureJobs
 /// The preview's page, script and style, embedded in the binary (no CDN, no bundle resources:
 /// the box may be offline, and resources would not travel with the executable).
 ///
-/// The script draws what the server sends and nothing else: the frame's rect, face boxes and
-/// code outlines arrive in layer space, computed by `CaptureVideoPreviewLayer`. Text that came
+/// The script draws what the server sends and nothing else: the frame's rect, face boxes, code
+/// outlines and moving regions arrive in layer space, computed by `CaptureVideoPreviewLayer`. Text that came
 /// from outside (payloads, event text) only ever reaches the page through `textContent`.
 ///
 /// Threading: constants; thread-safe.
@@ -115,6 +115,7 @@ package enum PreviewAssets {
             <img id="video" alt="live video">
             <svg id="overlay" xmlns="http://www.w3.org/2000/svg">
               <rect id="roi" class="roi"></rect>
+              <g id="motion"></g>
               <g id="faces"></g>
               <g id="codes"></g>
               <rect id="drag" class="drag"></rect>
@@ -150,6 +151,7 @@ package enum PreviewAssets {
         .face { fill: none; stroke: #2ee66b; stroke-width: 2; }
         .code { fill: rgba(255, 196, 0, 0.15); stroke: #ffc400; stroke-width: 2; }
         .roi { fill: none; stroke: #3fa9ff; stroke-width: 2; stroke-dasharray: 6 4; }
+        .motion { fill: rgba(255, 64, 208, 0.08); stroke: #ff40d0; stroke-width: 1.5; stroke-dasharray: 2 3; }
         .drag { fill: rgba(63, 169, 255, 0.15); stroke: #3fa9ff; stroke-width: 1; visibility: hidden; }
         .label { fill: #fff; font: 13px system-ui, sans-serif; paint-order: stroke; stroke: #000; stroke-width: 3px; }
         aside { max-width: 420px; overflow-wrap: anywhere; }
@@ -279,6 +281,7 @@ package enum PreviewAssets {
           const base = document.body.dataset.base;
           const $ = (id) => document.getElementById(id);
           const SVG = 'http://www.w3.org/2000/svg';
+          const MOTION_LIMIT = \#(PreviewMessage.maximumMotionRegions);
           const view = $('view'), overlay = $('overlay'), video = $('video');
           let socket = null;
           let dragStart = null;
@@ -382,6 +385,17 @@ package enum PreviewAssets {
               codes.push(p, t);
             }
             $('codes').replaceChildren(...codes);
+            // Moving regions: only numbers, and no more than the server's own limit.
+            const moving = [];
+            for (const m of (g.motion ? g.motion.regions : []).slice(0, MOTION_LIMIT)) {
+              const r = document.createElementNS(SVG, 'rect');
+              r.setAttribute('class', 'motion');
+              setRect(r, m.bounds);
+              r.dataset.device = [m.deviceBounds.x, m.deviceBounds.y, m.deviceBounds.width, m.deviceBounds.height].join(',');
+              moving.push(r);
+            }
+            $('motion').replaceChildren(...moving);
+            if (g.motion) $('motion').dataset.time = g.motion.time; else delete $('motion').dataset.time;
             setRect($('roi'), g.rectOfInterest);
             $('roi').dataset.device = [g.deviceRectOfInterest.x, g.deviceRectOfInterest.y,
                                        g.deviceRectOfInterest.width, g.deviceRectOfInterest.height].join(',');

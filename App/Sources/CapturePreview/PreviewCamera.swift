@@ -94,8 +94,8 @@ package final class PreviewCamera: Sendable {
             videoGravity: view.gravity)
     }
 
-    /// The overlay for `view`: the current faces and codes, the frame's rect and the rect of
-    /// interest, all converted by one `CaptureVideoPreviewLayer`.
+    /// The overlay for `view`: the current faces, codes and moving regions, the frame's rect and
+    /// the rect of interest, all converted by one `CaptureVideoPreviewLayer`.
     package func geometry(for view: View) throws -> PreviewMessage.Geometry {
         let layer = try layer(for: view)
         let scene = observer.current
@@ -116,8 +116,26 @@ package final class PreviewCamera: Sendable {
             sequence: scene.sequence, viewWidth: view.width, viewHeight: view.height, gravity: view.gravity.rawValue,
             rotation: layer.videoRotationAngle, mirrored: layer.isVideoMirrored,
             video: .init(layer.layerRectConverted(fromMetadataOutputRect: CGRect(x: 0, y: 0, width: 1, height: 1))),
-            faces: faces, codes: codes, rectOfInterest: .init(layer.layerRectConverted(fromMetadataOutputRect: roi)),
-            deviceRectOfInterest: .init(roi))
+            faces: faces, codes: codes, motion: scene.motion.flatMap { Self.motion($0, on: layer) },
+            rectOfInterest: .init(layer.layerRectConverted(fromMetadataOutputRect: roi)), deviceRectOfInterest: .init(roi))
+    }
+
+    /// `motion`'s regions in layer space, the largest `PreviewMessage.maximumMotionRegions`,
+    /// each converted as a face's bounds are (`layerRectConverted(fromMetadataOutputRect:)`: the
+    /// library's `transformedMetadataObject(for:)` has no overload for motion). Nil when the
+    /// object is from another input than the layer's, or no region is left.
+    static func motion(_ motion: MetadataMotionObject, on layer: CaptureVideoPreviewLayer) -> PreviewMessage.Motion? {
+        guard layer.inputID.map({ $0 == motion.inputID }) ?? true else { return nil }
+        let regions = motion.regions.prefix(PreviewMessage.maximumMotionRegions).compactMap { device -> PreviewMessage.Motion.Region? in
+            let converted = layer.layerRectConverted(fromMetadataOutputRect: device)
+            // Only finite numbers reach the page (and JSON).
+            guard !converted.isNull, [converted.minX, converted.minY, converted.width, converted.height, device.minX, device.minY, device.width, device.height].allSatisfy(\.isFinite)
+            else { return nil }
+            return .init(bounds: .init(converted), deviceBounds: .init(device))
+        }
+        guard !regions.isEmpty else { return nil }
+        let fraction = motion.changedFraction.isFinite ? min(1, max(0, motion.changedFraction)) : 0
+        return PreviewMessage.Motion(time: motion.time.seconds, changedFraction: fraction, regions: regions)
     }
 
     /// A tap at `point` in `view`: converted with `captureDevicePointConverted(fromLayerPoint:)`,
@@ -218,11 +236,13 @@ package enum PreviewError: Error, CustomStringConvertible {
     }
 }
 
-/// The current faces and codes of one camera, in device space, and the recent events; the
-/// preview's metadata delegate.
+/// The current faces, codes and motion of one camera, in device space, and the recent events;
+/// the preview's metadata delegate.
 ///
 /// Faces are replaced by every frame's objects. A code stays from its `appear` to its `leave`
-/// (codes are delivered only when due, not every frame). Each change bumps `sequence` and wakes
+/// (codes are delivered only when due, not every frame). Motion is the newest delivered frame's
+/// `MetadataMotionObject`: a frame analysed without one (nothing moves now) or the motion's
+/// `motionEnded` clears it. Each change bumps `sequence` and wakes
 /// every subscriber, which then computes its own view's geometry.
 ///
 /// Threading: thread-safe; the delegate calls come on the metadata output's queue.
@@ -231,12 +251,18 @@ package final class PreviewMetadataObserver: CaptureMetadataOutputObjectsDelegat
         package var sequence = 0
         package var faces: [MetadataFaceObject] = []
         package var codes: [MetadataMachineReadableCodeObject] = []
+        /// What moves now (nil: nothing, or motion detection is off).
+        package var motion: MetadataMotionObject?
 
         /// Creates the value from each of its properties.
-        package init(sequence: Int = 0, faces: [MetadataFaceObject] = [], codes: [MetadataMachineReadableCodeObject] = []) {
+        package init(
+            sequence: Int = 0, faces: [MetadataFaceObject] = [], codes: [MetadataMachineReadableCodeObject] = [],
+            motion: MetadataMotionObject? = nil
+        ) {
             self.sequence = sequence
             self.faces = faces
             self.codes = codes
+            self.motion = motion
         }
     }
     private struct State {
@@ -353,10 +379,13 @@ package final class PreviewMetadataObserver: CaptureMetadataOutputObjectsDelegat
     ) {
         let faces = metadataObjects.compactMap { $0 as? MetadataFaceObject }
         let codes = metadataObjects.compactMap { $0 as? MetadataMachineReadableCodeObject }
+        let motion = metadataObjects.lazy.compactMap { $0 as? MetadataMotionObject }.first
         update { scene in
             // Faces come with every frame that has any; codes only when due (appear, repeat),
-            // so a code keeps its last position until its `codeLeft` event removes it.
+            // so a code keeps its last position until its `codeLeft` event removes it. Every
+            // frame that moved is delivered with its motion, so one without it is still.
             scene.faces = faces
+            scene.motion = motion
             for code in codes {
                 scene.codes.removeAll { $0.payload == code.payload && $0.type == code.type }
                 scene.codes.append(code)
@@ -366,6 +395,7 @@ package final class PreviewMetadataObserver: CaptureMetadataOutputObjectsDelegat
 
     package func metadataOutput(_ output: CaptureMetadataOutput, didEmit events: [MetadataEvent], from connection: CaptureConnection) {
         var left: [MetadataMachineReadableCodeObject] = []
+        var motionEnded = false
         for event in events {
             switch event {
             case .faceEntered(let f):
@@ -377,15 +407,21 @@ package final class PreviewMetadataObserver: CaptureMetadataOutputObjectsDelegat
             case .codeLeft(let c):
                 left.append(c)
                 post(.init(time: c.time, clock: clock, live: isLive, text: "\(Self.codeName(c.type)) gone: \(PreviewCamera.payloadText(c))"))
-            case .motionStarted(let m), .motionEnded(let m):
-                post(.init(time: m.time, clock: clock, live: isLive, text: "motion \(event.name == "start" ? "started" : "ended")"))
+            case .motionStarted(let m):
+                post(.init(time: m.time, clock: clock, live: isLive, text: "motion started"))
+            case .motionEnded(let m):
+                motionEnded = true
+                post(.init(time: m.time, clock: clock, live: isLive, text: "motion ended"))
             case .faceUpdated, .codeRepeated:
                 break
             }
         }
-        if !left.isEmpty {
+        // An ended motion leaves no box behind, even when no frame was delivered after it
+        // (the stream ended, or the frames since were spared).
+        if !left.isEmpty || (motionEnded && current.motion != nil) {
             update { scene in
                 scene.codes.removeAll { code in left.contains { $0.payload == code.payload && $0.type == code.type } }
+                if motionEnded { scene.motion = nil }
             }
         }
     }

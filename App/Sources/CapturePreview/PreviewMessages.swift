@@ -6,8 +6,8 @@ import Foundation
 ///
 /// In (page → server): `view` (width, height, gravity), `connection` (rotation, mirrored),
 /// `tap` (x, y), `drag` (x, y, width, height), `resetRectOfInterest`, `photo`.
-/// Out (server → page): `geometry` (layer-space faces, codes, the frame's rect and the rect of
-/// interest), `tap` (the device point and which of focus and exposure took it), `photo`,
+/// Out (server → page): `geometry` (layer-space faces, codes, the moving regions, the frame's
+/// rect and the rect of interest), `tap` (the device point and which of focus and exposure took it), `photo`,
 /// `event`, `stats`, `error`. Every coordinate out is computed by `CaptureVideoPreviewLayer`;
 /// the page draws the numbers as they come.
 ///
@@ -94,6 +94,41 @@ package enum PreviewMessage {
         }
     }
 
+    /// The moving regions of the newest frame with motion (`MetadataMotionObject`). Only
+    /// numbers: nothing in it comes from outside the process.
+    package struct Motion: Encodable, Sendable, Equatable {
+        /// The frame's media time, in seconds (the motion object's `time`).
+        package var time: Double
+        /// Fraction of the watched area that changed, 0…1.
+        package var changedFraction: Double
+        /// Each moving region, largest first; at most `maximumMotionRegions`.
+        package var regions: [Region]
+
+        package struct Region: Encodable, Sendable, Equatable {
+            /// Layer space (`layerRectConverted(fromMetadataOutputRect:)`).
+            package var bounds: Rect
+            /// Device space, as the motion object carried it.
+            package var deviceBounds: Rect
+
+            /// Creates the value from each of its properties.
+            package init(bounds: Rect, deviceBounds: Rect) {
+                self.bounds = bounds
+                self.deviceBounds = deviceBounds
+            }
+        }
+
+        /// Creates the value from each of its properties.
+        package init(time: Double, changedFraction: Double, regions: [Region]) {
+            self.time = time
+            self.changedFraction = changedFraction
+            self.regions = regions
+        }
+    }
+
+    /// Most moving regions one `geometry` message carries (the largest first; the rest are
+    /// dropped): a page draws a bounded number of boxes whatever the scene does.
+    package static let maximumMotionRegions = 16
+
     /// Everything the overlay draws, for one view.
     package struct Geometry: Encodable, Sendable {
         package let type = "geometry"
@@ -109,12 +144,15 @@ package enum PreviewMessage {
         package var video: Rect
         package var faces: [Face]
         package var codes: [Code]
+        /// What is moving now (nil, and absent from the JSON: nothing is, or motion detection
+        /// is off). Gone with the first frame analysed without motion, or the motion's end.
+        package var motion: Motion?
         /// The metadata output's `rectOfInterest`, in layer space and as set (device space).
         package var rectOfInterest: Rect
         package var deviceRectOfInterest: Rect
 
         /// Creates the value from each of its properties.
-        package init(sequence: Int, viewWidth: Double, viewHeight: Double, gravity: String, rotation: Double, mirrored: Bool, video: Rect, faces: [Face], codes: [Code], rectOfInterest: Rect, deviceRectOfInterest: Rect) {
+        package init(sequence: Int, viewWidth: Double, viewHeight: Double, gravity: String, rotation: Double, mirrored: Bool, video: Rect, faces: [Face], codes: [Code], motion: Motion? = nil, rectOfInterest: Rect, deviceRectOfInterest: Rect) {
             self.sequence = sequence
             self.viewWidth = viewWidth
             self.viewHeight = viewHeight
@@ -124,6 +162,7 @@ package enum PreviewMessage {
             self.video = video
             self.faces = faces
             self.codes = codes
+            self.motion = motion
             self.rectOfInterest = rectOfInterest
             self.deviceRectOfInterest = deviceRectOfInterest
         }
