@@ -22,7 +22,10 @@ struct Preview: ParsableCommand {
             converted with captureDevicePointConverted(fromLayerPoint:) and becomes the focus and \
             exposure point of interest where the camera has them (UVC 1.5 region of interest; \
             otherwise the page says they are unsupported and shows the device point); a \
-            drag becomes the rect of interest; a button takes a photo to download.
+            drag becomes the rect of interest; a button takes a photo to download. With \
+            --motion, the moving regions are drawn too (dashed boxes, at most \(PreviewMessage.maximumMotionRegions) a frame), \
+            faces and codes are looked for at the full rate only while something moves, and \
+            motion starts and ends are listed with the events.
 
             The URL is printed on stdout ("preview: URL"). Files and synthetic scenes play at \
             their own frame rate (--batch does not apply). The server runs until the input ends \
@@ -48,6 +51,7 @@ struct Preview: ParsableCommand {
     @OptionGroup var input: InputOptions
     @OptionGroup var output: OutputOptions
     @OptionGroup var faceOptions: FaceOptions
+    @OptionGroup(title: "Motion") var motion: MotionOptions
 
     @Option(
         help: ArgumentHelp(
@@ -148,6 +152,7 @@ struct Preview: ParsableCommand {
         metadata.rectOfInterest = input.regionOfInterest
         metadata.faceScanInterval = faceOptions.faceScanInterval
         metadata.codeRepeatInterval = 1
+        metadata.motionDetection = motion.settings()
         let photos = CapturePhotoOutput()
         try job.add(video)
         try job.add(metadata)

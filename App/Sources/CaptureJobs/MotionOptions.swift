@@ -3,7 +3,7 @@ import CaptureKit
 import Foundation
 
 /// Motion detection and the gating of faces and codes by it (`CaptureMetadataOutput.MotionDetection`),
-/// shared by the commands that detect (faces, scan, watch) and by `serve`'s `motion:` key.
+/// shared by the commands that detect (faces, scan, preview) and by `serve`'s `motion:` key.
 ///
 /// Off unless `--motion` is given on the command line (a command analyses every frame, as the
 /// library does); `serve` turns it on for every camera unless the camera says `motion: false`.
