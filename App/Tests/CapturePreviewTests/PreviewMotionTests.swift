@@ -152,9 +152,21 @@ import AppTestSupport
         var layerMismatches: [String] = []
         var nonNumeric: [String] = []
         var stillGeometries = 0
+        var closed: String?
+        var lastSent = Date()
         let deadline = Date(timeIntervalSinceNow: 180)
         while phase != .done, Date() < deadline {
-            let message = try page.receive()
+            // The server closes a socket that sends nothing for its idle timeout (this client
+            // does not answer pings as a browser does): say the view again now and then.
+            if Date().timeIntervalSince(lastSent) > 20 {
+                try page.post(["type": "view", "width": 320, "height": 240, "gravity": "resize"])
+                lastSent = Date()
+            }
+            let message: [String: Any]
+            do { message = try page.receive() } catch {
+                closed = "\(error)"
+                break
+            }
             guard message["type"] as? String == "geometry" else { continue }
             guard let sent = message["motion"] as? [String: Any] else {
                 switch phase {
@@ -187,7 +199,9 @@ import AppTestSupport
         }
         let report = moving.map { String(format: "t=%.2f iou=%.2f covered=%.2f n=%d", $0.time, $0.iou, $0.covered, $0.count) }
             .joined(separator: "; ")
-        #expect(phase == .done, "still → moving → still not seen within 180 s (\(phase), \(stillGeometries) still geometries): \(report)")
+        #expect(
+            phase == .done,
+            "still → moving → still not seen within 180 s (\(phase), \(stillGeometries) still geometries\(closed.map { ", the socket ended: \($0)" } ?? "")): \(report)")
         #expect(moving.count >= 3, "\(report)")
         #expect(layerMismatches.isEmpty, "\(layerMismatches)")
         #expect(nonNumeric.isEmpty, "\(nonNumeric)")
