@@ -222,6 +222,54 @@ import AppTestSupport
             #expect(m.iou > 0.45 && m.covered > 0.8, "at \(m.time) s the boxes \(m.union) miss the picture: \(report)")
         }
     }
+
+    /// A `cvcam serve` camera's page carries the same boxes (motion is on by default there): a
+    /// geometry message with moving regions over the picture arrives on its WebSocket.
+    @Test func aServeCamerasPageGetsMotionBoxes() throws {
+        let dir = try ServeProcess.folder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("serve.yaml")
+        // No broker is needed for the page: the daemon keeps its messages while it retries.
+        try """
+            mqtt: {broker: mqtt://127.0.0.1:1}
+            preview: {listen: 127.0.0.1:0}
+            cameras:
+              - name: door
+                input: "\(Self.spec)"
+                codes: [qr]
+                motion: {endDelay: 0.5}
+            """.write(to: file, atomically: true, encoding: .utf8)
+        let daemon = try ServeProcess(config: file.path)
+        defer { daemon.signal(SIGKILL) }
+        let end = Date(timeIntervalSinceNow: 60)
+        var port: Int?
+        while port == nil, Date() < end, daemon.process.isRunning {
+            port = daemon.stdout.firstMatch(of: /preview: http:\/\/127\.0\.0\.1:(\d+)\//).flatMap { Int($0.1) }
+            if port == nil { Thread.sleep(forTimeInterval: 0.05) }
+        }
+        let open = try #require(port, "serve did not start its preview: \(daemon.stderr)")
+        // The camera's page has a socket once its session runs (until then the upgrade is refused).
+        var socket: PreviewPointOfInterestTests.PageSocket?
+        while socket == nil, Date() < end.addingTimeInterval(60) {
+            socket = try? PreviewPointOfInterestTests.PageSocket(port: open, path: "/cameras/door/ws")
+            if socket == nil { Thread.sleep(forTimeInterval: 0.2) }
+        }
+        let page = try #require(socket, "the serve camera's WebSocket never opened: \(daemon.stderr)")
+        try page.post(["type": "view", "width": 320, "height": 240, "gravity": "resize"])
+        var found: (time: Double, union: CGRect)?
+        let deadline = Date(timeIntervalSinceNow: 120)
+        while found == nil, Date() < deadline {
+            guard let message = try? page.receive() else { break }
+            guard message["type"] as? String == "geometry", let sent = message["motion"] as? [String: Any],
+                let time = sent["time"] as? Double, let regions = sent["regions"] as? [[String: Any]]
+            else { continue }
+            found = (time, regions.compactMap { Self.rect($0["deviceBounds"]) }.reduce(CGRect.null) { $0.union($1) })
+        }
+        let motion = try #require(found, "no motion box on the serve camera's page: \(daemon.stderr)")
+        if let truth = try Self.truth(at: motion.time) {
+            #expect(Self.iou(motion.union, truth) > 0.2, "at \(motion.time) s: boxes \(motion.union), picture \(truth)")
+        }
+    }
 }
 
 extension PreviewEndToEnd {
