@@ -40,9 +40,9 @@ public enum QRTestCorpus {
         /// Tilted 30–50° away from the camera about a horizontal or vertical axis (foreshortened,
         /// edges converging), module size 3–6 px, 640×480.
         case tilted
-        /// Versions 25–40 filling most of a 640×480 frame (modules about 2–3 px).
+        /// Versions 25–40 filling most of a 640×480 frame, upright (modules 2.2–3 px).
         case highVersion
-        /// Versions 25–40 in 1920×1080 frames, module size 2.5–5 px.
+        /// Versions 25–40 in 1920×1080 frames, upright, module size 2.5–5 px.
         case highVersionLarge
 
         public var description: String { rawValue }
@@ -198,7 +198,12 @@ public enum QRTestCorpus {
         case .large, .multiple: angle = rng.double(-0.3, 0.3)
         default: angle = 0
         }
-        let reach = side * 0.75 + module * 4
+        // How far the code and its quiet zone reach from the centre: a turned square up to half
+        // its diagonal (0.71 of the side; 0.75 leaves room for perspective). The high-version
+        // categories are upright and unwarped: half the side; with the turned square's reach a
+        // version 25–40 code never fitted a 640x480 frame, and that category held no code.
+        let upright = category == .highVersion || category == .highVersionLarge
+        let reach = side * (upright ? 0.5 : 0.75) + module * 4
         guard fw > 2 * reach, fh > 2 * reach else { return nil }
         let center = CGPoint(x: rng.double(reach, fw - reach), y: rng.double(reach, fh - reach))
         // Corners of the symbol (quiet zone excluded), clockwise from the top-left.

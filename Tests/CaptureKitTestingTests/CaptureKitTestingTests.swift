@@ -37,6 +37,26 @@ import Testing
         #expect(read == one[0].expectedPayloads)
     }
 
+    /// Every high-version sample holds its code (version 25–40, modules of 2 px or more, the
+    /// symbol and its 4-module quiet zone inside the frame), and the detector reads one back.
+    /// Before, no 640x480 placement fitted and the category held no code at all.
+    @Test(arguments: [QRTestCorpus.Category.highVersion, .highVersionLarge])
+    func highVersionSamplesHoldACodeThatFits(_ category: QRTestCorpus.Category) throws {
+        let samples = try QRTestCorpus.samples(category, count: 6, seed: 2026)
+        for sample in samples {
+            try #require(sample.codes.count == 1, "\(sample.name)")
+            let code = sample.codes[0]
+            #expect((25...40).contains(code.version) && code.moduleSize >= 2, "\(sample.name)")
+            let quiet = 4 * code.moduleSize
+            for p in code.corners {
+                #expect(p.x >= quiet && p.y >= quiet, "\(sample.name)")
+                #expect(p.x <= Double(sample.image.width) - quiet && p.y <= Double(sample.image.height) - quiet, "\(sample.name)")
+            }
+        }
+        let detector = try CodeDetector()
+        #expect(try samples.contains { try detector.detect(in: $0.image).map(\.payload) == $0.expectedPayloads })
+    }
+
     @Test func headerOnlyPNGDeclaresItsSizeAndIsRefusedWhenTooLarge() throws {
         let png = TestImageFiles.pngHeaderOnly(width: 300, height: 200)
         #expect(png.count == 45)

@@ -245,6 +245,29 @@ private func frame(width: Int, height: Int, codes: [(PixelBuffer, Int, Int)]) th
         }
     }
 
+    /// Every 2-D type on textured code-free frames: the finder looks and their cues, and no
+    /// decoder. ZBar reads none of these types but QR (it has a number for PDF417 and decodes
+    /// none), so it has nothing to scan for once no finder shows; before, PDF417 sent every
+    /// frame through ZBar's three whole-frame linear scans.
+    @Test func everyTwoDimensionalTypeCostsACodeFreeFrameNoDecoderPass() throws {
+        let detector = try CodeDetector(metadataObjectTypes: CodeDetector.twoDimensionalTypes)
+        var frames: [PixelBuffer] = []
+        for seed in UInt64(0)..<3 {
+            let f = try PixelBuffer(width: 640, height: 480, pixelFormat: .bgr)
+            var err = cvb_error()
+            #expect(f.withBridgeImage { cvb_image_fill_noise(&$0, 7 + seed, 112, 14, &err) } == 0)
+            frames.append(f)
+        }
+        for frame in frames {
+            let before = detector.passCounts
+            #expect(try detector.detect(in: frame).isEmpty)
+            let after = detector.passCounts
+            #expect(after.zbarScans == before.zbarScans)
+            #expect(after.zxingReads == before.zxingReads)
+            #expect(after.rescues == before.rescues)
+        }
+    }
+
     /// A code on a textured background whose finders show at half size: with ZBar alone, one
     /// ZBar scan of the region around them reads it (no scan of the whole frame), the full-size
     /// finder check explains every finder by that code, so no full-size scan of the background

@@ -40,8 +40,10 @@ struct Scan: ParsableCommand {
         help: """
             Comma-separated code types, or `all` for every type available here. The default reads \
             the codes with finder patterns, which cost a frame without a code no more than QR \
-            alone; every other type adds a whole-frame read to each frame. The 2-D types \
-            (qr … pdf417) come from zxing-cpp and ZBar; the barcodes from ZBar and zxing-cpp.
+            alone; the other 2-D types are looked for on every frame and read where a sign of \
+            them shows (about twice the default's cost), the barcodes add whole-frame scans to \
+            each frame. The 2-D types (qr … pdf417) come from zxing-cpp and ZBar; the barcodes \
+            from ZBar and zxing-cpp.
             """)
     var types: CodeTypeSelection = .only([.qr, .microQR])
 

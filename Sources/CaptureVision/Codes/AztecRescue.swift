@@ -63,7 +63,7 @@ extension ScanRun {
     /// The core around `bullseye`, read from the frame thresholded at a scale where its modules
     /// are at most 8 pixels (the local mean's 31-pixel window then spans several of them), or
     /// half that scale.
-    func aztecCore(_ gray: PixelBuffer, around bullseye: FinderEvidence.Finder) throws(CaptureError) -> AztecCore.Symbol? {
+    mutating func aztecCore(_ gray: PixelBuffer, around bullseye: FinderEvidence.Finder) throws(CaptureError) -> AztecCore.Symbol? {
         var factor = 1
         while bullseye.module / Double(factor) > 8, min(gray.width, gray.height) / (2 * factor) >= 32 { factor *= 2 }
         if let symbol = try aztecCore(gray, around: bullseye, reducedBy: factor) { return symbol }
@@ -72,15 +72,11 @@ extension ScanRun {
         return try aztecCore(gray, around: bullseye, reducedBy: factor * 2)
     }
 
-    func aztecCore(_ gray: PixelBuffer, around bullseye: FinderEvidence.Finder, reducedBy factor: Int) throws(CaptureError)
+    mutating func aztecCore(_ gray: PixelBuffer, around bullseye: FinderEvidence.Finder, reducedBy factor: Int) throws(CaptureError)
         -> AztecCore.Symbol?
     {
-        let image = factor == 1
-            ? gray : try CodeImaging.resized(gray, width: gray.width / factor, height: gray.height / factor)
-        let sx = Double(gray.width) / Double(image.width), sy = Double(gray.height) / Double(image.height)
-        // Dark below the local mean, light at or above it (offset 1 on whole levels): flat light
-        // (the quiet zone) stays light.
-        let binary = try CodeImaging.aboveMean(image, try FinderEvidence.localMean(image), offset: 1)
+        let binary = try aztecBinary(gray, reducedBy: factor)
+        let sx = Double(gray.width) / Double(binary.width), sy = Double(gray.height) / Double(binary.height)
         var scaled = bullseye
         scaled.centre = CGPoint(x: bullseye.centre.x / sx, y: bullseye.centre.y / sy)
         scaled.module = bullseye.module / sx
@@ -92,6 +88,29 @@ extension ScanRun {
         for i in 3..<6 { m[i] *= sy }
         symbol.moduleToImage = Homography(m: m)
         return symbol
+    }
+
+    /// `gray` reduced by `factor` and thresholded against its local mean, once per frame and
+    /// factor (`FrameLooks.aztecBinaries`): every bullseye candidate's core is read from the same
+    /// image (a frame of texture has several candidates, and the whole-frame threshold was most
+    /// of what each cost). Full and half size reuse the finder looks' images and local means.
+    /// Dark below the local mean, light at or above it (offset 1 on whole levels): flat light
+    /// (the quiet zone) stays light.
+    mutating func aztecBinary(_ gray: PixelBuffer, reducedBy factor: Int) throws(CaptureError) -> PixelBuffer {
+        if let binary = looks.aztecBinaries[factor] { return binary }
+        let image: PixelBuffer, mean: PixelBuffer
+        switch factor {
+        case 1: (image, mean) = (gray, try fullSizeMean(gray))
+        case 2:
+            image = try halfImage(gray)
+            mean = try halfSizeMean(image)
+        default:
+            image = try CodeImaging.resized(gray, width: gray.width / factor, height: gray.height / factor)
+            mean = try FinderEvidence.localMean(image)
+        }
+        let binary = try CodeImaging.aboveMean(image, mean, offset: 1)
+        looks.aztecBinaries[factor] = binary
+        return binary
     }
 
     /// Quiet-zone modules around a rectified symbol.

@@ -216,7 +216,7 @@ public final class CodeDetector: Sendable {
         try state.withLock { (s: inout State) throws(CaptureError) -> [CodeDetection] in
             if s.configured != s.types {
                 s.scanner.enable(s.types.intersection(ScanRun.qrTypes))
-                s.linearScanner.enable(s.types.subtracting(ScanRun.qrTypes))
+                s.linearScanner.enable(ScanRun.zbarTypes(s.types).subtracting(ScanRun.qrTypes))
                 s.configured = s.types
             }
             let space = DeviceSpace(pixelBuffer)

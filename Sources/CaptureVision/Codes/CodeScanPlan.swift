@@ -52,7 +52,7 @@ struct ScanRun {
         self.scanner = scanner
         self.zxing = zxing
         self.passes = passes
-        self.types = types.filter { CodeSymbology.zbar($0) != nil }
+        self.types = Self.zbarTypes(types)
         self.zxingTypes = passes.zxing ? types.intersection(ZXingFormat.matrixTypes) : []
         self.zxingLinearTypes = passes.zxing ? types.intersection(ZXingFormat.linearTypes) : []
         self.requested = types
@@ -199,6 +199,14 @@ struct ScanRun {
             if looks.aztecCores?.isEmpty ?? true { seen.remove(.aztec) }
         }
         return seen
+    }
+
+    /// The types ZBar reads: QR and the linear ones. ZBar 0.23 has a number for PDF417 but
+    /// decodes none (0 of the 33 in the barcode dev set); scanning for it cost every frame of a
+    /// detector with PDF417 the linear passes' three whole-frame scans, most of a code-free
+    /// frame's cost with every 2-D type. PDF417 is zxing-cpp's alone.
+    static func zbarTypes(_ types: Set<MetadataObjectType>) -> Set<MetadataObjectType> {
+        types.filter { CodeSymbology.zbar($0) != nil && $0 != .pdf417 }
     }
 
     /// The types with finder patterns, read by `scan` with its gated passes.
@@ -444,6 +452,15 @@ struct ScanRun {
         return m
     }
 
+    /// `FinderEvidence.localMean` of the half-size frame, computed once per frame: its finder
+    /// look and the Aztec cores' threshold (`aztecBinary`) compare with it.
+    mutating func halfSizeMean(_ half: PixelBuffer) throws(CaptureError) -> PixelBuffer {
+        if let halfMean = looks.halfMean { return halfMean }
+        let m = try FinderEvidence.localMean(half)
+        looks.halfMean = m
+        return m
+    }
+
     /// Whether ZBar's passes start from finder patterns (`readAroundSeenFinders`): QR-only, with
     /// the half-size scan.
     var zbarReadsAroundFinders: Bool {
@@ -475,7 +492,8 @@ struct ScanRun {
     mutating func halfSizeFinders(_ half: PixelBuffer) throws(CaptureError) -> [FinderEvidence.Finder] {
         if let halfFinders = looks.halfFinders { return halfFinders }
         counts.finderChecks += 1
-        let look = try FinderEvidence.look(half, offset: passes.finderThresholdOffset, cues: looks.cueKinds)
+        let look = try FinderEvidence.look(
+            half, mean: try halfSizeMean(half), offset: passes.finderThresholdOffset, cues: looks.cueKinds)
         counts.findersSeen += look.finders.count
         looks.halfFinders = look.finders
         looks.cues = looks.cues + look.cues.scaled(by: looks.halfScale)
@@ -785,6 +803,7 @@ struct FrameLooks {
     /// Full-size pixels per half-size pixel.
     var halfScale = 2.0
     var fullMean: PixelBuffer?
+    var halfMean: PixelBuffer?
     var halfFinders: [FinderEvidence.Finder]?
     var fullFinders: [FinderEvidence.Finder]?
     var quarterFinders: [FinderEvidence.Finder]?
@@ -792,4 +811,7 @@ struct FrameLooks {
     var cues = SymbolCues()
     /// The Aztec cores read around the cues' bullseyes (`ScanRun.cuesSeen`), once computed.
     var aztecCores: [(FinderEvidence.Finder, AztecCore.Symbol)]?
+    /// The frame reduced by a factor (the key) and thresholded for reading Aztec cores
+    /// (`ScanRun.aztecBinary`), once per factor.
+    var aztecBinaries: [Int: PixelBuffer] = [:]
 }

@@ -107,10 +107,11 @@ struct SymbolCues: Sendable {
         @inline(__always) func dark(_ k: Int) -> Bool { (k & 1 == 0) == firstDark }
         @inline(__always) func len(_ k: Int) -> Int { starts[k &+ 1] &- starts[k] }
         if kinds.contains(.aztec) && cues.bullseyes.count < limit && n >= 9 {
-            var k = 0
+            // Only windows centred on a dark run: every second one.
+            var k = dark(4) ? 0 : 1
             while k &+ 9 <= n {
                 let c = k &+ 4
-                if dark(c), let inner = equalRuns(7, from: k &+ 1, len), 14 &* len(k) >= inner, 14 &* len(k &+ 8) >= inner {
+                if let inner = equalRuns(7, from: k &+ 1, len), 14 &* len(k) >= inner, 14 &* len(k &+ 8) >= inner {
                     let total = inner * 9 / 7
                     let cx = starts[c] &+ len(c) / 2
                     if !cues.bullseyes.contains(where: { abs(Int($0.centre.x) - cx) < total / 2 && abs(Int($0.centre.y) - y) < total / 2 }),
@@ -122,18 +123,25 @@ struct SymbolCues: Sendable {
                         if cues.bullseyes.count >= limit { break }
                     }
                 }
-                k &+= 1
+                k &+= 2
             }
         }
         if kinds.contains(.pdf417) && cues.pdf417.count < limit && cues.pdf417Hits.count < 16 * limit && n >= 8 {
             for (p, pattern) in pdf417Patterns.enumerated() {
-                var k = 0
-                while k &+ pattern.widths.count <= n {
-                    if dark(k) == pattern.firstDark, let bar = matches(pattern, from: k, len) {
+                // Only windows that start with the pattern's colour: every second one.
+                var k = dark(0) == pattern.firstDark ? 0 : 1
+                let count = pattern.widths.count, bar = pattern.bar, beside = pattern.beside
+                while k &+ count <= n {
+                    // The widest bar (7 or 8 modules, within 1.5) against the one-module run beside
+                    // it (within 0.5) is at least 11/3 as long: most windows end here, before the
+                    // full comparison.
+                    if 3 &* len(k &+ bar) >= 10 &* len(k &+ beside),
+                        let bar = matches(pattern, from: k, len)
+                    {
                         let wide = k &+ bar
                         cues.addPDF417Hit(PatternHit(x: starts[wide] &+ len(wide) / 2, y: y, width: len(wide), pattern: p))
                     }
-                    k &+= 1
+                    k &+= 2
                 }
             }
         }
@@ -172,6 +180,10 @@ struct SymbolCues: Sendable {
     /// least 1.5 pixels; nil otherwise.
     @inline(__always)
     static func equalRuns(_ count: Int, from k: Int, _ len: (Int) -> Int) -> Int? {
+        // Two runs within 0.5–1.6 of one mean differ at most 3.2-fold: the first pair rejects
+        // most windows of texture before the sums.
+        let a = len(k), b = len(k &+ 1)
+        guard 5 &* a <= 16 &* b, 5 &* b <= 16 &* a else { return nil }
         var total = 0
         for i in 0..<count { total &+= len(k &+ i) }
         guard 2 &* total >= 3 &* count else { return nil }
@@ -232,11 +244,22 @@ struct SymbolCues: Sendable {
 
     /// A start or stop pattern of PDF417 as run widths in modules, and whether it begins dark.
     struct Pattern: Sendable {
-        var widths: [Int]
-        var firstDark: Bool
+        let widths: [Int]
+        let firstDark: Bool
         /// The run of the widest bar.
-        var bar: Int
-        var modules: Int { widths.reduce(0, +) }
+        let bar: Int
+        /// The one-module run next to the widest bar (inside the pattern).
+        let beside: Int
+        /// The modules the pattern spans (stored: `matches` runs for most runs of every row).
+        let modules: Int
+
+        init(widths: [Int], firstDark: Bool, bar: Int) {
+            self.widths = widths
+            self.firstDark = firstDark
+            self.bar = bar
+            beside = bar == 0 ? 1 : bar - 1
+            modules = widths.reduce(0, +)
+        }
     }
 
     /// Start 8:1:1:1:1:1:1:3 and stop 7:1:1:3:1:1:1:2:1 (ISO/IEC 15438 §5.3), as read left to
