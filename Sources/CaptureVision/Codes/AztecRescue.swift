@@ -127,6 +127,7 @@ extension ScanRun {
         let a = Double(q) * s, b = Double(q + dim) * s
         let target = [CGPoint(x: a, y: a), CGPoint(x: b, y: a), CGPoint(x: b, y: b), CGPoint(x: a, y: b)]
         var (upright, back) = try Self.warped(gray, from: symbol.corners, to: target, width: size, height: size, toFrame: { $0 })
+        let fromCore = (upright, back)
         // Twice: the first warp can be several modules off at the symbol's edge.
         let tolerance = (4 + 0.25 * Double(dim)) * s
         for _ in 0..<2 {
@@ -142,7 +143,77 @@ extension ScanRun {
         if try zxingRead(upright, mapping: back, hints: hints) { return true }
         let module = 3.0
         let clean = try Self.moduleImage(upright, module: s, dimension: dim, quiet: q, drawnAt: module)
-        return try zxingRead(clean, mapping: back.afterScaling(s / module), hints: hints)
+        if try zxingRead(clean, mapping: back.afterScaling(s / module), hints: hints) { return true }
+        // zxing-cpp read nothing it could vouch for (it may have read past the last data bit,
+        // `AztecCore.payloadFits`): cvcam's own decoder, on the modules thresholded two ways, of
+        // the refined warp and of the core's own (a symbol whose outer layer is mostly light, as
+        // zero bytes make it, misleads the edge measurement).
+        for (image, map) in [(upright, back), fromCore] {
+            let values = Self.moduleValues(image, module: s, dimension: dim, quiet: q)
+            for dark in [Self.darkByLocalRange(values, dimension: dim), Self.darkByLocalMean(values, dimension: dim)] {
+                guard let payload = AztecData.decode(symbol, dark: { dark[$1 * dim + $0] }) else { continue }
+                let before = found.count
+                add(
+                    [ScannedSymbol(
+                        type: .aztec, bytes: payload.bytes, points: target.map(map.apply), quality: 1, orientation: 0,
+                        eci: payload.eci)],
+                    mapping: nil)
+                return found.count > before
+            }
+        }
+        return false
+    }
+
+    /// Each module's brightness in an upright image (`module` pixels per module, the symbol
+    /// `quiet` modules in): the mean of the 2×2 pixels at its centre, row by row.
+    static func moduleValues(_ upright: PixelBuffer, module s: Double, dimension dim: Int, quiet q: Int) -> [Double] {
+        let stride = upright.bytesPerRow
+        let src = upright.baseAddress.assumingMemoryBound(to: UInt8.self)
+        var values = [Double](repeating: 0, count: dim * dim)
+        for j in 0..<dim {
+            for i in 0..<dim {
+                let x = Int((Double(q + i) + 0.5) * s), y = Int((Double(q + j) + 0.5) * s)
+                let x0 = max(0, min(upright.width - 2, x - 1)), y0 = max(0, min(upright.height - 2, y - 1))
+                let v = Int(src[y0 * stride + x0]) + Int(src[y0 * stride + x0 + 1]) + Int(src[(y0 + 1) * stride + x0])
+                    + Int(src[(y0 + 1) * stride + x0 + 1])
+                values[j * dim + i] = Double(v) / 4
+            }
+        }
+        return values
+    }
+
+    /// Dark modules: below the mean of the 7×7 modules around them (`moduleImage`'s rule).
+    static func darkByLocalMean(_ values: [Double], dimension dim: Int) -> [Bool] {
+        darkByNeighbourhood(values, dimension: dim) { v, window in v < window.reduce(0, +) / Double(window.count) }
+    }
+
+    /// Dark modules: below the middle of the darkest and lightest of the 7×7 modules around them,
+    /// or of the whole symbol where those differ by less than a quarter of its range (a stretch of
+    /// one colour: runs of light modules, as in padding or zero bytes, have no dark neighbour).
+    static func darkByLocalRange(_ values: [Double], dimension dim: Int) -> [Bool] {
+        let lo = values.min() ?? 0, hi = values.max() ?? 255
+        return darkByNeighbourhood(values, dimension: dim) { v, window in
+            let a = window.min()!, b = window.max()!
+            return b - a >= 0.25 * (hi - lo) ? v < (a + b) / 2 : v < (lo + hi) / 2
+        }
+    }
+
+    static func darkByNeighbourhood(
+        _ values: [Double], dimension dim: Int, _ rule: (Double, [Double]) -> Bool
+    ) -> [Bool] {
+        var out = [Bool](repeating: false, count: dim * dim)
+        var window: [Double] = []
+        window.reserveCapacity(49)
+        for j in 0..<dim {
+            for i in 0..<dim {
+                window.removeAll(keepingCapacity: true)
+                for v in max(0, j - 3)...min(dim - 1, j + 3) {
+                    for u in max(0, i - 3)...min(dim - 1, i + 3) { window.append(values[v * dim + u]) }
+                }
+                out[j * dim + i] = rule(values[j * dim + i], window)
+            }
+        }
+        return out
     }
 
     /// The symbol's outer edges in an upright image (`module` pixels per module, the symbol
