@@ -105,6 +105,10 @@ public final class CodeDetector: Sendable {
         /// 2.5 px: fewer pixels than the frame's own scale for the same decodes; 2 px made
         /// rotated codes fail the upright scan more often (figures in `Tools/Bench/README.md`).
         public var areaModuleSize = 2.5
+        /// QR only: a finder triple whose affine warp read nothing is rectified again through
+        /// the homography its three finders' outlines fit (`QRPerspective`: codes tilted
+        /// 30–50°). Needs `locate`.
+        public var perspective = true
         /// zxing-cpp reads the whole frame first (2-D types; see `zxingFinderGate`), rectified
         /// areas, and the inverted frame when a light-on-dark finder shows.
         public var zxing = true

@@ -604,10 +604,14 @@ struct ScanRun {
             to: [CGPoint(x: c, y: c), CGPoint(x: c + du, y: c), CGPoint(x: c, y: c + dv), CGPoint(x: c + du, y: c + dv)],
             width: w, height: h, toFrame: { CGPoint(x: $0.x * scale.0, y: $0.y * scale.1) })
         if try attempt(upright, back, rectified: true) { return true }
-        if passes.inverted && t.contains(where: { !$0.dark }) {
-            return try attempt(try CodeImaging.inverted(upright), back, rectified: true)
+        if passes.inverted && t.contains(where: { !$0.dark }),
+            try attempt(try CodeImaging.inverted(upright), back, rectified: true)
+        {
+            return true
         }
-        return false
+        // Seen at a steep angle the code is no parallelogram: rectified from its finders' outlines.
+        guard passes.locate, passes.perspective else { return false }
+        return try scanPerspective(t, corner: k, u: u, v: v, in: source, scale: scale)
     }
 
     /// Of `points` (frame pixels), those outside every code read so far (its box plus a cell).
