@@ -44,6 +44,7 @@ var gateRowStep: Int?
 var finderOffset: Double?
 var fullFinderOffset: Double?
 var areaModule: Double?
+var perspective = true
 var devsetPath: String?
 var devsetOnly = false
 var noDevset = false
@@ -87,6 +88,7 @@ while let a = arguments.next() {
     case "--finder-offset": finderOffset = Double(arguments.next() ?? "")
     case "--full-finder-offset": fullFinderOffset = Double(arguments.next() ?? "")
     case "--area-module": areaModule = Double(arguments.next() ?? "")
+    case "--no-perspective": perspective = false
     case "--devset": devsetPath = arguments.next()
     case "--devset-only": devsetOnly = true
     case "--no-devset": noDevset = true
@@ -96,7 +98,7 @@ while let a = arguments.next() {
     case "--no-codes-devset": noCodesDevset = true
     case "--codes-only": codesOnly = Set((arguments.next() ?? "").split(separator: ",").map(String.init))
     default:
-        FileHandle.standardError.write("usage: bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--no-zxing-gate] [--gate-offset LEVELS|none] [--gate-row-step N] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--area-module PX] [--finders] [--profile [--only CATEGORIES]] [--profile-code-free] [--devset DIR] [--devset-only] [--no-devset] [--misses] [--zxing3 PYTHON] [--codes-devset DIR] [--no-codes-devset] [--codes-only SYMBOLOGIES]\n".data(using: .utf8)!)
+        FileHandle.standardError.write("usage: bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--no-zxing-gate] [--gate-offset LEVELS|none] [--gate-row-step N] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--area-module PX] [--no-perspective] [--finders] [--profile [--only CATEGORIES]] [--profile-code-free] [--devset DIR] [--devset-only] [--no-devset] [--misses] [--zxing3 PYTHON] [--codes-devset DIR] [--no-codes-devset] [--codes-only SYMBOLOGIES]\n".data(using: .utf8)!)
         exit(64)
     }
 }
@@ -221,6 +223,7 @@ if let gateRowStep { cvcamPasses.zxingGateRowStep = gateRowStep }
 if let finderOffset { cvcamPasses.finderThresholdOffset = finderOffset }
 if let fullFinderOffset { cvcamPasses.fullSizeFinderThresholdOffset = fullFinderOffset }
 if let areaModule { cvcamPasses.areaModuleSize = areaModule }
+cvcamPasses.perspective = perspective
 let cvcam = try CodeDetector(passes: cvcamPasses)
 
 print("# bench-codes: cvcam CodeDetector vs plain ZBar, plain zxing-cpp 1.4 and zxing-cpp 3.x")
