@@ -32,6 +32,9 @@ import CaptureKitTesting
     @Test func aPayloadTheSymbolCannotHoldIsRefusedAndTheSymbolDecodedByCvcam() throws {
         let frame = try Self.fixture("Tests/Fixtures/barcodes/aztec-padding.png")
         #expect(try Self.zxingAlone(frame).allSatisfy { $0.bytes.count != 982 }, "zxing-cpp 1.4 misreads it")
+        var without = CodeDetector.Passes()
+        without.aztecData = false
+        #expect(try CodeDetector(metadataObjectTypes: [.aztec], passes: without).detections(in: frame).isEmpty)
         let codes = try CodeDetector(metadataObjectTypes: [.aztec]).detections(in: frame)
         #expect(codes.map(\.payload) == [[UInt8](repeating: 0, count: 982)], "\(codes.map(\.payload.count))")
         #expect(codes.first?.stringValue == nil, "NUL bytes are binary")

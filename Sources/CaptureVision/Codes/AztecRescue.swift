@@ -144,6 +144,7 @@ extension ScanRun {
         let module = 3.0
         let clean = try Self.moduleImage(upright, module: s, dimension: dim, quiet: q, drawnAt: module)
         if try zxingRead(clean, mapping: back.afterScaling(s / module), hints: hints) { return true }
+        guard passes.aztecData else { return false }
         // zxing-cpp read nothing it could vouch for (it may have read past the last data bit,
         // `AztecCore.payloadFits`): cvcam's own decoder, on the modules thresholded two ways, of
         // the refined warp and of the core's own (a symbol whose outer layer is mostly light, as

@@ -109,6 +109,9 @@ public final class CodeDetector: Sendable {
         /// the homography its three finders' outlines fit (`QRPerspective`: codes tilted
         /// 30–50°). Needs `locate`.
         public var perspective = true
+        /// Aztec: where zxing-cpp reads nothing it can vouch for in a symbol whose core was read,
+        /// cvcam decodes the symbol's data itself (`AztecData`). Needs `locate`.
+        public var aztecData = true
         /// zxing-cpp reads the whole frame first (2-D types; see `zxingFinderGate`), rectified
         /// areas, and the inverted frame when a light-on-dark finder shows.
         public var zxing = true

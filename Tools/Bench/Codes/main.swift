@@ -45,6 +45,7 @@ var finderOffset: Double?
 var fullFinderOffset: Double?
 var areaModule: Double?
 var perspective = true
+var aztecData = true
 var devsetPath: String?
 var devsetOnly = false
 var noDevset = false
@@ -89,6 +90,8 @@ while let a = arguments.next() {
     case "--full-finder-offset": fullFinderOffset = Double(arguments.next() ?? "")
     case "--area-module": areaModule = Double(arguments.next() ?? "")
     case "--no-perspective": perspective = false
+    case "--no-aztec-data": aztecData = false
+    case "--rescue-costs": break
     case "--devset": devsetPath = arguments.next()
     case "--devset-only": devsetOnly = true
     case "--no-devset": noDevset = true
@@ -98,7 +101,7 @@ while let a = arguments.next() {
     case "--no-codes-devset": noCodesDevset = true
     case "--codes-only": codesOnly = Set((arguments.next() ?? "").split(separator: ",").map(String.init))
     default:
-        FileHandle.standardError.write("usage: bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--no-zxing-gate] [--gate-offset LEVELS|none] [--gate-row-step N] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--area-module PX] [--no-perspective] [--finders] [--profile [--only CATEGORIES]] [--profile-code-free] [--devset DIR] [--devset-only] [--no-devset] [--misses] [--zxing3 PYTHON] [--codes-devset DIR] [--no-codes-devset] [--codes-only SYMBOLOGIES]\n".data(using: .utf8)!)
+        FileHandle.standardError.write("usage: bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--no-zxing-gate] [--gate-offset LEVELS|none] [--gate-row-step N] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--area-module PX] [--no-perspective] [--no-aztec-data] [--rescue-costs DIR...] [--finders] [--profile [--only CATEGORIES]] [--profile-code-free] [--devset DIR] [--devset-only] [--no-devset] [--misses] [--zxing3 PYTHON] [--codes-devset DIR] [--no-codes-devset] [--codes-only SYMBOLOGIES]\n".data(using: .utf8)!)
         exit(64)
     }
 }
@@ -224,6 +227,7 @@ if let finderOffset { cvcamPasses.finderThresholdOffset = finderOffset }
 if let fullFinderOffset { cvcamPasses.fullSizeFinderThresholdOffset = fullFinderOffset }
 if let areaModule { cvcamPasses.areaModuleSize = areaModule }
 cvcamPasses.perspective = perspective
+cvcamPasses.aztecData = aztecData
 let cvcam = try CodeDetector(passes: cvcamPasses)
 
 print("# bench-codes: cvcam CodeDetector vs plain ZBar, plain zxing-cpp 1.4 and zxing-cpp 3.x")
@@ -279,6 +283,10 @@ for category in QRTestCorpus.Category.allCases {
 
 if CommandLine.arguments.contains("--other-types") {
     try runOtherTypes()
+    exit(0)
+}
+if let i = CommandLine.arguments.firstIndex(of: "--rescue-costs") {
+    try rescueCosts(Array(CommandLine.arguments[(i + 1)...].prefix { !$0.hasPrefix("--") }))
     exit(0)
 }
 if CommandLine.arguments.contains("--type-costs") {
@@ -483,6 +491,54 @@ print("")
         paths += images.sorted().map { folder.path + "/" + $0 }
     }
     return try paths.map { p throws(CaptureError) in try QRTestCorpus.photo(at: p, width: width, height: height) }
+}
+
+/// `--rescue-costs DIR...`: what the QR perspective rescue and cvcam's own Aztec decoding cost on
+/// code-free photos (every image in each folder, at 640x480): cvcam with both and without both,
+/// for `scan`'s default types and for every type, interleaved over three rounds in one run.
+/// Folders that are absent are skipped with a message.
+@MainActor func rescueCosts(_ folders: [String]) throws {
+    var with = cvcamPasses, without = cvcamPasses
+    with.perspective = true
+    with.aztecData = true
+    without.perspective = false
+    without.aztecData = false
+    let sets: [(String, Set<MetadataObjectType>)] = [
+        ("qr, microqr (`scan`'s default)", [.qr, .microQR]), ("every type", CodeDetector.availableMetadataObjectTypes),
+    ]
+    print("Rescue costs on code-free photos at 640x480 (CPU ms per frame, medians; before: no perspective rescue, no own Aztec decoding):")
+    print("")
+    print("| folder | frames | types | before ms | after ms | ratio | outputs before | outputs after | localisations before | after |")
+    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    for folder in folders {
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).sorted().filter { name in
+            [".jpg", ".jpeg", ".png", ".webp", ".bmp"].contains { name.lowercased().hasSuffix($0) }
+        }
+        guard !names.isEmpty else {
+            print("rescue-costs: no images in \(folder); skipped")
+            continue
+        }
+        let frames = try names.map { try QRTestCorpus.photo(at: folder + "/" + $0, width: 640, height: 480) }
+        for (label, types) in sets {
+            let before = try CodeDetector(metadataObjectTypes: types, passes: without)
+            let after = try CodeDetector(metadataObjectTypes: types, passes: with)
+            var tb: [Double] = [], ta: [Double] = []
+            var ob = 0, oa = 0
+            for round in 0..<3 {
+                for frame in frames {
+                    var nb = 0, na = 0
+                    tb.append(milliseconds { nb = (try? before.detect(in: frame))?.count ?? 0 })
+                    ta.append(milliseconds { na = (try? after.detect(in: frame))?.count ?? 0 })
+                    if round == 0 {
+                        ob += nb
+                        oa += na
+                    }
+                }
+            }
+            print("| \(folder) | \(frames.count) | \(label) | \(f(median(tb))) | \(f(median(ta))) | \(f(median(ta) / median(tb))) | \(ob) | \(oa) | \(before.passCounts.localisations / 3) | \(after.passCounts.localisations / 3) |")
+        }
+    }
+    print("")
 }
 
 /// CPU ms per 640x480 frame of a detector for each type set, on frames with a QR code and on
