@@ -74,8 +74,10 @@ if ["--read", "--read-ungated"].contains(CommandLine.arguments.dropFirst().first
     exit(0)
 }
 var arguments = CommandLine.arguments.dropFirst().makeIterator()
+var rescueFolders = false  // the arguments after --rescue-costs that are not options are its folders
 while let a = arguments.next() {
     switch a {
+    case _ where rescueFolders && !a.hasPrefix("--"): continue
     case "--samples": samplesPerCategory = Int(arguments.next() ?? "") ?? samplesPerCategory
     case "--seed": seed = UInt64(arguments.next() ?? "") ?? seed
     case "--ablation": ablation = true
@@ -91,7 +93,7 @@ while let a = arguments.next() {
     case "--area-module": areaModule = Double(arguments.next() ?? "")
     case "--no-perspective": perspective = false
     case "--no-aztec-data": aztecData = false
-    case "--rescue-costs": break
+    case "--rescue-costs": rescueFolders = true
     case "--devset": devsetPath = arguments.next()
     case "--devset-only": devsetOnly = true
     case "--no-devset": noDevset = true
