@@ -20,6 +20,7 @@ struct Soak: ParsableCommand {
         help: """
             Exit 1 when descriptors or threads grew, an appearance was not reported, or, after the \
             warm-up, resident memory grew by 8 MB or more or malloc's bytes in use by 4 MB or more \
+            (median of the last third of the samples against the first third) \
             (gross leaks: a 60 s run cannot judge a slope of 1 MB per 10 min). For CI.
             """)
     var gate = false
@@ -131,8 +132,16 @@ struct Soak: ParsableCommand {
             },
         ])
         guard gate else { return }
-        let rssGrowth = Double((steady.last?.residentKB ?? 0) - (steady.first?.residentKB ?? 0)) / 1024
-        let heapGrowth = Double((steady.last?.heapInUseKB ?? 0) - (steady.first?.heapInUseKB ?? 0)) / 1024
+        // Growth is the median of the steady phase's last third against its first third: one
+        // sample against another read a 720p frame in flight (3.7 MB) as growth, depending on
+        // the machine's speed at those two instants.
+        let third = max(1, steady.count / 3)
+        func median(_ values: [Int]) -> Double {
+            let sorted = values.sorted()
+            return sorted.isEmpty ? 0 : Double(sorted[sorted.count / 2])
+        }
+        let rssGrowth = (median(steady.suffix(third).map(\.residentKB)) - median(steady.prefix(third).map(\.residentKB))) / 1024
+        let heapGrowth = (median(steady.suffix(third).map(\.heapInUseKB)) - median(steady.prefix(third).map(\.heapInUseKB))) / 1024
         var failures: [String] = []
         if fdsGrew { failures.append("open descriptors grew") }
         if threadsGrew { failures.append("threads grew") }
