@@ -142,15 +142,16 @@ extension ScanRun {
         hints.tryDownscale = false
         if try zxingRead(upright, mapping: back, hints: hints) { return true }
         let module = 3.0
-        let clean = try Self.moduleImage(upright, module: s, dimension: dim, quiet: q, drawnAt: module)
+        let values = Self.moduleValues(upright, module: s, dimension: dim, quiet: q)
+        let clean = try Self.moduleImage(dark: Self.darkByLocalMean(values, dimension: dim), dimension: dim, drawnAt: module)
         if try zxingRead(clean, mapping: back.afterScaling(s / module), hints: hints) { return true }
         guard passes.aztecData else { return false }
         // zxing-cpp read nothing it could vouch for (it may have read past the last data bit,
         // `AztecCore.payloadFits`): cvcam's own decoder, on the modules thresholded two ways, of
         // the refined warp and of the core's own (a symbol whose outer layer is mostly light, as
         // zero bytes make it, misleads the edge measurement).
-        for (image, map) in [(upright, back), fromCore] {
-            let values = Self.moduleValues(image, module: s, dimension: dim, quiet: q)
+        let coreValues = Self.moduleValues(fromCore.0, module: s, dimension: dim, quiet: q)
+        for (values, map) in [(values, back), (coreValues, fromCore.1)] {
             for dark in [Self.darkByLocalRange(values, dimension: dim), Self.darkByLocalMean(values, dimension: dim)] {
                 guard let payload = AztecData.decode(symbol, dark: { dark[$1 * dim + $0] }) else { continue }
                 let before = found.count
@@ -183,7 +184,7 @@ extension ScanRun {
         return values
     }
 
-    /// Dark modules: below the mean of the 7×7 modules around them (`moduleImage`'s rule).
+    /// Dark modules: below the mean of the 7×7 modules around them.
     static func darkByLocalMean(_ values: [Double], dimension dim: Int) -> [Bool] {
         darkByNeighbourhood(values, dimension: dim) { v, window in v < window.reduce(0, +) / Double(window.count) }
     }
@@ -266,39 +267,15 @@ extension ScanRun {
         }
     }
 
-    /// An image of the symbol's modules, `drawnAt` pixels each with a 4-module quiet zone: each
-    /// module's value is the mean of the 2×2 pixels at its centre in `upright` (`module` pixels
-    /// per module, the symbol `quiet` modules in), dark when below the mean of the 7×7 modules
-    /// around it.
-    static func moduleImage(_ upright: PixelBuffer, module s: Double, dimension dim: Int, quiet q: Int, drawnAt d: Double)
-        throws(CaptureError) -> PixelBuffer
-    {
-        let stride = upright.bytesPerRow
-        let src = upright.baseAddress.assumingMemoryBound(to: UInt8.self)
-        var values = [Double](repeating: 0, count: dim * dim)
-        for j in 0..<dim {
-            for i in 0..<dim {
-                let x = Int((Double(q + i) + 0.5) * s), y = Int((Double(q + j) + 0.5) * s)
-                let x0 = max(0, min(upright.width - 2, x - 1)), y0 = max(0, min(upright.height - 2, y - 1))
-                let v = Int(src[y0 * stride + x0]) + Int(src[y0 * stride + x0 + 1]) + Int(src[(y0 + 1) * stride + x0])
-                    + Int(src[(y0 + 1) * stride + x0 + 1])
-                values[j * dim + i] = Double(v) / 4
-            }
-        }
+    /// An image of the symbol's modules, `drawnAt` pixels each with a 4-module quiet zone, the
+    /// `dark` ones (row by row, e.g. `darkByLocalMean` of `moduleValues`) black.
+    static func moduleImage(dark: [Bool], dimension dim: Int, drawnAt d: Double) throws(CaptureError) -> PixelBuffer {
         let side = Int((Double(dim + 8) * d).rounded())
         let out = try PixelBuffer(width: side, height: side, pixelFormat: .gray)
         let dst = out.baseAddress.assumingMemoryBound(to: UInt8.self)
         for y in 0..<side { memset(dst + y * out.bytesPerRow, 255, side) }
         for j in 0..<dim {
-            for i in 0..<dim {
-                var sum = 0.0, n = 0.0
-                for v in max(0, j - 3)...min(dim - 1, j + 3) {
-                    for u in max(0, i - 3)...min(dim - 1, i + 3) {
-                        sum += values[v * dim + u]
-                        n += 1
-                    }
-                }
-                guard values[j * dim + i] < sum / n else { continue }
+            for i in 0..<dim where dark[j * dim + i] {
                 let x0 = Int((Double(i + 4) * d).rounded()), x1 = Int((Double(i + 5) * d).rounded())
                 let y0 = Int((Double(j + 4) * d).rounded()), y1 = Int((Double(j + 5) * d).rounded())
                 for y in y0..<y1 { memset(dst + y * out.bytesPerRow + x0, 0, x1 - x0) }
