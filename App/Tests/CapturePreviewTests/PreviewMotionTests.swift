@@ -55,17 +55,8 @@ import AppTestSupport
         let device = try CaptureDevice(
             syntheticScene: SyntheticScene(
                 size: .init(width: 320, height: 240), frameRate: 10, frameCount: 1, background: .color(red: 0, green: 0, blue: 0)))
-        let session = CaptureSession()
-        let input = try CaptureDeviceInput(device: device)
-        try session.addInput(input)
-        let video = CaptureVideoDataOutput()
-        let metadata = CaptureMetadataOutput()
-        try session.addOutput(video)
-        try session.addOutput(metadata)
-        let camera = PreviewCamera(
-            name: "test", input: input, video: video, metadata: metadata, photos: nil,
-            streamSettings: .init(maximumSize: nil, quality: 70, framesPerSecond: 10))
-        return (camera, metadata, try #require(video.connection(with: .video)))
+        let fixture = try UnstartedPreviewCamera(device: device)
+        return (fixture.camera, fixture.metadata, fixture.connection)
     }
 
     /// In process: each region is `layerRectConverted(fromMetadataOutputRect:)` of its device

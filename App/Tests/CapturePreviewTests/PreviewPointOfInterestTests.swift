@@ -159,16 +159,8 @@ import AppTestSupport
         }
         device.unlockForConfiguration()
 
-        let session = CaptureSession()
-        let input = try CaptureDeviceInput(device: device)
-        try session.addInput(input)
-        let video = CaptureVideoDataOutput()
-        let metadata = CaptureMetadataOutput()
-        try session.addOutput(video)
-        try session.addOutput(metadata)
-        let camera = PreviewCamera(
-            name: "test", input: input, video: video, metadata: metadata, photos: nil,
-            streamSettings: .init(maximumSize: nil, quality: 70, framesPerSecond: 10))
+        let fixture = try UnstartedPreviewCamera(device: device)
+        let camera = fixture.camera
         let tap = try camera.tap(at: CGPoint(x: 80, y: 180), in: .init(width: 320, height: 240, gravity: .resizeAspect))
         #expect(tap.devicePoint == PreviewMessage.Point(CGPoint(x: 0.25, y: 0.75)))
         #expect(!tap.pointOfInterestSet && !tap.focusPointOfInterestSet && !tap.exposurePointOfInterestSet)

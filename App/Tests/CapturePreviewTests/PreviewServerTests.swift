@@ -178,24 +178,15 @@ import AppTestSupport
         let frame = CaptureDevice.Dimensions(width: 320, height: 240)
         let device = try CaptureDevice(
             syntheticScene: SyntheticScene(size: frame, frameRate: 10, frameCount: 1, background: .color(red: 0, green: 0, blue: 0), sprites: []))
-        let session = CaptureSession()
-        let input = try CaptureDeviceInput(device: device)
-        try session.addInput(input)
-        let video = CaptureVideoDataOutput()
-        let metadata = CaptureMetadataOutput()
-        try session.addOutput(video)
-        try session.addOutput(metadata)
-        let camera = PreviewCamera(
-            name: "test", input: input, video: video, metadata: metadata, photos: nil,
-            streamSettings: .init(maximumSize: nil, quality: 70, framesPerSecond: 10))
+        let fixture = try UnstartedPreviewCamera(device: device)
+        let camera = fixture.camera, input = fixture.input, metadata = fixture.metadata
         let truth = CGRect(x: 0.25, y: 0.125, width: 0.2, height: 0.3)
         let face = MetadataFaceObject(bounds: truth, faceID: 7, confidence: 0.9, time: .zero, inputID: input.id)
         let code = MetadataMachineReadableCodeObject(
             type: .qr, bounds: CGRect(x: 0.6, y: 0.5, width: 0.2, height: 0.2), stringValue: "<b>x</b>", payload: Array("<b>x</b>".utf8),
             corners: [CGPoint(x: 0.6, y: 0.5), CGPoint(x: 0.8, y: 0.5), CGPoint(x: 0.8, y: 0.7), CGPoint(x: 0.6, y: 0.7)],
             quality: 1, time: .zero, inputID: input.id)
-        let connection = try #require(video.connection(with: .video))
-        camera.observer.metadataOutput(metadata, didOutput: [face, code], from: connection)
+        camera.observer.metadataOutput(metadata, didOutput: [face, code], from: fixture.connection)
         metadata.rectOfInterest = CGRect(x: 0.1, y: 0.1, width: 0.5, height: 0.6)
         var checked = 0
         for (w, h) in [(640.0, 480.0), (300.0, 500.0)] {
