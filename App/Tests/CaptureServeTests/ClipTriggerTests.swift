@@ -28,17 +28,7 @@ import AppTestSupport
                 motion: false
                 clips: {dir: \(clips.path), preRoll: 1, postRoll: 1, maxClip: 1, triggers: [faces, codes]}
             """)
-        let link = RecordingLink()
-        let daemon = ServeDaemon(config: config, configPath: nil, link: link)
-        daemon.start()
-        defer { daemon.shutdown() }
-        let topics = CameraTopics(prefix: "cvcam", camera: "door")
-        // The daemon plays a file at its own rate, as a camera: it goes offline once the file
-        // ended and its clips are written and announced.
-        #expect(link.published.wait(180) { p in
-            p.on(topics.availability).map(\.text).contains("online") && p.on(topics.availability).last?.text == "offline"
-        })
-        let events = link.published.on(topics.events).compactMap(\.json)
+        let events = Self.eventsOfAPlayThrough(config, camera: "door")
         // When the code was seen first and last: on a busy machine a frame or two may go
         // unanalysed (the daemon skips late frames), so the clips are checked against these.
         let codes = events.filter { $0["type"] as? String == "code" }
@@ -100,16 +90,7 @@ import AppTestSupport
                 motion: {minArea: 0.01}
                 clips: {dir: \(clips.path), preRoll: 0.5, postRoll: 0.5, triggers: [motion]}
             """)
-        let link = RecordingLink()
-        let daemon = ServeDaemon(config: config, configPath: nil, link: link)
-        daemon.start()
-        defer { daemon.shutdown() }
-        let topics = CameraTopics(prefix: "cvcam", camera: "yard")
-        // The file plays once; the camera goes offline after its clips are written and announced.
-        #expect(link.published.wait(180) { p in
-            p.on(topics.availability).map(\.text).contains("online") && p.on(topics.availability).last?.text == "offline"
-        })
-        let events = link.published.on(topics.events).compactMap(\.json)
+        let events = Self.eventsOfAPlayThrough(config, camera: "yard")
         let motion = events.filter { $0["type"] as? String == "motion" }
         let starts = motion.filter { $0["event"] as? String == "start" }.compactMap { $0["time"] as? Double }
         let ends = motion.filter { $0["event"] as? String == "end" }.compactMap { $0["time"] as? Double }
@@ -133,6 +114,21 @@ import AppTestSupport
         for time in starts + ends {
             #expect(covered.contains { abs($0 - time) < 1e-6 }, "the frame at \(time) s is in no clip: \(covered)")
         }
+    }
+
+    /// Runs the daemon on `config` until `camera` has played its file through and returns what it
+    /// published on its events topic. The daemon plays a file at its own rate, as a camera: it
+    /// goes offline once the file ended and its clips are written and announced.
+    static func eventsOfAPlayThrough(_ config: ServeConfig, camera: String) -> [[String: Any]] {
+        let link = RecordingLink()
+        let daemon = ServeDaemon(config: config, configPath: nil, link: link)
+        daemon.start()
+        defer { daemon.shutdown() }
+        let topics = CameraTopics(prefix: "cvcam", camera: camera)
+        #expect(link.published.wait(180) { p in
+            p.on(topics.availability).map(\.text).contains("online") && p.on(topics.availability).last?.text == "offline"
+        })
+        return link.published.on(topics.events).compactMap(\.json)
     }
 
     /// The serve reference's clips example is a configuration the daemon takes, meaning what it says.
