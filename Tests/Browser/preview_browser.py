@@ -22,47 +22,14 @@ import subprocess
 import sys
 import time
 
-from selenium import webdriver
 from selenium.common.exceptions import NoAlertPresentException
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 
+from browser_common import browser, set_controls, wait_for
+
 config = json.loads(sys.argv[1])
 result = {"errors": []}
-
-
-def wait_for(predicate, timeout, what):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise TimeoutError("timed out after %.0f s waiting for %s" % (timeout, what))
-
-
-def browser():
-    options = webdriver.ChromeOptions()
-    options.binary_location = "/usr/bin/chromium"
-    for arg in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--window-size=1200,900", "--force-device-scale-factor=1"]:
-        options.add_argument(arg)
-    return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
-
-
-def set_controls(driver, width, height, gravity, rotation, mirrored):
-    driver.execute_script(
-        """
-        const [w, h, g, r, m] = arguments;
-        const set = (id, prop, v) => {
-          const e = document.getElementById(id);
-          if (e[prop] !== v) { e[prop] = v; e.dispatchEvent(new Event('change')); }
-        };
-        set('view-width', 'value', String(w)); set('view-height', 'value', String(h));
-        set('gravity', 'value', g);
-        set('rotation', 'value', String(r)); set('mirrored', 'checked', m);
-        """, width, height, gravity, rotation, mirrored)
 
 
 READ_DRAWING = """

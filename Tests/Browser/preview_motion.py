@@ -16,23 +16,11 @@ the boxes to be gone again once the picture has left.
 """
 import json
 import sys
-import time
 
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
+from browser_common import browser, set_controls, wait_for
 
 config = json.loads(sys.argv[1])
 result = {"errors": [], "samples": [], "stillBefore": False, "clearedAfter": False}
-
-
-def wait_for(predicate, timeout, what):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise TimeoutError("timed out after %.0f s waiting for %s" % (timeout, what))
 
 
 READ = """
@@ -60,27 +48,12 @@ probe.remove();
 return answer;
 """
 
-options = webdriver.ChromeOptions()
-options.binary_location = "/usr/bin/chromium"
-for arg in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-            "--window-size=1200,900", "--force-device-scale-factor=1"]:
-    options.add_argument(arg)
-driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+driver = browser()
 try:
     driver.get(config["url"])
     wait_for(lambda: driver.execute_script("return document.getElementById('status').textContent") == "live",
              60, "the WebSocket")
-    driver.execute_script(
-        """
-        const [w, h, g, r, m] = arguments;
-        const set = (id, prop, v) => {
-          const e = document.getElementById(id);
-          if (e[prop] !== v) { e[prop] = v; e.dispatchEvent(new Event('change')); }
-        };
-        set('view-width', 'value', String(w)); set('view-height', 'value', String(h));
-        set('gravity', 'value', g);
-        set('rotation', 'value', String(r)); set('mirrored', 'checked', m);
-        """, config["width"], config["height"], config["gravity"], config["rotation"], config["mirrored"])
+    set_controls(driver, config["width"], config["height"], config["gravity"], config["rotation"], config["mirrored"])
     key = "%d,%d,%s,%d,%s" % (config["width"], config["height"], config["gravity"], config["rotation"],
                               "true" if config["mirrored"] else "false")
     read = lambda: driver.execute_script(READ)

@@ -17,30 +17,15 @@ import json
 import sys
 import time
 
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
+
+from browser_common import browser, wait_for
 
 config = json.loads(sys.argv[1])
 result = {"errors": []}
 
 
-def wait_for(predicate, timeout, what):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise TimeoutError("timed out after %.0f s waiting for %s" % (timeout, what))
-
-
-options = webdriver.ChromeOptions()
-options.binary_location = "/usr/bin/chromium"
-for arg in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-            "--window-size=1120,780", "--force-device-scale-factor=1"]:
-    options.add_argument(arg)
-driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+driver = browser("1120,780")
 try:
     # The list: every camera's display name, status and reason; the running camera's thumbnail.
     try:
