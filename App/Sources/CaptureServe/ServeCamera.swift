@@ -565,7 +565,7 @@ package final class ServeMetadataLog: CaptureMetadataOutputObjectsDelegate, @unc
     /// The camera's preview page, when the daemon serves one: it gets the same objects and events.
     package var preview: PreviewMetadataObserver?
     /// The camera's event clips, when it records them: faces, codes and motion start and end them.
-    package var clips: ServeClipTrigger?
+    package var clips: ClipMetadataTrigger?
     /// The dashboard's record of faces in view and the last code, when the preview has one.
     package var dashboard: (@Sendable ([MetadataEvent]) -> Void)?
 

@@ -13,7 +13,8 @@ public enum ClipSubject: Hashable, Sendable, CustomStringConvertible {
     /// A code in view, by its symbology and payload (`ClipMetadataTrigger` makes the key).
     case code(String)
     /// Motion in the picture (a motion stage calls `subjectEntered(.motion, at:)` when motion
-    /// starts and `subjectLeft(.motion, at:)` when it stops).
+    /// starts and `subjectLeft(.motion, at:)` when it stops; `ClipMetadataTrigger` with `motion`
+    /// does it from a metadata output's motion events).
     case motion
     /// Anything else an app wants a clip of.
     case other(String)
@@ -707,7 +708,9 @@ public final class CaptureClipOutput: CaptureOutput, @unchecked Sendable {
 
 /// Starts and ends a `CaptureClipOutput`'s clips from a metadata output's events: a face
 /// `enter` is a subject entering (at the face's frame time), its `leave` the subject leaving
-/// (at the time it was last seen); with `codes`, a code's `appear` and `leave` likewise.
+/// (at the time it was last seen); with `codes`, a code's `appear` and `leave` likewise; with
+/// `motion`, motion as the `.motion` subject, in view from a motion `start` to its `end` (whose
+/// time is the last frame that moved: `CaptureMetadataOutput.motionDetection`).
 ///
 /// Set it as the metadata output's delegate, or call `handle(_:)` from a delegate of your own
 /// (one output has one delegate).
@@ -720,12 +723,15 @@ public final class ClipMetadataTrigger: CaptureMetadataOutputObjectsDelegate, Se
     public let faces: Bool
     /// Whether codes start clips.
     public let codes: Bool
+    /// Whether motion starts clips.
+    public let motion: Bool
 
-    /// A trigger for `clipOutput`'s clips from faces and, when `codes`, codes.
-    public init(clipOutput: CaptureClipOutput, faces: Bool = true, codes: Bool = false) {
+    /// A trigger for `clipOutput`'s clips from faces and, when `codes` and `motion`, codes and motion.
+    public init(clipOutput: CaptureClipOutput, faces: Bool = true, codes: Bool = false, motion: Bool = false) {
         self.clipOutput = clipOutput
         self.faces = faces
         self.codes = codes
+        self.motion = motion
     }
 
     /// Passes the events that start and end clips to the clip output.
@@ -736,6 +742,8 @@ public final class ClipMetadataTrigger: CaptureMetadataOutputObjectsDelegate, Se
             case .faceLeft(let f) where faces: clipOutput.subjectLeft(.face(f.faceID), at: f.time)
             case .codeAppeared(let c) where codes: clipOutput.subjectEntered(.code(Self.key(c)), at: c.time)
             case .codeLeft(let c) where codes: clipOutput.subjectLeft(.code(Self.key(c)), at: c.time)
+            case .motionStarted(let m) where motion: clipOutput.subjectEntered(.motion, at: m.time)
+            case .motionEnded(let m) where motion: clipOutput.subjectLeft(.motion, at: m.time)
             default: break
             }
         }
