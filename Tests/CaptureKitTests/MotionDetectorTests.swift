@@ -48,6 +48,31 @@ import Testing
         #expect(!moved.isGlobalChange)
     }
 
+    /// A 1280- or 1920-wide frame is reduced to 320 in halvings where the factor is even (4: two
+    /// halvings' worth, 6: a halving then a third); a 1600-wide one by 5 at once. Each must find
+    /// the block where the frame drawn at 320 finds it, and see no motion in a still frame.
+    @Test(arguments: [2, 4, 5, 6]) func aLargeFrameIsReducedToTheSameSmallImage(factor: Int) throws {
+        func enlarged(_ frame: PixelBuffer) throws -> PixelBuffer {
+            let large = try PixelBuffer(width: Self.width * factor, height: Self.height * factor, pixelFormat: .gray)
+            try Imaging.resize(frame, into: large, "test")
+            return large
+        }
+        let moving = try Self.frame(blocks: [(100, 80, 40, 40, 230)])
+        let reference = MotionDetector(), detector = MotionDetector()
+        _ = try reference.process(Self.frame(), time: 0)
+        _ = try detector.process(enlarged(Self.frame()), time: 0)
+        #expect(try !detector.process(enlarged(Self.frame()), time: 0.1).hasMotion)
+        let expected = try #require(try reference.process(moving, time: 0.2).regions.first)
+        let found = try detector.process(enlarged(moving), time: 0.2)
+        #expect(found.regions.count == 1)
+        let box = try #require(found.regions.first)
+        // Within one cell (4 small pixels of 320x240) on every side.
+        for (a, b, cell) in [(box.minX, expected.minX, 4.0 / 320), (box.maxX, expected.maxX, 4.0 / 320),
+                             (box.minY, expected.minY, 4.0 / 240), (box.maxY, expected.maxY, 4.0 / 240)] {
+            #expect(abs(a - b) <= cell + 1e-9, "\(box) against \(expected)")
+        }
+    }
+
     @Test func aBrightnessStepUpOrDownIsNotMotion() throws {
         let detector = MotionDetector()
         let scene = try Self.frame()

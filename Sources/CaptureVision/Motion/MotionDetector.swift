@@ -7,8 +7,9 @@ import Synchronization
 /// other detectors it works without a session: feed it frames in order.
 ///
 /// Per frame:
-/// 1. The frame is reduced once to a small image about `analysisWidth` pixels wide, by a whole
-///    factor (`cv::resize`, INTER_AREA: each small pixel is the mean of a block), and smoothed
+/// 1. The frame is reduced to a small image about `analysisWidth` pixels wide, by a whole
+///    factor (`cv::resize`, INTER_AREA: each small pixel is the mean of a block; an even factor
+///    in steps of 2), and smoothed
 ///    (`cv::GaussianBlur`, σ 1), so sensor noise and JPEG shimmer average out.
 /// 2. Its brightness is matched to the background's: the gain is the median ratio of background
 ///    to frame over the watched pixels, so a light switching on or auto exposure stepping (every
@@ -138,6 +139,10 @@ public final class MotionDetector: Sendable {
         var configuration: Configuration
         var layout: Layout?
         var small: PixelBuffer?
+        /// Halvings on the way to `small` when the factor is even: OpenCV's area reduction by
+        /// exactly 2 has a vector path that a reduction by 4 or 6 lacks (about 8× faster on
+        /// gray; the same block means, rounded once more).
+        var halves: [PixelBuffer] = []
         var width = 0
         var height = 0
         /// 1 where a small pixel is watched (inside the region of interest, outside the masks).
@@ -206,7 +211,12 @@ public final class MotionDetector: Sendable {
             let fresh = s.layout != layout || s.small == nil
             if fresh { try Self.arrange(&s, layout) }
             guard let small = s.small else { return Result(regions: [], changedFraction: 0, isGlobalChange: false, isFirstFrame: true) }
-            try Imaging.resize(gray, into: small, "reducing a \(gray.width)x\(gray.height) frame for motion detection")
+            var reduced = gray
+            for half in s.halves {
+                try Imaging.resize(reduced, into: half, "halving a \(reduced.width)x\(reduced.height) frame for motion detection")
+                reduced = half
+            }
+            try Imaging.resize(reduced, into: small, "reducing a \(gray.width)x\(gray.height) frame for motion detection")
             try bridgeCall(.conversionFailed, "smoothing the motion detection image") { err in
                 small.withBridgeImage { image in
                     var source = image  // the same pixels: GaussianBlur works in place
@@ -233,6 +243,17 @@ public final class MotionDetector: Sendable {
         let w = max(1, layout.frameWidth / factor)
         let h = max(1, layout.frameHeight / factor)
         s.small = try PixelBuffer(width: w, height: h, pixelFormat: .gray)
+        // Halve while the rest of the factor stays even and the image halves exactly; the last
+        // step (by 2 or by what is left) writes the small image.
+        var halves: [PixelBuffer] = []
+        var rest = factor, cw = layout.frameWidth, ch = layout.frameHeight
+        while rest % 2 == 0 && rest > 2 && cw % 2 == 0 && ch % 2 == 0 {
+            cw /= 2
+            ch /= 2
+            rest /= 2
+            halves.append(try PixelBuffer(width: cw, height: ch, pixelFormat: .gray))
+        }
+        s.halves = halves
         s.width = w
         s.height = h
         s.layout = layout
