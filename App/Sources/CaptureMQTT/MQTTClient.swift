@@ -17,8 +17,9 @@ private let libraryInitialised: Int32 = mosquitto_lib_init()
 /// ```
 ///
 /// Design: one thread the client owns makes every libmosquitto call. Each connection attempt is a
-/// fresh `mosquitto` instance (`mosquitto_new` … `mosquitto_destroy`) driven by `mosquitto_loop`
-/// with a short timeout, so nothing of an old connection's internal queue survives into the next.
+/// fresh `mosquitto` instance (`mosquitto_new` … `mosquitto_destroy`), so nothing of an old
+/// connection's internal queue survives into the next; once connected, the thread sleeps in
+/// `poll` on the broker's socket and a wake-up pipe the publishing threads write to.
 /// Messages wait in the ``MQTTOutbox`` and are written a small window at a time; a message leaves
 /// the outbox only on its acknowledgement (`on_publish`), and after a reconnect the unacknowledged
 /// ones are written again first, in order. So a broker outage loses nothing (within the outbox's
@@ -96,7 +97,8 @@ public final class MQTTClient: Sendable {
     /// Starts the client's thread, which connects in the background and reconnects with backoff
     /// (`reconnectDelay`) until `stop()`. Calling it again, or after `stop()`, does nothing.
     /// The corresponding C functions, on that thread, are `mosquitto_new`, `mosquitto_tls_set`,
-    /// `mosquitto_will_set`, `mosquitto_connect` and `mosquitto_loop`.
+    /// `mosquitto_will_set`, `mosquitto_connect`, `mosquitto_loop` until CONNACK, then
+    /// `mosquitto_loop_read`/`_write`/`_misc`.
     public func start() {
         guard core.begin() else { return }
         let options = options
@@ -132,7 +134,11 @@ public final class MQTTClient: Sendable {
             }
             return true
         }
-        if !accepted { logger.warning("MQTT publish on \(message.topic) after stop() refused") }
+        guard accepted else {
+            logger.warning("MQTT publish on \(message.topic) after stop() refused")
+            return
+        }
+        core.wake()
     }
 
     /// Subscribes to `filter` at QoS 1 now if connected and again on every connect; `handler` runs
@@ -148,6 +154,7 @@ public final class MQTTClient: Sendable {
             $0.subscriptions.append((filter, handler))
             $0.newFilters.append(filter)
         }
+        core.wake()
     }
 
     /// Adds a handler that runs on every (re)connect, after the subscriptions and before the
@@ -176,6 +183,7 @@ public final class MQTTClient: Sendable {
             state.phase = .stopped
             return (state.threadStarted, state.threadStarted && pthread_equal(state.clientThread, pthread_self()) != 0)
         }
+        core.wake()
         // From a handler (on the client's thread) the thread cannot wait for itself: it ends
         // after the handler returns, and writes the outbox to the spool then.
         if onClientThread { return }
@@ -205,8 +213,12 @@ public final class MQTTClient: Sendable {
 
     /// Test hook: shuts the current connection's socket down without a DISCONNECT (as a crash or a
     /// cut cable would), so the broker publishes the will. The client then reconnects.
+    /// Test hook: the connected loop's turns so far, and how many a wake-up began.
+    var loopTurnsForTesting: (turns: Int, woken: Int) { core.withLock { ($0.loopTurns, $0.wokenTurns) } }
+
     func abortConnectionForTesting() {
         core.withLock { $0.abortRequested = true }
+        core.wake()
     }
 }
 
@@ -229,6 +241,10 @@ extension MQTTClient {
         /// Their message IDs on the current connection, until acknowledged.
         var connectMids: Set<Int32> = []
         var abortRequested = false
+        /// Turns of the connected loop, and those a wake-up began (tests: an idle connection
+        /// sleeps, and a queued message wakes it).
+        var loopTurns = 0
+        var wokenTurns = 0
         var threadStarted = false
         var threadFinished = false
         var persisted = false
@@ -239,8 +255,47 @@ extension MQTTClient {
         // @unchecked: `state` is only read or written while `condition` is locked (withLock, wait).
         private let condition = NSCondition()
         private var state: State
+        /// A non-blocking pipe whose read end the connected loop polls beside the broker's
+        /// socket: other threads write a byte when they give the loop work (a message queued, a
+        /// subscription, stop), so the loop sleeps until then instead of turning every few ms.
+        private let wakeRead: Int32, wakeWrite: Int32
 
-        init(outbox: MQTTOutbox) { state = State(outbox: outbox) }
+        init(outbox: MQTTOutbox) {
+            state = State(outbox: outbox)
+            var ends: [Int32] = [-1, -1]
+            if pipe(&ends) == 0 {
+                for end in ends {
+                    _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
+                    _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+                }
+            } else {
+                ends = [-1, -1]
+            }
+            (wakeRead, wakeWrite) = (ends[0], ends[1])
+        }
+
+        deinit {
+            if wakeRead >= 0 { close(wakeRead) }
+            if wakeWrite >= 0 { close(wakeWrite) }
+        }
+
+        /// The read end the connected loop polls (-1 if the pipe could not be made: the loop
+        /// then turns on its poll timeout alone).
+        var wakeDescriptor: Int32 { wakeRead }
+
+        /// Wakes the connected loop. A full pipe already holds a wake-up, so a failed write is fine.
+        func wake() {
+            guard wakeWrite >= 0 else { return }
+            var byte: UInt8 = 1
+            _ = Glibc.write(wakeWrite, &byte, 1)
+        }
+
+        /// Empties the pipe (the client's thread, after its poll saw it readable).
+        func drainWakes() {
+            guard wakeRead >= 0 else { return }
+            var bytes = [UInt8](repeating: 0, count: 64)
+            while Glibc.read(wakeRead, &bytes, bytes.count) > 0 {}
+        }
 
         func withLock<T>(_ body: (inout State) -> T) -> T {
             condition.lock()

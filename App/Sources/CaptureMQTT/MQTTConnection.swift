@@ -297,7 +297,7 @@ extension MQTTClient {
                         }
                     }
                 }
-                let rc = mosquitto_loop(mosq, 10, 1)
+                let rc = turn(mosq)
                 let savedErrno = errno
                 if rc != MOSQ_ERR_SUCCESS.rawValue {
                     return MQTTError(.connectionLost, code: rc, MQTTError.libraryReason(rc, errno: savedErrno))
@@ -305,6 +305,38 @@ extension MQTTClient {
                 drops.report(core: core)
                 whileUp?()
             }
+        }
+
+        /// One turn of the connected loop: waits up to a second for the broker's socket or a
+        /// wake-up from another thread (`Core.wake`), then reads, writes what is pending and keeps
+        /// the connection alive (`poll`, `mosquitto_loop_read`, `mosquitto_loop_write`,
+        /// `mosquitto_loop_misc`, as `mosquitto_loop` does inside). `mosquitto_loop` itself
+        /// cannot be woken by a message queued on another thread, so it had to turn every 10 ms.
+        private func turn(_ mosq: OpaquePointer) -> Int32 {
+            let socket = mosquitto_socket(mosq)
+            guard socket >= 0 else { return MOSQ_ERR_NO_CONN.rawValue }
+            let readable = Int16(POLLIN), writable = Int16(POLLOUT)
+            var fds = [
+                pollfd(fd: socket, events: readable | (mosquitto_want_write(mosq) ? writable : 0), revents: 0),
+                pollfd(fd: core.wakeDescriptor, events: readable, revents: 0),
+            ]
+            let count = poll(&fds, nfds_t(fds.count), 1000)
+            if count < 0 { return errno == EINTR ? MOSQ_ERR_SUCCESS.rawValue : MOSQ_ERR_ERRNO.rawValue }
+            let woken = fds[1].revents & readable != 0
+            if woken { core.drainWakes() }
+            core.withLock { state in
+                state.loopTurns += 1
+                if woken { state.wokenTurns += 1 }
+            }
+            if fds[0].revents & (readable | Int16(POLLHUP) | Int16(POLLERR)) != 0 {
+                let rc = mosquitto_loop_read(mosq, 1)
+                if rc != MOSQ_ERR_SUCCESS.rawValue { return rc }
+            }
+            if mosquitto_want_write(mosq) {
+                let rc = mosquitto_loop_write(mosq, 1)
+                if rc != MOSQ_ERR_SUCCESS.rawValue { return rc }
+            }
+            return mosquitto_loop_misc(mosq)
         }
 
         enum Written {

@@ -97,6 +97,29 @@ struct MQTTClientTests {
         #expect(client.statistics.delivered == 0)
     }
 
+    /// The connected loop sleeps in `poll` until the broker or a publishing thread needs it: an
+    /// idle connection turns at most once a second (it turned every 10 ms before, 100 times a
+    /// second for nothing), and a message queued from another thread wakes it at once.
+    @Test func anIdleConnectionSleepsAndAQueuedMessageWakesIt() throws {
+        let broker = try #require(try MosquittoTestBroker.start())
+        let subscriber = try broker.subscriber(["idle/#"])
+        let client = try MQTTClient(options: clientOptions(broker), logger: Logger(label: "t"))
+        client.start()
+        client.publish(MQTTMessage(topic: "idle/first", text: "1"))
+        #expect(client.flush(timeout: 30))
+        // A quiet spell: a busy machine can only make the loop turn less often.
+        let quiet = client.loopTurnsForTesting
+        Thread.sleep(forTimeInterval: 1.5)
+        let afterQuiet = client.loopTurnsForTesting
+        #expect(afterQuiet.turns - quiet.turns <= 4, "\(afterQuiet.turns - quiet.turns) turns in 1.5 idle seconds")
+        let sender = Thread { client.publish(MQTTMessage(topic: "idle/second", text: "2")) }
+        sender.start()
+        #expect(client.flush(timeout: 30))
+        #expect(subscriber.wait(timeout: 10) { $0.contains("idle/second 2") }, "\(subscriber.lines)")
+        #expect(client.loopTurnsForTesting.woken > afterQuiet.woken)
+        client.stop()
+    }
+
     @Test func twoThousandMessagesArriveInOrder() throws {
         let broker = try #require(try MosquittoTestBroker.start())
         let subscriber = try broker.subscriber(["seq"])
