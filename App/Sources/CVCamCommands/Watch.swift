@@ -27,9 +27,15 @@ struct Watch: ParsableCommand {
             --max-clip seconds each, named <camera>-<yyyyMMdd-HHmmss.mmm>-clip.avi; each \
             prints a `clip` event. With --clip-triggers faces,codes a QR or Micro QR code \
             coming into view starts a clip too (and keeps it going while it stays); \
-            --clip-triggers codes leaves faces to the snapshots. --max-age, --max-bytes and \
+            --clip-triggers codes leaves faces to the snapshots; with --motion, \
+            --clip-triggers motion starts one on motion (from --pre-roll before it started to \
+            --post-roll after it ended). --max-age, --max-bytes and \
             --min-free-space keep this camera's snapshots and clips (each kind on its own) within limits, removing the \
             oldest first and nothing cvcam did not name; each removal prints a `retention` event.
+
+            With --motion, faces (and codes for --clip-triggers) are looked for at the full rate \
+            only while something moves, and every --motion-idle-interval seconds otherwise, as \
+            `cvcam serve` does; each motion prints a `motion` event when it starts and ends.
 
             Exit codes: 0 ok; 1 runtime error (input failed, a snapshot could not be written); \
             64 usage error.
@@ -42,10 +48,11 @@ struct Watch: ParsableCommand {
     @OptionGroup var snapshot: SnapshotOptions
     @OptionGroup(title: "Event clips") var clips: ClipOptions
     @OptionGroup(title: "Retention") var retention: RetentionOptions
+    @OptionGroup(title: "Motion") var motion: MotionOptions
 
     @Option(
         help: ArgumentHelp(
-            "What starts a clip with --clips: faces, codes (QR and Micro QR) or both, comma-separated. Motion starts clips in `cvcam serve` (triggers: [motion]).",
+            "What starts a clip with --clips: faces, codes (QR and Micro QR), motion (with --motion), comma-separated.",
             valueName: "list"))
     var clipTriggers: String = "faces"
 
@@ -53,10 +60,13 @@ struct Watch: ParsableCommand {
         try input.requireSingleInput("watch")
         let triggers = try Self.clipTriggers(clipTriggers)
         if clips.dir == nil && triggers != [.faces] { throw ValidationError("--clip-triggers needs --clips DIR.") }
+        if triggers.contains(.motion) && !motion.motion {
+            throw ValidationError("--clip-triggers motion needs --motion: without it nothing looks for motion.")
+        }
     }
 
     /// What starts a clip in `watch`.
-    enum ClipTrigger: String, CaseIterable { case faces, codes }
+    enum ClipTrigger: String, CaseIterable { case faces, codes, motion }
 
     /// `--clip-triggers`: names from `ClipTrigger`, comma-separated, at least one.
     static func clipTriggers(_ text: String) throws -> Set<ClipTrigger> {
@@ -64,10 +74,8 @@ struct Watch: ParsableCommand {
         for name in text.split(separator: ",", omittingEmptySubsequences: false) {
             let word = name.trimmingCharacters(in: .whitespaces).lowercased()
             guard let trigger = ClipTrigger(rawValue: word) else {
-                let why = word == "motion"
-                    ? "motion starts clips in `cvcam serve` (a camera's clips: {triggers: [motion]}), not in watch"
-                    : "'\(TerminalText.escaped(word))' is not one of them"
-                throw ValidationError("--clip-triggers takes faces, codes or faces,codes: \(why).")
+                throw ValidationError(
+                    "--clip-triggers takes faces, codes and motion, comma-separated: '\(TerminalText.escaped(word))' is not one of them.")
             }
             chosen.insert(trigger)
         }
@@ -93,6 +101,9 @@ struct Watch: ParsableCommand {
         let metadata = try faceOptions.faceOutput(for: input, latency: job) { frame, faces in
             watcher.consider(frame, faces: faces)
         }
+        metadata.motionDetection = motion.settings()
+        // What the face output's events go to: the clip trigger (faces, motion) and the motion log.
+        var delegates: [any CaptureMetadataOutputObjectsDelegate] = []
         // Clips: the camera's frames buffered for the pre-roll; faces (and codes, when asked)
         // entering and leaving start and end them.
         let clipOutput = try clips.dir.map { _ in try clips.makeOutput(prefix: store.namePrefix) }
@@ -101,15 +112,16 @@ struct Watch: ParsableCommand {
         if let clipOutput {
             let triggers = try Self.clipTriggers(clipTriggers)
             clipOutput.setDelegate(announcer, queue: nil)
-            if triggers.contains(.faces) {
-                metadata.setMetadataObjectsDelegate(
-                    ClipMetadataTrigger(clipOutput: clipOutput), queue: DispatchQueue(label: "cvcam.watch.clips"))
+            if triggers.contains(.faces) || triggers.contains(.motion) {
+                delegates.append(
+                    ClipMetadataTrigger(clipOutput: clipOutput, faces: triggers.contains(.faces), motion: triggers.contains(.motion)))
             }
             if triggers.contains(.codes) {
                 // Codes on an output of their own: the face output has no code stage (it feeds the snapshots).
                 let codes = CaptureMetadataOutput(faceStage: nil, codeStage: DefaultCodeStage(detector: try CodeDetector()))
                 try codes.setMetadataObjectTypes([.qr, .microQR])
                 codes.rectOfInterest = input.regionOfInterest
+                codes.motionDetection = motion.settings()
                 codes.setMetadataObjectsDelegate(
                     ClipMetadataTrigger(clipOutput: clipOutput, faces: false, codes: true),
                     queue: DispatchQueue(label: "cvcam.watch.clip-codes"))
@@ -118,13 +130,18 @@ struct Watch: ParsableCommand {
             }
             try job.add(clipOutput)
         }
+        if motion.motion { delegates.append(MotionLog(printer: job.printer)) }
+        if !delegates.isEmpty {
+            metadata.setMetadataObjectsDelegate(
+                delegates.count == 1 ? delegates[0] : MetadataDelegates(delegates), queue: DispatchQueue(label: "cvcam.watch.events"))
+        }
         let keeper = retention.keeper(
             camera: store.namePrefix, folders: [(.snapshots, folder.path)] + (clips.dir.map { [(.clips, $0)] } ?? []),
             printer: job.printer)
         keeper?.start()
         defer { keeper?.stop() }
         job.statsCounts = { [session = job.session] in
-            .init(frames: session.capturedFrameCount, analysed: metadata.processedFrameCount, skipped: metadata.skippedFrameCount)
+            .init(frames: session.capturedFrameCount, analysed: metadata.analysedFrameCount, skipped: metadata.skippedFrameCount)
         }
         try job.add(metadata)
         let total = job.expectedFrameCount
@@ -144,7 +161,7 @@ struct Watch: ParsableCommand {
         clipOutput?.waitUntilIdle()
         job.reportRuntimeError()
         if !output.quiet || output.json {
-            var summary = job.summary(processed: metadata.processedFrameCount, skipped: metadata.skippedFrameCount)
+            var summary = job.summary(processed: metadata.analysedFrameCount, skipped: metadata.skippedFrameCount)
             summary.snapshots = watcher.writtenCount
             summary.dir = folder.path
             if clipOutput != nil { summary.clips = announcer.writtenCount }
@@ -152,7 +169,7 @@ struct Watch: ParsableCommand {
                 summary,
                 text: String(
                     format: "summary: %d frames, %d analysed at %.1f fps, %d skipped, %d snapshots in %@",
-                    job.session.capturedFrameCount, metadata.processedFrameCount, summary.fps,
+                    job.session.capturedFrameCount, metadata.analysedFrameCount, summary.fps,
                     metadata.skippedFrameCount, watcher.writtenCount, folder.path) + job.formatSummary)
         }
         if job.runtimeError != nil || watcher.failedCount > 0 || announcer.failedCount > 0 {

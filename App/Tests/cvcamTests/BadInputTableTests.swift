@@ -116,7 +116,7 @@ extension BadInputCase {
             ("watch", "--max-clip", .number, nil), ("watch", "--clip-quality", .integer, nil), ("watch", "--clip-max-size", .size, nil),
             ("watch", "--retention-interval", .number, nil), ("record", "--retention-interval", .number, nil),
         ]
-            + ["faces", "scan", "preview"].flatMap { command -> [(String, String, Shape, ClosedRange<Double>?)] in
+            + ["faces", "scan", "preview", "watch"].flatMap { command -> [(String, String, Shape, ClosedRange<Double>?)] in
                 [
                     (command, "--motion-threshold", .integer, 1...255), (command, "--motion-min-area", .number, 0...1),
                     (command, "--motion-idle-interval", .number, 0...86_400), (command, "--motion-end-delay", .number, 0...86_400),

@@ -54,13 +54,48 @@ import AppTestSupport
         #expect(events.last?["type"] as? String == "summary" && events.last?["clips"] as? Int == 1)
     }
 
+    /// `watch --motion --clip-triggers motion`: the code coming into view is motion, found on the
+    /// frame it appears in; the clip starts --pre-roll before it, the `motion` events say when it
+    /// started, and while nothing moved the face search ran at the idle rate only.
+    @Test func withMotionAMotionStartsAClipAndStillFramesAreSpared() throws {
+        let dir = try temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let scene = ClipTestScene()  // the code is in view from 2.0 s to 3.4 s of 6 s
+        let video = dir.appendingPathComponent("door.avi")
+        try scene.writeVideo(to: video)
+        let clips = dir.appendingPathComponent("clips")
+        let result = try CLI.run([
+            "watch", "--dir", dir.appendingPathComponent("snaps").path, "--clips", clips.path, "--clip-triggers", "motion",
+            "--motion", "--motion-mask", "0,0,1,0.1",  // the time marker moving along the top edge
+            "--pre-roll", "1", "--post-roll", "1", "--input", video.path, "--json",
+        ])
+        #expect(result.status == 0, "\(result.stderr)")
+        let events = result.lines.compactMap { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] }
+        let motions = events.filter { $0["type"] as? String == "motion" }
+        let firstStart = try #require(motions.first { $0["event"] as? String == "start" }, "\(result.stdout)")
+        let started = try #require(firstStart["time"] as? Double)
+        #expect(abs(started - scene.codeAppears) <= ClipTestScene.frame + 1e-6, "motion started at \(started)")
+        let announced = events.filter { $0["type"] as? String == "clip" }
+        let clip = try #require(announced.first, "\(result.stdout)")
+        #expect((clip["triggers"] as? [String])?.contains("motion") == true, "\(clip)")
+        let start = try #require(clip["start"] as? Double)
+        #expect(abs(start - (scene.codeAppears - 1)) <= ClipTestScene.frame + 1e-6, "start \(start)")
+        let frames = try ClipTestScene.frames(of: URL(fileURLWithPath: try #require(clip["path"] as? String)))
+        #expect(abs(try ClipTestScene.markerTime(try #require(frames.first)) - (scene.codeAppears - 1)) <= ClipTestScene.frame + 1e-6)
+        // 60 frames; the 20 before the code came were still: one idle look every 2 s among them.
+        let summary = try #require(events.last)
+        #expect(summary["type"] as? String == "summary" && summary["clips"] as? Int == announced.count)
+        let analysed = try #require(summary["analysed"] as? Int), total = try #require(summary["frames"] as? Int)
+        #expect(total == 60 && analysed < total - 15, "analysed \(analysed) of \(total)")
+    }
+
     @Test func clipTriggersRefusesWhatWatchCannotStartClipsOnSayingWhatItTakes() throws {
         let dir = try temporaryFolder()
         defer { try? FileManager.default.removeItem(at: dir) }
         let base = ["watch", "--dir", dir.path, "--input", "synthetic:size=64x48,frames=1"]
         let motion = try CLI.run(base + ["--clips", dir.path, "--clip-triggers", "faces,motion"])
         #expect(motion.status == 64)
-        #expect(motion.stderr.contains("faces, codes or faces,codes") && motion.stderr.contains("cvcam serve"), "\(motion.stderr)")
+        #expect(motion.stderr.contains("--clip-triggers motion needs --motion"), "\(motion.stderr)")
         let unknown = try CLI.run(base + ["--clips", dir.path, "--clip-triggers", "people"])
         #expect(unknown.status == 64 && unknown.stderr.contains("'people' is not one of them"), "\(unknown.stderr)")
         let alone = try CLI.run(base + ["--clip-triggers", "codes"])
