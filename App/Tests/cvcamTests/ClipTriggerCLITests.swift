@@ -14,21 +14,27 @@ import AppTestSupport
         return url
     }
 
-    @Test func aCodesVisitBecomesAClipFromPreRollBeforeItAppearedToPostRollAfterItLeft() throws {
-        let dir = try temporaryFolder()
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let scene = ClipTestScene()  // the code is in view from 2.0 s to 3.4 s of 6 s
+    /// `cvcam watch --clips … --pre-roll 1 --post-roll 1 --json` with `options` on the scene's
+    /// video (the code is in view from 2.0 s to 3.4 s of 6 s): its JSON events and the clips folder.
+    func watchTheScene(_ scene: ClipTestScene, in dir: URL, _ options: [String]) throws -> (events: [[String: Any]], clips: URL) {
         let video = dir.appendingPathComponent("door.avi")
         try scene.writeVideo(to: video)
         let clips = dir.appendingPathComponent("clips")
-        let result = try CLI.run([
-            "watch", "--dir", dir.appendingPathComponent("snaps").path, "--clips", clips.path, "--clip-triggers", "codes",
-            "--pre-roll", "1", "--post-roll", "1", "--input", video.path, "--json",
-        ])
+        let result = try CLI.run(
+            ["watch", "--dir", dir.appendingPathComponent("snaps").path, "--clips", clips.path] + options
+                + ["--pre-roll", "1", "--post-roll", "1", "--input", video.path, "--json"])
         #expect(result.status == 0, "\(result.stderr)")
         let events = result.lines.compactMap { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] }
+        return (events, clips)
+    }
+
+    @Test func aCodesVisitBecomesAClipFromPreRollBeforeItAppearedToPostRollAfterItLeft() throws {
+        let dir = try temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let scene = ClipTestScene()
+        let (events, clips) = try watchTheScene(scene, in: dir, ["--clip-triggers", "codes"])
         let announced = events.filter { $0["type"] as? String == "clip" }
-        #expect(announced.count == 1, "\(result.stdout)")
+        #expect(announced.count == 1, "\(events)")
         let clip = try #require(announced.first)
         let path = try #require(clip["path"] as? String)
         #expect(URL(fileURLWithPath: path).deletingLastPathComponent().standardizedFileURL.path == clips.standardizedFileURL.path)
@@ -60,23 +66,15 @@ import AppTestSupport
     @Test func withMotionAMotionStartsAClipAndStillFramesAreSpared() throws {
         let dir = try temporaryFolder()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let scene = ClipTestScene()  // the code is in view from 2.0 s to 3.4 s of 6 s
-        let video = dir.appendingPathComponent("door.avi")
-        try scene.writeVideo(to: video)
-        let clips = dir.appendingPathComponent("clips")
-        let result = try CLI.run([
-            "watch", "--dir", dir.appendingPathComponent("snaps").path, "--clips", clips.path, "--clip-triggers", "motion",
-            "--motion", "--motion-mask", "0,0,1,0.1",  // the time marker moving along the top edge
-            "--pre-roll", "1", "--post-roll", "1", "--input", video.path, "--json",
-        ])
-        #expect(result.status == 0, "\(result.stderr)")
-        let events = result.lines.compactMap { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] }
+        let scene = ClipTestScene()
+        // The mask: the time marker moving along the top edge.
+        let (events, _) = try watchTheScene(scene, in: dir, ["--clip-triggers", "motion", "--motion", "--motion-mask", "0,0,1,0.1"])
         let motions = events.filter { $0["type"] as? String == "motion" }
-        let firstStart = try #require(motions.first { $0["event"] as? String == "start" }, "\(result.stdout)")
+        let firstStart = try #require(motions.first { $0["event"] as? String == "start" }, "\(events)")
         let started = try #require(firstStart["time"] as? Double)
         #expect(abs(started - scene.codeAppears) <= ClipTestScene.frame + 1e-6, "motion started at \(started)")
         let announced = events.filter { $0["type"] as? String == "clip" }
-        let clip = try #require(announced.first, "\(result.stdout)")
+        let clip = try #require(announced.first, "\(events)")
         #expect((clip["triggers"] as? [String])?.contains("motion") == true, "\(clip)")
         let start = try #require(clip["start"] as? Double)
         #expect(abs(start - (scene.codeAppears - 1)) <= ClipTestScene.frame + 1e-6, "start \(start)")
