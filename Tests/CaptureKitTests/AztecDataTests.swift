@@ -34,9 +34,11 @@ import CaptureKitTesting
         #expect(damaged == codeword, "\(n / 2) errors in GF(2^\(wordSize))")
     }
 
-    @Test func theModeMessageFieldAgreesWithTheCoresOwn() {
-        let data = [9, 6, 3, 12]
-        #expect(ReedSolomon.aztec4.checkWords(data, count: 6) == AztecCore.checkWords(data, count: 6))
+    /// The mode message's check words (GF(16), x⁴ + x + 1): the values the core's own encoder,
+    /// which this field replaced, gave for the same words.
+    @Test func theModeMessageFieldGivesTheCoresCheckWords() {
+        #expect(ReedSolomon.aztec4.checkWords([9, 6, 3, 12], count: 6) == [7, 13, 8, 14, 15, 0])
+        #expect(ReedSolomon.aztec4.checkWords([9, 6], count: 5) == [0, 13, 8, 14, 10])
     }
 
     /// Bits from (value, width) pairs.

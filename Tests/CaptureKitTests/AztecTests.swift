@@ -52,8 +52,8 @@ import CaptureKitTesting
     @Test func theModeMessageCorrectsUpToHalfItsCheckWords() {
         // Compact: 2 data words, 5 check words (corrects 2); full range: 4 and 6 (corrects 3).
         let compact = [9, 6], full = [3, 0, 12, 7]
-        let c = compact + AztecCore.checkWords(compact, count: 5)
-        let f = full + AztecCore.checkWords(full, count: 6)
+        let c = compact + ReedSolomon.aztec4.checkWords(compact, count: 5)
+        let f = full + ReedSolomon.aztec4.checkWords(full, count: 6)
         #expect(AztecCore.modeValue(c, dataWords: 2) == 0x96)
         #expect(AztecCore.modeValue(f, dataWords: 4) == 0x30C7)
         var c2 = c

@@ -197,47 +197,7 @@ enum AztecCore {
         return binary.pixel(x, y) == 0
     }
 
-    // MARK: Reed–Solomon over GF(16) (x⁴ + x + 1, first root α¹), the mode message's code
-
-    private static let gfExp: [Int] = {
-        var e = [Int](repeating: 0, count: 30)
-        var v = 1
-        for i in 0..<15 {
-            e[i] = v
-            e[i + 15] = v
-            v <<= 1
-            if v & 16 != 0 { v ^= 0x13 }
-        }
-        return e
-    }()
-    private static let gfLog: [Int] = {
-        var l = [Int](repeating: 0, count: 16)
-        for i in 0..<15 { l[gfExp[i]] = i }
-        return l
-    }()
-
-    static func gfMultiply(_ a: Int, _ b: Int) -> Int {
-        a == 0 || b == 0 ? 0 : gfExp[gfLog[a] + gfLog[b]]
-    }
-
-    /// The check words of `data` (systematic encoding with the generator ∏ (x − αⁱ), i = 1…n).
-    static func checkWords(_ data: [Int], count n: Int) -> [Int] {
-        var g = [1]
-        for i in 1...n {
-            var next = [Int](repeating: 0, count: g.count + 1)
-            for (j, c) in g.enumerated() {
-                next[j] ^= c
-                next[j + 1] ^= gfMultiply(c, gfExp[i])
-            }
-            g = next
-        }
-        var message = data + [Int](repeating: 0, count: n)
-        for i in data.indices where message[i] != 0 {
-            let c = message[i]
-            for j in 1..<g.count { message[i + j] ^= gfMultiply(g[j], c) }
-        }
-        return Array(message[data.count...])
-    }
+    // MARK: The mode message's code: Reed–Solomon over GF(16) (`ReedSolomon.aztec4`)
 
     /// The mode message's value when `words` are a codeword with at most half its check words
     /// wrong (the code's correcting power), found by trying every value: 256 (compact) or 65,536
@@ -250,7 +210,7 @@ enum AztecCore {
             for v in 1..<16 {
                 var data = [Int](repeating: 0, count: k)
                 data[i] = v
-                table[i][v] = checkWords(data, count: n).reduce(0) { $0 << 4 | UInt64($1) }
+                table[i][v] = ReedSolomon.aztec4.checkWords(data, count: n).reduce(0) { $0 << 4 | UInt64($1) }
             }
         }
         let received = words[k...].reduce(UInt64(0)) { $0 << 4 | UInt64($1) }
