@@ -211,11 +211,11 @@ public final class MQTTClient: Sendable {
         }
     }
 
-    /// Test hook: shuts the current connection's socket down without a DISCONNECT (as a crash or a
-    /// cut cable would), so the broker publishes the will. The client then reconnects.
     /// Test hook: the connected loop's turns so far, and how many a wake-up began.
     var loopTurnsForTesting: (turns: Int, woken: Int) { core.withLock { ($0.loopTurns, $0.wokenTurns) } }
 
+    /// Test hook: shuts the current connection's socket down without a DISCONNECT (as a crash or a
+    /// cut cable would), so the broker publishes the will. The client then reconnects.
     func abortConnectionForTesting() {
         core.withLock { $0.abortRequested = true }
         core.wake()

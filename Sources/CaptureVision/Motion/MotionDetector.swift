@@ -140,8 +140,8 @@ public final class MotionDetector: Sendable {
         var layout: Layout?
         var small: PixelBuffer?
         /// Halvings on the way to `small` when the factor is even: OpenCV's area reduction by
-        /// exactly 2 has a vector path that a reduction by 4 or 6 lacks (about 8× faster on
-        /// gray; the same block means, rounded once more).
+        /// exactly 2 has a vector path that a reduction by 4 or 6 lacks (the same block means,
+        /// rounded once more; figures in Docs/performance.md).
         var halves: [PixelBuffer] = []
         var width = 0
         var height = 0
