@@ -1,0 +1,589 @@
+import CVBridge
+import Foundation
+
+/// cvcam's own Data Matrix locator, for symbols zxing-cpp 1.4's detector does not find: its
+/// corner search (the old ZXing one: the dark area's extreme points, then transition counts
+/// between them) is misled by a stray dark speck beside the symbol, by a slight turn or tilt of
+/// a large symbol, and its sampling grid is uniform, so a symbol stretched unevenly (modules of
+/// different widths along a row) reads wrong.
+///
+/// The locator fits lines instead: the outline of each large dark component (the L joins most
+/// of a symbol's dark modules) is its convex hull reduced to the quadrilateral of largest
+/// area; each side is then measured again by scanning inward from outside for the first dark
+/// pixel, and a line is fitted to those edge points by consensus (the light modules of a timing
+/// side put half of them a module deeper). The two adjacent sides whose edge points almost all
+/// lie on the line are the solid L; the other two are the timing sides. The symbol is warped
+/// upright (a homography through the four corners), its four outer edges are traced there (a
+/// symbol on a bent surface has sides that are not straight), the timing modules read along the
+/// traced timing sides give the symbol's size and each column's and row's centre (so uneven
+/// stretching is followed), and the modules sampled there are drawn as a clean image for
+/// zxing-cpp's decoder, whose Reed–Solomon check vouches for what is read.
+///
+/// Pure functions over one image; thread-safe.
+enum DataMatrixLocator {
+    /// A symbol's modules as located and sampled.
+    struct Symbol: Equatable {
+        var rows: Int
+        var columns: Int
+        /// Row by row, true for a dark module; the L is the left column and the bottom row.
+        var dark: [Bool]
+        /// The symbol's outer corners in the image's pixel coordinates (OpenCV's: a pixel's
+        /// centre is its integer position), clockwise from the symbol's own top-left: the far
+        /// end of the L's vertical arm, the timing sides' corner, the far end of the L's
+        /// horizontal arm, the L's corner.
+        var corners: [CGPoint]
+    }
+
+    /// Data Matrix ECC 200 sizes (rows, columns): the square ones and the six rectangular ones.
+    static let sizes: Set<Size> = {
+        var s = Set([10, 12, 14, 16, 18, 20, 22, 24, 26, 32, 36, 40, 44, 48, 52, 64, 72, 80, 88, 96, 104, 120, 132, 144].map {
+            Size(rows: $0, columns: $0)
+        })
+        for (r, c) in [(8, 18), (8, 32), (12, 26), (12, 36), (16, 36), (16, 48)] { s.insert(Size(rows: r, columns: c)) }
+        return s
+    }()
+
+    struct Size: Hashable { var rows: Int, columns: Int }
+
+    /// Components tried per image, largest first (the symbol's L component is nearly always
+    /// among the largest; clutter can be larger).
+    static let componentLimit = 3
+
+    /// The symbols located in `gray` (at most `componentLimit` tried), each sampled.
+    static func locate(_ gray: PixelBuffer) throws(CaptureError) -> [Symbol] {
+        guard gray.width >= 12, gray.height >= 12 else { return [] }
+        let binary = try CodeImaging.thresholded(gray, kind: Int32(CVB_THRESHOLD_OTSU))
+        let image = Bits(binary)
+        var out: [Symbol] = []
+        for hull in withExtendedLifetime(binary, { largeComponentHulls(image) }) {
+            guard let quad = largestQuadrilateral(hull),
+                let sides = withExtendedLifetime(binary, { refinedSides(image, quad) }),
+                let corners = uprightCorners(sides)
+            else { continue }
+            // Two components of one symbol (its L and a cluster beside it) locate it twice.
+            let centre = centroid(corners)
+            guard !out.contains(where: { distance(centroid($0.corners), centre) < distance(corners[0], corners[2]) / 4 }) else {
+                continue
+            }
+            if let symbol = try sample(gray, corners: corners) { out.append(symbol) }
+        }
+        return out
+    }
+
+    /// A 0/255 image read as dark (below 128) or light; outside the image is light.
+    struct Bits {
+        let width: Int, height: Int
+        private let base: UnsafePointer<UInt8>, stride: Int
+        init(_ image: PixelBuffer) {
+            width = image.width
+            height = image.height
+            stride = image.bytesPerRow
+            base = UnsafePointer(image.baseAddress.assumingMemoryBound(to: UInt8.self))
+        }
+        @inline(__always) func dark(_ x: Int, _ y: Int) -> Bool {
+            x >= 0 && y >= 0 && x < width && y < height && base[y * stride + x] < 128
+        }
+        /// The pixel containing `p` (a pixel spans [x, x + 1) here).
+        @inline(__always) func dark(at p: CGPoint) -> Bool {
+            dark(Int(Double(p.x).rounded(.down)), Int(Double(p.y).rounded(.down)))
+        }
+    }
+
+    // MARK: - Outline
+
+    /// The convex hulls (pixel-corner coordinates, clockwise on screen) of the largest dark
+    /// 8-connected components whose bounding box is at least 10 pixels a side.
+    static func largeComponentHulls(_ image: Bits) -> [[CGPoint]] {
+        let w = image.width, h = image.height
+        var label = [Int32](repeating: 0, count: w * h)
+        var components: [(id: Int32, count: Int, minX: Int, minY: Int, maxX: Int, maxY: Int)] = []
+        var allComponents: [(id: Int32, count: Int, minX: Int, minY: Int, maxX: Int, maxY: Int)] = []
+        var stack: [Int] = []
+        var next: Int32 = 0
+        for start in 0..<(w * h) where label[start] == 0 && image.dark(start % w, start / w) {
+            next += 1
+            label[start] = next
+            stack.append(start)
+            var c = (id: next, count: 0, minX: w, minY: h, maxX: -1, maxY: -1)
+            while let i = stack.popLast() {
+                let x = i % w, y = i / w
+                c.count += 1
+                c.minX = min(c.minX, x)
+                c.maxX = max(c.maxX, x)
+                c.minY = min(c.minY, y)
+                c.maxY = max(c.maxY, y)
+                for dy in -1...1 {
+                    for dx in -1...1 where dx != 0 || dy != 0 {
+                        let nx = x + dx, ny = y + dy
+                        guard nx >= 0, ny >= 0, nx < w, ny < h else { continue }
+                        let j = ny * w + nx
+                        if label[j] == 0 && image.dark(nx, ny) {
+                            label[j] = next
+                            stack.append(j)
+                        }
+                    }
+                }
+            }
+            allComponents.append(c)
+            if c.maxX - c.minX + 1 >= 10, c.maxY - c.minY + 1 >= 10, c.count >= 40 { components.append(c) }
+        }
+        components.sort { ($0.maxX - $0.minX + 1) * ($0.maxY - $0.minY + 1) > ($1.maxX - $1.minX + 1) * ($1.maxY - $1.minY + 1) }
+        return components.prefix(componentLimit).map { c in
+            // With the components reaching into its box (a margin of 3% and 2 px): timing modules
+            // and data the L does not touch.
+            let mx = 2 + (c.maxX - c.minX) * 3 / 100, my = 2 + (c.maxY - c.minY) * 3 / 100
+            var box = (minX: c.minX - mx, minY: c.minY - my, maxX: c.maxX + mx, maxY: c.maxY + my)
+            var ids: Set<Int32> = [c.id]
+            let area = (c.maxX - c.minX + 1) * (c.maxY - c.minY + 1)
+            for o in allComponents where o.id != c.id && (o.maxX - o.minX + 1) * (o.maxY - o.minY + 1) < area {
+                if o.minX <= box.maxX && o.maxX >= box.minX && o.minY <= box.maxY && o.maxY >= box.minY { ids.insert(o.id) }
+            }
+            for o in allComponents where ids.contains(o.id) {
+                box = (min(box.minX, o.minX), min(box.minY, o.minY), max(box.maxX, o.maxX), max(box.maxY, o.maxY))
+            }
+            var points: [CGPoint] = []
+            for y in max(0, box.minY)...min(h - 1, box.maxY) {
+                var lo = -1, hi = -1
+                for x in max(0, box.minX)...min(w - 1, box.maxX) where ids.contains(label[y * w + x]) {
+                    if lo < 0 { lo = x }
+                    hi = x
+                }
+                guard lo >= 0 else { continue }
+                points += [
+                    CGPoint(x: lo, y: y), CGPoint(x: lo, y: y + 1), CGPoint(x: hi + 1, y: y), CGPoint(x: hi + 1, y: y + 1),
+                ]
+            }
+            return convexHull(points)
+        }
+    }
+
+    /// Andrew's monotone chain; clockwise on screen (y down), no collinear points.
+    static func convexHull(_ points: [CGPoint]) -> [CGPoint] {
+        let p = points.sorted { $0.x != $1.x ? $0.x < $1.x : $0.y < $1.y }
+        guard p.count >= 3 else { return p }
+        func cross(_ o: CGPoint, _ a: CGPoint, _ b: CGPoint) -> Double {
+            Double((a.x - o.x) * (b.y - o.y) - (a.y - o.y) * (b.x - o.x))
+        }
+        var lower: [CGPoint] = [], upper: [CGPoint] = []
+        for q in p {
+            while lower.count >= 2 && cross(lower[lower.count - 2], lower[lower.count - 1], q) <= 0 { lower.removeLast() }
+            lower.append(q)
+        }
+        for q in p.reversed() {
+            while upper.count >= 2 && cross(upper[upper.count - 2], upper[upper.count - 1], q) <= 0 { upper.removeLast() }
+            upper.append(q)
+        }
+        // Counter-clockwise in y-up terms is clockwise on screen.
+        return Array(lower.dropLast() + upper.dropLast())
+    }
+
+    /// The four hull vertices spanning the largest area, in hull order (O(n²): for each
+    /// diagonal the farthest vertex on each side moves monotonically).
+    static func largestQuadrilateral(_ hull: [CGPoint]) -> [CGPoint]? {
+        let n = hull.count
+        guard n >= 4 else { return nil }
+        func area(_ a: Int, _ b: Int, _ c: Int) -> Double {
+            let p = hull[a % n], q = hull[b % n], r = hull[c % n]
+            return abs(Double((q.x - p.x) * (r.y - p.y) - (q.y - p.y) * (r.x - p.x))) / 2
+        }
+        var best = 0.0
+        var pick = [0, 1, 2, 3]
+        for i in 0..<n {
+            var k = i + 1, l = i + 3
+            for j in (i + 2)..<(i + n - 1) {
+                if k <= i { k = i + 1 }
+                if k >= j { k = j - 1 }
+                while k + 1 < j && area(i, k + 1, j) >= area(i, k, j) { k += 1 }
+                if l <= j { l = j + 1 }
+                while l + 1 < i + n && area(j, l + 1, i) >= area(j, l, i) { l += 1 }
+                let a = area(i, k, j) + area(j, l, i)
+                if a > best {
+                    best = a
+                    pick = [i, k, j, l]
+                }
+            }
+        }
+        guard best > 0 else { return nil }
+        return pick.map { hull[$0 % n] }
+    }
+
+    // MARK: - Sides
+
+    /// A fitted side: a point on it, its unit direction, and the share of its edge samples on it.
+    struct Vector { var dx, dy: Double }
+
+    struct Side {
+        var point: CGPoint
+        var direction: Vector
+        var support: Double
+    }
+
+    /// The quadrilateral's sides measured again twice from the dark pixels (see the type's
+    /// comment), nil when a side finds too few edge points or the result is not a convex
+    /// quadrilateral of at least 8 pixels a side.
+    static func refinedSides(_ image: Bits, _ quad: [CGPoint]) -> [Side]? {
+        var corners = quad
+        var sides: [Side] = []
+        for pass in 0..<2 {
+            sides = []
+            for k in 0..<4 {
+                guard let side = fitSide(image, from: corners[k], to: corners[(k + 1) % 4], reach: pass == 0 ? 0.12 : 0.06)
+                else { return nil }
+                sides.append(side)
+            }
+            var next: [CGPoint] = []
+            for k in 0..<4 {
+                guard let p = intersection(sides[(k + 3) % 4], sides[k]) else { return nil }
+                next.append(p)
+            }
+            guard isConvexClockwise(next), (0..<4).allSatisfy({ distance(next[$0], next[($0 + 1) % 4]) >= 8 }),
+                next.allSatisfy({
+                    $0.x > -Double(image.width) / 4 && $0.y > -Double(image.height) / 4 && $0.x < 1.25 * Double(image.width)
+                        && $0.y < 1.25 * Double(image.height)
+                })
+            else { return nil }
+            corners = next
+        }
+        for k in 0..<4 { sides[k].point = corners[k] }
+        return sides
+    }
+
+    /// Edge points along `a`→`b` (the polygon is clockwise on screen, so outside is to the
+    /// left of the walk), each the first dark pixel met scanning inward from `reach` × the
+    /// side's length outside, and the line most of them lie on.
+    static func fitSide(_ image: Bits, from a: CGPoint, to b: CGPoint, reach: Double) -> Side? {
+        let length = distance(a, b)
+        guard length >= 8 else { return nil }
+        let d = Vector(dx: (b.x - a.x) / length, dy: (b.y - a.y) / length)
+        let outward = Vector(dx: d.dy, dy: -d.dx)
+        let start = max(3, reach * length), step = 0.25
+        let samples = min(200, max(24, Int(length)))
+        var points: [CGPoint] = []
+        for s in 0..<samples {
+            let t = 0.08 + 0.84 * (Double(s) + 0.5) / Double(samples)
+            let base = CGPoint(x: a.x + t * (b.x - a.x), y: a.y + t * (b.y - a.y))
+            var depth = -start
+            while depth <= start {
+                let p = CGPoint(x: base.x - outward.dx * depth, y: base.y - outward.dy * depth)
+                if image.dark(at: p) {
+                    let e = depth - step / 2
+                    points.append(CGPoint(x: base.x - outward.dx * e, y: base.y - outward.dy * e))
+                    break
+                }
+                depth += step
+            }
+        }
+        guard points.count >= samples / 3 else { return nil }
+        // Consensus: the line through two edge points a third of the side apart that most
+        // points lie within 0.9 px of, less three for each point beyond it outside (a line
+        // slanting into a timing side has the side's dark modules outside; ties: the outer one).
+        let tolerance = 0.9
+        let pick = Swift.stride(from: 0, to: points.count, by: max(1, points.count / 40)).map { $0 }
+        var best: (score: Int, offset: Double, inliers: [CGPoint])? = nil
+        for i in pick {
+            for j in pick where j - i >= points.count / 3 {
+                let p = points[i], q = points[j]
+                let len = distance(p, q)
+                guard len > 0 else { continue }
+                let nx = -(q.y - p.y) / len, ny = (q.x - p.x) / len
+                // The normal's sign so that positive is outward.
+                let sign = nx * outward.dx + ny * outward.dy >= 0 ? 1.0 : -1.0
+                var inliers: [CGPoint] = []
+                var outside = 0
+                for r in points {
+                    let e = sign * Double((r.x - p.x) * nx + (r.y - p.y) * ny)
+                    if abs(e) <= tolerance { inliers.append(r) } else if e > tolerance { outside += 1 }
+                }
+                let score = inliers.count - 3 * outside
+                let offset = Double((p.x - a.x) * outward.dx + (p.y - a.y) * outward.dy)
+                if best == nil || score > best!.score || (score == best!.score && offset > best!.offset) {
+                    best = (score, offset, inliers)
+                }
+            }
+        }
+        guard let best, best.inliers.count >= 6 else { return nil }
+        // Total least squares through the inliers.
+        let n = Double(best.inliers.count)
+        let mx = best.inliers.reduce(0.0) { $0 + Double($1.x) } / n, my = best.inliers.reduce(0.0) { $0 + Double($1.y) } / n
+        var sxx = 0.0, sxy = 0.0, syy = 0.0
+        for p in best.inliers {
+            let x = Double(p.x) - mx, y = Double(p.y) - my
+            sxx += x * x
+            sxy += x * y
+            syy += y * y
+        }
+        let angle = 0.5 * atan2(2 * sxy, sxx - syy)
+        var dir = Vector(dx: cos(angle), dy: sin(angle))
+        if dir.dx * d.dx + dir.dy * d.dy < 0 { dir = Vector(dx: -dir.dx, dy: -dir.dy) }
+        return Side(
+            point: CGPoint(x: mx, y: my), direction: dir, support: Double(best.inliers.count) / Double(samples))
+    }
+
+    static func intersection(_ s: Side, _ t: Side) -> CGPoint? {
+        let den = Double(s.direction.dx * t.direction.dy - s.direction.dy * t.direction.dx)
+        guard abs(den) > 0.2 else { return nil }  // sides meeting at under ~12°: no symbol corner
+        let wx = Double(t.point.x - s.point.x), wy = Double(t.point.y - s.point.y)
+        let u = (wx * Double(t.direction.dy) - wy * Double(t.direction.dx)) / den
+        return CGPoint(x: Double(s.point.x) + u * Double(s.direction.dx), y: Double(s.point.y) + u * Double(s.direction.dy))
+    }
+
+    static func isConvexClockwise(_ q: [CGPoint]) -> Bool {
+        (0..<4).allSatisfy { k in
+            let a = q[k], b = q[(k + 1) % 4], c = q[(k + 2) % 4]
+            return Double((b.x - a.x) * (c.y - b.y) - (b.y - a.y) * (c.x - b.x)) > 0
+        }
+    }
+
+    static func centroid(_ q: [CGPoint]) -> CGPoint {
+        CGPoint(x: q.reduce(0.0) { $0 + Double($1.x) } / Double(q.count), y: q.reduce(0.0) { $0 + Double($1.y) } / Double(q.count))
+    }
+
+    static func distance(_ a: CGPoint, _ b: CGPoint) -> Double { hypot(Double(a.x - b.x), Double(a.y - b.y)) }
+
+    /// Edge support a solid side of the L has at least, and a timing side at most (half its
+    /// outer modules are light; blur and noise move a few more).
+    static let solidSupport = 0.8, timingSupport = (low: 0.2, high: 0.75)
+
+
+    /// The corners (`sides[k].point` is the corner where side k starts) ordered as
+    /// `Symbol.corners` says, in pixel-corner coordinates, when exactly one corner joins two
+    /// solid sides and the other two sides look like timing sides.
+    static func uprightCorners(_ sides: [Side]) -> [CGPoint]? {
+        let solid = (0..<4).filter { k in sides[(k + 3) % 4].support >= solidSupport && sides[k].support >= solidSupport }
+        guard solid.count == 1, let k = solid.first else { return nil }
+        let timing = [sides[(k + 1) % 4].support, sides[(k + 2) % 4].support]
+        guard timing.allSatisfy({ $0 >= timingSupport.low && $0 <= timingSupport.high }) else { return nil }
+        // Clockwise on screen, the side into the L's corner is the bottom arm, the one out of it the left arm.
+        return [sides[(k + 1) % 4].point, sides[(k + 2) % 4].point, sides[(k + 3) % 4].point, sides[k].point]
+    }
+
+    // MARK: - Grid
+
+    /// The symbol warped upright through `corners` (pixel-corner coordinates, `Symbol.corners`
+    /// order) into a canvas with a margin, its modules sampled along the timing sides as they
+    /// really run: a symbol on a bent surface has a timing side that kinks where the straight
+    /// line through its ends does not (one module off at the middle of a large symbol), so each
+    /// timing side's outer edge is traced row by row (column by column), the timing modules are
+    /// read along the trace, and every module's centre is placed between the L's straight side
+    /// and the traced one in proportion.
+    static func sample(_ gray: PixelBuffer, corners: [CGPoint]) throws(CaptureError) -> Symbol? {
+        let top = distance(corners[0], corners[1]), bottom = distance(corners[3], corners[2])
+        let left = distance(corners[0], corners[3]), right = distance(corners[1], corners[2])
+        let longest = max(top, bottom, left, right)
+        // Several pixels per module for the runs, at most 480 pixels a side.
+        let scale = max(1, min(4, 480 / longest))
+        let w = Int(((top + bottom) / 2 * scale).rounded()), h = Int(((left + right) / 2 * scale).rounded())
+        guard w >= 16, h >= 16 else { return nil }
+        let margin = max(8, max(w, h) / 12)
+        let cw = w + 2 * margin, ch = h + 2 * margin
+        let x0 = Double(margin), y0 = Double(margin), x1 = Double(margin + w), y1 = Double(margin + h)
+        let frame = corners.map { CGPoint(x: $0.x - 0.5, y: $0.y - 0.5) }
+        let target = [
+            CGPoint(x: x0 - 0.5, y: y0 - 0.5), CGPoint(x: x1 - 0.5, y: y0 - 0.5), CGPoint(x: x1 - 0.5, y: y1 - 0.5),
+            CGPoint(x: x0 - 0.5, y: y1 - 0.5),
+        ]
+        let forward = try CodeImaging.homography(from: frame, to: target)
+        let warped = try PixelBuffer(width: cw, height: ch, pixelFormat: .gray)
+        try CodeImaging.warp(
+            gray, into: warped, homography: forward, interpolation: Int32(CVB_INTER_LINEAR), border: Int32(CVB_BORDER_CONSTANT),
+            borderValue: 255)
+        let upright = try CodeImaging.thresholded(warped, kind: Int32(CVB_THRESHOLD_OTSU))
+        return withExtendedLifetime(upright) { () -> Symbol? in
+            let bits = Bits(upright)
+            // The module size from the straight top timing row.
+            guard
+                let straight = timingCentres(
+                    length: w, across: max(2, h / 6), dark: { along, across in bits.dark(margin + along, margin + across) })
+            else { return nil }
+            let m = Double(w) / Double(straight.count)
+            // The timing sides' outer edges: the right one's x at each row, the top one's y at
+            // each column, each the outermost dark pixel within 1.2 modules along (a light
+            // timing module leaves the scan deeper in).
+            func trace(_ count: Int, _ edgeAt: (Int) -> Double?) -> [Double] {
+                let raw = (0..<count).map(edgeAt)
+                let r = max(1, Int(1.2 * m))
+                return (0..<count).map { i in
+                    var best: Double? = nil
+                    for j in max(0, i - r)...min(count - 1, i + r) { if let v = raw[j] { best = best.map { max($0, v) } ?? v } }
+                    return best ?? 0
+                }
+            }
+            let reach = Int(2 * m)
+            let rightEdge = trace(ch) { y in
+                for x in stride(from: min(cw - 1, margin + w + reach), through: margin + w - reach, by: -1) where bits.dark(x, y) {
+                    return Double(x + 1)
+                }
+                return nil
+            }
+            // Stored negated where the outermost is the smallest coordinate.
+            let topEdge = trace(cw) { x in
+                for y in max(0, margin - reach)...(margin + reach) where bits.dark(x, y) { return -Double(y) }
+                return nil
+            }
+            let leftEdge = trace(ch) { y in
+                for x in max(0, margin - reach)...(margin + reach) where bits.dark(x, y) { return -Double(x) }
+                return nil
+            }
+            let bottomEdge = trace(cw) { x in
+                for y in stride(from: min(ch - 1, margin + h + reach), through: margin + h - reach, by: -1) where bits.dark(x, y) {
+                    return Double(y + 1)
+                }
+                return nil
+            }
+            func xRight(_ y: Double) -> Double { rightEdge[min(ch - 1, max(0, Int(y)))] }
+            func xLeft(_ y: Double) -> Double { -leftEdge[min(ch - 1, max(0, Int(y)))] }
+            func yTop(_ x: Double) -> Double { -topEdge[min(cw - 1, max(0, Int(x)))] }
+            func yBottom(_ x: Double) -> Double { bottomEdge[min(cw - 1, max(0, Int(x)))] }
+            let topStart = xLeft(y0 + m / 2), topEnd = xRight(y0 + m / 2)
+            let rightStart = yBottom(x1 - m / 2), rightEnd = yTop(x1 - m / 2)
+            guard topEnd - topStart > 8, rightStart - rightEnd > 8 else { return nil }
+            // Top timing row along its trace, left to right; right column along its trace, bottom to top.
+            guard
+                let columnCentres = timingCentres(
+                    length: Int(topEnd - topStart), across: 3,
+                    dark: { along, across in
+                        let x = topStart + Double(along) + 0.5
+                        return bits.dark(at: CGPoint(x: x, y: yTop(x) + m * (0.3 + 0.2 * Double(across))))
+                    }),
+                let rowCentres = timingCentres(
+                    length: Int(rightStart - rightEnd), across: 3,
+                    dark: { along, across in
+                        let y = rightStart - Double(along) - 0.5
+                        return bits.dark(at: CGPoint(x: xRight(y) - m * (0.3 + 0.2 * Double(across)), y: y))
+                    }),
+                sizes.contains(Size(rows: rowCentres.count, columns: columnCentres.count))
+            else { return nil }
+            let u = columnCentres.map { $0 / (topEnd - topStart) }
+            let v = rowCentres.reversed().map { 1 - $0 / (rightStart - rightEnd) }
+            let rows = v.count, columns = u.count
+            let radius = max(0, Int(m / 5))
+            var dark: [Bool] = []
+            dark.reserveCapacity(rows * columns)
+            for vr in v {
+                for uc in u {
+                    // Between the traced left and right edges, and the traced top and bottom
+                    // ones; twice, as each depends on the other.
+                    var x = x0 + uc * Double(w), y = y0 + vr * Double(h)
+                    for _ in 0..<2 {
+                        x = xLeft(y) + uc * (xRight(y) - xLeft(y))
+                        y = yTop(x) + vr * (yBottom(x) - yTop(x))
+                    }
+                    let cx = Int(x.rounded(.down)), cy = Int(y.rounded(.down))
+                    var n = 0, d = 0
+                    for yy in (cy - radius)...(cy + radius) {
+                        for xx in (cx - radius)...(cx + radius) {
+                            n += 1
+                            if bits.dark(xx, yy) { d += 1 }
+                        }
+                    }
+                    dark.append(2 * d > n)
+                }
+            }
+            let symbol = Symbol(rows: rows, columns: columns, dark: dark, corners: frame)
+            return symbol.hasFinderPattern ? symbol : nil
+        }
+    }
+
+    /// The centres of a timing side's modules along it (`length` pixels), read on each line
+    /// 0..<`across` from the outer edge: runs shorter than a third of the line's median run are
+    /// merged into their neighbours; the lines that start dark and give the most common
+    /// number of runs (an even one, at least 8) are averaged. Nil when no line qualifies.
+    static func timingCentres(length: Int, across: Int, dark: (Int, Int) -> Bool) -> [Double]? {
+        var byCount: [Int: [[Double]]] = [:]
+        for line in 0..<across {
+            var runs: [(dark: Bool, start: Int, end: Int)] = []
+            for i in 0..<length {
+                let v = dark(i, line)
+                if let last = runs.last, last.dark == v { runs[runs.count - 1].end = i + 1 } else { runs.append((v, i, i + 1)) }
+            }
+            guard runs.count >= 8 else { continue }
+            let median = runs.map { $0.end - $0.start }.sorted()[runs.count / 2]
+            var merged = true
+            while merged {
+                merged = false
+                if let i = runs.indices.min(by: { runs[$0].end - runs[$0].start < runs[$1].end - runs[$1].start }),
+                    3 * (runs[i].end - runs[i].start) < median, runs.count > 1
+                {
+                    // Absorb the short run into its neighbours (which share a colour).
+                    let lo = i > 0 ? i - 1 : i, hi = i < runs.count - 1 ? i + 1 : i
+                    let start = runs[lo].start, end = runs[hi].end
+                    let colour = i > 0 ? runs[i - 1].dark : runs[i + 1].dark
+                    runs.replaceSubrange(lo...hi, with: [(colour, start, end)])
+                    merged = true
+                }
+            }
+            guard runs.count >= 8, runs.count % 2 == 0, runs[0].dark else { continue }
+            byCount[runs.count, default: []].append(runs.map { Double($0.start + $0.end) / 2 })
+        }
+        // The timing side alternates every module: no line across the data has more runs, and
+        // its own lines may be few (the side is one module of many lines), so the most runs
+        // that two lines agree on.
+        guard let lines = byCount.filter({ $0.value.count >= 2 }).max(by: { $0.key < $1.key })?.value else { return nil }
+        return (0..<lines[0].count).map { i in lines.reduce(0.0) { $0 + $1[i] } / Double(lines.count) }
+    }
+}
+
+extension DataMatrixLocator.Symbol {
+    /// The L solid and the timing sides alternating, allowing one module in twenty wrong (the
+    /// code's own error correction does not cover its finder).
+    var hasFinderPattern: Bool {
+        var wrong = 0, total = 0
+        for r in 0..<rows {
+            total += 2
+            if !dark[r * columns] { wrong += 1 }
+            if dark[r * columns + columns - 1] != ((rows - 1 - r) % 2 == 0) { wrong += 1 }
+        }
+        for c in 0..<columns {
+            total += 2
+            if !dark[(rows - 1) * columns + c] { wrong += 1 }
+            if dark[c] != (c % 2 == 0) { wrong += 1 }
+        }
+        return wrong * 20 <= total
+    }
+
+    /// The modules drawn `module` pixels each inside a `quiet`-module light margin.
+    func image(module: Int, quiet: Int) throws(CaptureError) -> PixelBuffer {
+        let w = (columns + 2 * quiet) * module, h = (rows + 2 * quiet) * module
+        let out = try PixelBuffer(width: w, height: h, pixelFormat: .gray)
+        let dst = out.baseAddress.assumingMemoryBound(to: UInt8.self)
+        for y in 0..<h { memset(dst + y * out.bytesPerRow, 255, w) }
+        for r in 0..<rows {
+            for c in 0..<columns where dark[r * columns + c] {
+                for y in ((r + quiet) * module)..<((r + quiet + 1) * module) {
+                    memset(dst + y * out.bytesPerRow + (c + quiet) * module, 0, module)
+                }
+            }
+        }
+        return out
+    }
+}
+
+extension ScanRun {
+    /// Pixels per module and quiet-zone modules of the clean image a located symbol is drawn as.
+    static let locatedModule = 4, locatedQuiet = 2
+
+    /// Data Matrix symbols in `gray` that `DataMatrixLocator` finds, read by zxing-cpp from a
+    /// clean image of their modules (pure: one upright symbol); `offset` places `gray` in the
+    /// frame. True when a new symbol was read.
+    @discardableResult
+    mutating func readLocatedDataMatrix(_ gray: PixelBuffer, offset: CGPoint = .zero) throws(CaptureError) -> Bool {
+        counts.localisations += 1
+        var hints = ZXingHints.defaults([.dataMatrix])
+        hints.isPure = true
+        hints.tryRotate = false
+        hints.tryDownscale = false
+        var read = false
+        for symbol in try DataMatrixLocator.locate(gray) {
+            let m = Double(Self.locatedModule), q = Double(Self.locatedQuiet)
+            let clean = try symbol.image(module: Self.locatedModule, quiet: Self.locatedQuiet)
+            // The clean image's symbol outline onto the located corners (the corners only: the
+            // grid inside may be stretched unevenly).
+            let a = q * m - 0.5, bx = (q + Double(symbol.columns)) * m - 0.5, by = (q + Double(symbol.rows)) * m - 0.5
+            let back = try CodeImaging.homography(
+                from: [CGPoint(x: a, y: a), CGPoint(x: bx, y: a), CGPoint(x: bx, y: by), CGPoint(x: a, y: by)],
+                to: symbol.corners.map { CGPoint(x: $0.x + offset.x, y: $0.y + offset.y) })
+            if try zxingRead(clean, mapping: back, hints: hints) { read = true }
+        }
+        return read
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+import Testing
+
+@testable import CaptureKit
+@_spi(Benchmark) @testable import CaptureVision
+import CaptureKitTesting
+
+/// Data Matrix symbols zxing-cpp 1.4's detector does not find, read through cvcam's own
+/// locator (`DataMatrixLocator`, `ScanRun.readLocatedDataMatrix`). Generated from the fixture
+/// Tests/Fixtures/codes/datamatrix.png (Tools/make-code-fixtures): a 12×26 symbol, 4 px modules.
+@Suite struct DataMatrixLocatorTests {
+    static let text = "cvcam Data Matrix 1"
+
+    /// The fixture's symbol stretched unevenly along its rows (modules from 2.4 to 6.7 px wide,
+    /// as a label wrapped round a curve shows them), its rows bent by `bend` pixels at the
+    /// middle, with a dark speck in the image's corner (as in the real pictures zxing-cpp 1.4
+    /// misses).
+    static func distorted(bend: Double, speck: Bool = true) throws -> PixelBuffer {
+        let source = try CodeImaging.gray(
+            try QRTestCorpus.photo(at: Fixtures.packageRoot.appendingPathComponent("Tests/Fixtures/codes/datamatrix.png").path))
+        // The symbol spans x 108..<212 and y 96..<144 of the 320×240 fixture.
+        let sx = 108.0, sy = 96.0, sw = 104.0, sh = 48.0
+        let width = 200, height = 130, left = 30.0, top = 30.0, w = 140.0, h = 72.0
+        let out = try PixelBuffer(width: width, height: height, pixelFormat: .gray)
+        let src = source.baseAddress.assumingMemoryBound(to: UInt8.self)
+        let dst = out.baseAddress.assumingMemoryBound(to: UInt8.self)
+        for y in 0..<height {
+            for x in 0..<width {
+                let u = (Double(x) + 0.5 - left) / w
+                let v = (Double(y) + 0.5 - top - bend * sin(Double.pi * min(max(u, 0), 1))) / h
+                var value: UInt8 = 255
+                if u >= 0, u < 1, v >= 0, v < 1 {
+                    let px = Int(sx + sw * pow(u, 0.8)), py = Int(sy + sh * v)
+                    value = src[py * source.bytesPerRow + px]
+                }
+                dst[y * out.bytesPerRow + x] = value
+            }
+        }
+        if speck {
+            for y in 1..<4 { for x in 1..<4 { dst[y * out.bytesPerRow + x] = 0 } }
+        }
+        return out
+    }
+
+    static func read(_ frame: PixelBuffer, locator: Bool) throws -> [CodeDetection] {
+        var passes = CodeDetector.Passes()
+        passes.dataMatrixLocator = locator
+        return try CodeDetector(metadataObjectTypes: [.dataMatrix], passes: passes).detections(in: frame)
+    }
+
+    @Test(arguments: [0.0, 2.0]) func anUnevenlyStretchedSymbolIsReadThroughTheLocator(_ bend: Double) throws {
+        let frame = try Self.distorted(bend: bend)
+        #expect(try Self.read(frame, locator: false).isEmpty, "zxing-cpp 1.4 alone reads it: the test shows nothing")
+        let codes = try Self.read(frame, locator: true)
+        #expect(codes.map(\.payload) == [Array(Self.text.utf8)])
+        #expect(codes.first?.type == .dataMatrix)
+        // The corners are the symbol's, clockwise from its top-left (device space of 200×130).
+        if let corners = codes.first?.corners, corners.count == 4 {
+            #expect(abs(corners[0].x * 200 - 30) < 3 && abs(corners[0].y * 130 - 30) < 3, "\(corners)")
+            #expect(abs(corners[2].x * 200 - 170) < 3 && abs(corners[2].y * 130 - 102) < 3, "\(corners)")
+        }
+    }
+
+    @Test func theLocatorFindsTheSymbolsSizeAndModules() throws {
+        let gray = try Self.distorted(bend: 2)
+        let symbols = try DataMatrixLocator.locate(gray)
+        #expect(symbols.map { [$0.rows, $0.columns] } == [[12, 26]])
+        #expect(symbols.first?.hasFinderPattern == true)
+    }
+
+    @Test func imagesWithoutAnLAreNotSymbols() throws {
+        // A checkerboard of 6-px squares (timing on every side, no solid L) and a solid square.
+        let board = try PixelBuffer(width: 120, height: 120, pixelFormat: .gray)
+        let b = board.baseAddress.assumingMemoryBound(to: UInt8.self)
+        for y in 0..<120 {
+            for x in 0..<120 {
+                let inside = x >= 20 && x < 100 && y >= 20 && y < 100
+                b[y * board.bytesPerRow + x] = inside && ((x / 6 + y / 6) % 2 == 0) ? 0 : 255
+            }
+        }
+        #expect(try DataMatrixLocator.locate(board).isEmpty)
+        let square = try PixelBuffer(width: 120, height: 120, pixelFormat: .gray)
+        let s = square.baseAddress.assumingMemoryBound(to: UInt8.self)
+        for y in 0..<120 { for x in 0..<120 { s[y * square.bytesPerRow + x] = x >= 20 && x < 100 && y >= 20 && y < 100 ? 0 : 255 } }
+        #expect(try DataMatrixLocator.locate(square).isEmpty)
+    }
+}
