@@ -112,9 +112,9 @@ public final class CodeDetector: Sendable {
         /// Aztec: where zxing-cpp reads nothing it can vouch for in a symbol whose core was read,
         /// cvcam decodes the symbol's data itself (`AztecData`). Needs `locate`.
         public var aztecData = true
-        /// Data Matrix: where zxing-cpp read none in a small image or around a timing edge a cue
-        /// saw, cvcam's own locator fits the symbol's sides and zxing-cpp reads a clean image of
-        /// its modules (`DataMatrixLocator`). Needs `locate`.
+        /// Data Matrix: where zxing-cpp read none in an image below the gate's size, cvcam's own
+        /// locator fits the symbol's sides and zxing-cpp reads a clean image of its modules
+        /// (`DataMatrixLocator`). Needs `locate`.
         public var dataMatrixLocator = true
         /// zxing-cpp reads the whole frame first (2-D types; see `zxingFinderGate`), rectified
         /// areas, and the inverted frame when a light-on-dark finder shows.

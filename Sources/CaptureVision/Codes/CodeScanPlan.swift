@@ -161,8 +161,7 @@ struct ScanRun {
     /// timing edge a cue saw: its detector starts from the image's centre and loses a symbol
     /// elsewhere in a cluttered frame; in the crop the symbol is the centre. The crop reaches
     /// one and a half edge lengths beyond the edge each way (a square symbol, or a rectangular
-    /// one whose long side is the edge, fits). Where the crop reads nothing, `DataMatrixLocator`
-    /// looks for the symbol in it.
+    /// one whose long side is the edge, fits).
     mutating func readDataMatrixAroundEdges(_ gray: PixelBuffer) throws(CaptureError) {
         var tried: [CGRect] = []
         for edge in looks.cues.dataMatrix {
@@ -176,13 +175,9 @@ struct ScanRun {
             tried.append(area)
             let region = PixelRect(
                 x: Int(area.minX), y: Int(area.minY), width: Int(area.width.rounded(.down)), height: Int(area.height.rounded(.down)))
-            let crop = try CodeImaging.crop(gray, region)
-            if try !zxingRead(
-                crop, mapping: .scaling(1, 1, offsetX: Double(region.x), offsetY: Double(region.y)), hints: .defaults([.dataMatrix])),
-                passes.dataMatrixLocator
-            {
-                try readLocatedDataMatrix(crop, offset: CGPoint(x: region.x, y: region.y))
-            }
+            _ = try zxingRead(
+                try CodeImaging.crop(gray, region),
+                mapping: .scaling(1, 1, offsetX: Double(region.x), offsetY: Double(region.y)), hints: .defaults([.dataMatrix]))
         }
     }
 
@@ -267,7 +262,9 @@ struct ScanRun {
                     _ = try zxingRead(double, mapping: .scaling(0.5, 0.5, offsetX: -margin, offsetY: -margin), hints: .defaults(readTypes))
                 }
                 // Symbols zxing-cpp 1.4's detector does not find (a stray speck, a slight turn,
-                // uneven stretching): cvcam's own locator, in an image read whole.
+                // uneven stretching, a bent surface): cvcam's own locator, in an image read whole.
+                // Not in the crops around a camera frame's cues: there it raised the mean cost of
+                // code-free frames whose false cues open a read (`Tools/Bench/README.md`).
                 if !gated, readTypes.contains(.dataMatrix), passes.locate, passes.dataMatrixLocator,
                     !found.contains(where: { $0.type == .dataMatrix })
                 {

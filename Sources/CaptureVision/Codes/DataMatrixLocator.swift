@@ -209,9 +209,10 @@ enum DataMatrixLocator {
 
     // MARK: - Sides
 
-    /// A fitted side: a point on it, its unit direction, and the share of its edge samples on it.
+    /// A direction or offset in pixels.
     struct Vector { var dx, dy: Double }
 
+    /// A fitted side: a point on it, its unit direction, and the share of its edge samples on it.
     struct Side {
         var point: CGPoint
         var direction: Vector
@@ -279,34 +280,35 @@ enum DataMatrixLocator {
         // slanting into a timing side has the side's dark modules outside; ties: the outer one).
         let tolerance = 0.9
         let pick = Swift.stride(from: 0, to: points.count, by: max(1, points.count / 40)).map { $0 }
-        var best: (score: Int, offset: Double, inliers: [CGPoint])? = nil
+        var best: (score: Int, offset: Double, p: CGPoint, nx: Double, ny: Double)? = nil
         for i in pick {
             for j in pick where j - i >= points.count / 3 {
                 let p = points[i], q = points[j]
                 let len = distance(p, q)
                 guard len > 0 else { continue }
-                let nx = -(q.y - p.y) / len, ny = (q.x - p.x) / len
-                // The normal's sign so that positive is outward.
-                let sign = nx * outward.dx + ny * outward.dy >= 0 ? 1.0 : -1.0
-                var inliers: [CGPoint] = []
-                var outside = 0
+                // The unit normal, pointing outward.
+                var nx = -Double(q.y - p.y) / len, ny = Double(q.x - p.x) / len
+                if nx * outward.dx + ny * outward.dy < 0 { (nx, ny) = (-nx, -ny) }
+                var inliers = 0, outside = 0
                 for r in points {
-                    let e = sign * Double((r.x - p.x) * nx + (r.y - p.y) * ny)
-                    if abs(e) <= tolerance { inliers.append(r) } else if e > tolerance { outside += 1 }
+                    let e = Double(r.x - p.x) * nx + Double(r.y - p.y) * ny
+                    if abs(e) <= tolerance { inliers += 1 } else if e > tolerance { outside += 1 }
                 }
-                let score = inliers.count - 3 * outside
-                let offset = Double((p.x - a.x) * outward.dx + (p.y - a.y) * outward.dy)
+                let score = inliers - 3 * outside
+                let offset = Double(p.x - a.x) * outward.dx + Double(p.y - a.y) * outward.dy
                 if best == nil || score > best!.score || (score == best!.score && offset > best!.offset) {
-                    best = (score, offset, inliers)
+                    best = (score, offset, p, nx, ny)
                 }
             }
         }
-        guard let best, best.inliers.count >= 6 else { return nil }
+        guard let line = best else { return nil }
+        let inliers = points.filter { abs(Double($0.x - line.p.x) * line.nx + Double($0.y - line.p.y) * line.ny) <= tolerance }
+        guard inliers.count >= 6 else { return nil }
         // Total least squares through the inliers.
-        let n = Double(best.inliers.count)
-        let mx = best.inliers.reduce(0.0) { $0 + Double($1.x) } / n, my = best.inliers.reduce(0.0) { $0 + Double($1.y) } / n
+        let n = Double(inliers.count)
+        let mx = inliers.reduce(0.0) { $0 + Double($1.x) } / n, my = inliers.reduce(0.0) { $0 + Double($1.y) } / n
         var sxx = 0.0, sxy = 0.0, syy = 0.0
-        for p in best.inliers {
+        for p in inliers {
             let x = Double(p.x) - mx, y = Double(p.y) - my
             sxx += x * x
             sxy += x * y
@@ -316,7 +318,7 @@ enum DataMatrixLocator {
         var dir = Vector(dx: cos(angle), dy: sin(angle))
         if dir.dx * d.dx + dir.dy * d.dy < 0 { dir = Vector(dx: -dir.dx, dy: -dir.dy) }
         return Side(
-            point: CGPoint(x: mx, y: my), direction: dir, support: Double(best.inliers.count) / Double(samples))
+            point: CGPoint(x: mx, y: my), direction: dir, support: Double(inliers.count) / Double(samples))
     }
 
     static func intersection(_ s: Side, _ t: Side) -> CGPoint? {
@@ -563,10 +565,9 @@ extension ScanRun {
     static let locatedModule = 4, locatedQuiet = 2
 
     /// Data Matrix symbols in `gray` that `DataMatrixLocator` finds, read by zxing-cpp from a
-    /// clean image of their modules (pure: one upright symbol); `offset` places `gray` in the
-    /// frame. True when a new symbol was read.
+    /// clean image of their modules (pure: one upright symbol). True when a new symbol was read.
     @discardableResult
-    mutating func readLocatedDataMatrix(_ gray: PixelBuffer, offset: CGPoint = .zero) throws(CaptureError) -> Bool {
+    mutating func readLocatedDataMatrix(_ gray: PixelBuffer) throws(CaptureError) -> Bool {
         counts.localisations += 1
         var hints = ZXingHints.defaults([.dataMatrix])
         hints.isPure = true
@@ -581,7 +582,7 @@ extension ScanRun {
             let a = q * m - 0.5, bx = (q + Double(symbol.columns)) * m - 0.5, by = (q + Double(symbol.rows)) * m - 0.5
             let back = try CodeImaging.homography(
                 from: [CGPoint(x: a, y: a), CGPoint(x: bx, y: a), CGPoint(x: bx, y: by), CGPoint(x: a, y: by)],
-                to: symbol.corners.map { CGPoint(x: $0.x + offset.x, y: $0.y + offset.y) })
+                to: symbol.corners)
             if try zxingRead(clean, mapping: back, hints: hints) { read = true }
         }
         return read
