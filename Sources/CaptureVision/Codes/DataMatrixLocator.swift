@@ -1,11 +1,10 @@
 import CVBridge
 import Foundation
 
-/// cvcam's own Data Matrix locator, for symbols zxing-cpp 1.4's detector does not find: its
-/// corner search (the old ZXing one: the dark area's extreme points, then transition counts
-/// between them) is misled by a stray dark speck beside the symbol, by a slight turn or tilt of
-/// a large symbol, and its sampling grid is uniform, so a symbol stretched unevenly (modules of
-/// different widths along a row) reads wrong.
+/// cvcam's own Data Matrix locator, for symbols zxing-cpp 1.4's detector does not find at any
+/// margin or scale: a symbol beside a stray dark speck, large symbols slightly turned or on a
+/// bent surface; and its sampling grid is one perspective transform, which a symbol stretched
+/// unevenly (modules of different widths along a row) does not follow.
 ///
 /// The locator fits lines instead: the outline of each large dark component (the L joins most
 /// of a symbol's dark modules) is its convex hull reduced to the quadrilateral of largest
@@ -362,12 +361,12 @@ enum DataMatrixLocator {
     // MARK: - Grid
 
     /// The symbol warped upright through `corners` (pixel-corner coordinates, `Symbol.corners`
-    /// order) into a canvas with a margin, its modules sampled along the timing sides as they
-    /// really run: a symbol on a bent surface has a timing side that kinks where the straight
-    /// line through its ends does not (one module off at the middle of a large symbol), so each
-    /// timing side's outer edge is traced row by row (column by column), the timing modules are
-    /// read along the trace, and every module's centre is placed between the L's straight side
-    /// and the traced one in proportion.
+    /// order; `cvb_perspective_transform`, `cvb_image_warp_perspective`) into a canvas with a
+    /// margin, its modules sampled where they really are: a symbol on a bent surface has sides
+    /// that bow or kink away from the straight lines through its corners (a module off at the
+    /// middle of a large one), so each outer edge is traced row by row (column by column), the
+    /// timing modules are read along the traced timing sides, and every module's centre is
+    /// placed between the traced edges in proportion.
     static func sample(_ gray: PixelBuffer, corners: [CGPoint]) throws(CaptureError) -> Symbol? {
         let top = distance(corners[0], corners[1]), bottom = distance(corners[3], corners[2])
         let left = distance(corners[0], corners[3]), right = distance(corners[1], corners[2])
@@ -488,8 +487,9 @@ enum DataMatrixLocator {
 
     /// The centres of a timing side's modules along it (`length` pixels), read on each line
     /// 0..<`across` from the outer edge: runs shorter than a third of the line's median run are
-    /// merged into their neighbours; the lines that start dark and give the most common
-    /// number of runs (an even one, at least 8) are averaged. Nil when no line qualifies.
+    /// merged into their neighbours; of the lines that start dark with an even number of runs
+    /// (at least 8), those with the most runs that two lines share are averaged. Nil when no
+    /// two lines qualify.
     static func timingCentres(length: Int, across: Int, dark: (Int, Int) -> Bool) -> [Double]? {
         var byCount: [Int: [[Double]]] = [:]
         for line in 0..<across {
