@@ -98,19 +98,44 @@ struct SymbolCues: Sendable {
 
     /// Tests the runs of row `y` (run `k` spans `starts[k]..<starts[k + 1]`, `n` runs) for the
     /// cues of `kinds`, appending what it finds.
+    ///
+    /// One pass over the runs for every kind (this runs on every scanned row of every finder
+    /// look, and texture under the full-size look's threshold makes many short runs): a window
+    /// of equal runs (`equalRuns`) can only pass where every two neighbours in it are within
+    /// 3.2-fold, so the pass keeps where the current streak of such neighbours began and tests
+    /// a Data Matrix or Aztec window only inside one; a PDF417 pattern's widest bar is dark, so
+    /// each dark run is tested once as the bar of all four patterns. The cues found, and their
+    /// order, are those of testing every window of every kind in turn (`SymbolCueTests`
+    /// compares both on random runs).
     static func scanRow<Binary: FinderBinaryImage>(
         _ binary: Binary, y: Int, starts: UnsafeMutablePointer<Int>, runs n: Int, kinds: Kinds, into cues: inout SymbolCues
     ) {
         guard n >= 7 else { return }
+        var aztec = kinds.contains(.aztec) && cues.bullseyes.count < limit && n >= 9
+        let pdf = kinds.contains(.pdf417) && cues.pdf417.count < limit && cues.pdf417Hits.count < 16 * limit && n >= 8
+        var dm = kinds.contains(.dataMatrix) && cues.dataMatrix.count < limit && n >= 10
+        guard aztec || pdf || dm else { return }
         // Run k is dark when its first pixel is: runs alternate from the row's first pixel.
         let firstDark = binary.pixel(0, y) == 0
         @inline(__always) func dark(_ k: Int) -> Bool { (k & 1 == 0) == firstDark }
         @inline(__always) func len(_ k: Int) -> Int { starts[k &+ 1] &- starts[k] }
-        if kinds.contains(.aztec) && cues.bullseyes.count < limit && n >= 9 {
-            // Only windows centred on a dark run: every second one.
-            var k = dark(4) ? 0 : 1
-            while k &+ 9 <= n {
-                let c = k &+ 4
+        // PDF417 crossings of this row, kept until the end so that they are noted pattern by
+        // pattern, each from left to right (the order decides which crossing stands for a cue).
+        var crossings: [(pattern: Int, hit: PatternHit)] = []
+        // Runs `streak...j` are each within 3.2-fold of the next.
+        var streak = 0
+        // The first Data Matrix window still to test (a ladder found skips the windows inside it).
+        var dmNext = 0
+        var j = 0
+        while j < n {
+            if j > 0 {
+                let a = len(j &- 1), b = len(j)
+                if 5 &* a > 16 &* b || 5 &* b > 16 &* a { streak = j }
+            }
+            // Aztec: the seven one-module runs end at j; the window is k = j - 7 ... j + 1, centred
+            // on a dark run.
+            if aztec && j >= 7 && j &+ 2 <= n && streak <= j &- 6 && dark(j &- 3) {
+                let k = j &- 7, c = j &- 3
                 if let inner = equalRuns(7, from: k &+ 1, len), 14 &* len(k) >= inner, 14 &* len(k &+ 8) >= inner {
                     let total = inner * 9 / 7
                     let cx = starts[c] &+ len(c) / 2
@@ -120,38 +145,33 @@ struct SymbolCues: Sendable {
                     {
                         cues.bullseyes.append(
                             FinderEvidence.Finder(centre: CGPoint(x: cx, y: y), module: Double(total) / 9, dark: true))
-                        if cues.bullseyes.count >= limit { break }
+                        if cues.bullseyes.count >= limit { aztec = false }
                     }
                 }
-                k &+= 2
             }
-        }
-        if kinds.contains(.pdf417) && cues.pdf417.count < limit && cues.pdf417Hits.count < 16 * limit && n >= 8 {
-            for (p, pattern) in pdf417Patterns.enumerated() {
-                // Only windows that start with the pattern's colour: every second one.
-                var k = dark(0) == pattern.firstDark ? 0 : 1
-                let count = pattern.widths.count, bar = pattern.bar, beside = pattern.beside
-                while k &+ count <= n {
-                    // The widest bar (7 or 8 modules, within 1.5) against the one-module run beside
-                    // it (within 0.5) is at least 11/3 as long: most windows end here, before the
-                    // full comparison.
-                    if 3 &* len(k &+ bar) >= 10 &* len(k &+ beside),
-                        let bar = matches(pattern, from: k, len)
-                    {
-                        let wide = k &+ bar
-                        cues.addPDF417Hit(PatternHit(x: starts[wide] &+ len(wide) / 2, y: y, width: len(wide), pattern: p))
+            // PDF417: every pattern's widest bar is dark, with a one-module run beside it, to its
+            // right (patterns 0 and 2 start at the bar) or to its left (1 and 3 end at it). The
+            // bar at least 10/3 of that run (7 or 8 modules within 1.5 against one within 0.5)
+            // rejects most runs before the full comparison.
+            if pdf && dark(j) {
+                let bar = len(j)
+                @inline(__always) func cross(_ p: Int, from k: Int) {
+                    if matches(pdf417Patterns[p], from: k, len) != nil {
+                        crossings.append((p, PatternHit(x: starts[j] &+ bar / 2, y: y, width: bar, pattern: p)))
                     }
-                    k &+= 2
+                }
+                if j &+ 8 <= n && 3 &* bar >= 10 &* len(j &+ 1) {
+                    cross(0, from: j)
+                    if j &+ 9 <= n { cross(2, from: j) }
+                }
+                if j >= 7 && 3 &* bar >= 10 &* len(j &- 1) {
+                    cross(1, from: j &- 7)
+                    if j >= 8 { cross(3, from: j &- 8) }
                 }
             }
-        }
-        if kinds.contains(.dataMatrix) && cues.dataMatrix.count < limit && n >= 10 {
-            var k = 0
-            while k &+ 10 <= n {
-                guard equalRuns(10, from: k, len) != nil else {
-                    k &+= 1
-                    continue
-                }
+            // Data Matrix: the ten runs k = j - 9 ... j.
+            if dm && j >= 9 && streak <= j &- 9 && j &- 9 >= dmNext, equalRuns(10, from: j &- 9, len) != nil {
+                let k = j &- 9
                 // The whole ladder: as many further equal runs as follow.
                 var end = k &+ 10
                 let total10 = starts[end] &- starts[k]
@@ -168,10 +188,14 @@ struct SymbolCues: Sendable {
                             && !solidEdge(binary, mid(end - 3), y, symbolSide, module))
                 {
                     cues.dataMatrix.append(CGRect(x: x0, y: y, width: x1 - x0, height: 0))
-                    if cues.dataMatrix.count >= limit { break }
+                    if cues.dataMatrix.count >= limit { dm = false }
                 }
-                k = end
+                dmNext = end
             }
+            j &+= 1
+        }
+        for p in pdf417Patterns.indices {
+            for c in crossings where c.pattern == p { cues.addPDF417Hit(c.hit) }
         }
     }
 
