@@ -9,7 +9,8 @@ import CaptureKitTesting
 /// hold ladders, PDF417 patterns and texture, and on thresholded frames with real symbols.
 @Suite struct SymbolCueScanTests {
     /// The scan as it was: every Aztec window centred on a dark run, every window of each PDF417
-    /// pattern, every Data Matrix window, each kind in turn.
+    /// pattern, every Data Matrix window, each kind in turn (a ladder found is judged by the
+    /// same `timingEdge`).
     static func referenceScanRow<Binary: FinderBinaryImage>(
         _ binary: Binary, y: Int, starts: UnsafeMutablePointer<Int>, runs n: Int, kinds: SymbolCues.Kinds,
         into cues: inout SymbolCues
@@ -60,14 +61,7 @@ import CaptureKitTesting
                 let total10 = starts[end] - starts[k]
                 while end < n, 10 * len(end) * 10 >= total10 * 6, 10 * len(end) * 10 <= total10 * 15 { end += 1 }
                 let x0 = starts[k], x1 = starts[end]
-                let module = Double(x1 - x0) / Double(end - k)
-                let mid = { (r: Int) in starts[r] + len(r) / 2 }
-                if let side = SymbolCues.quietAlongside(binary, x0, x1, y, module),
-                    (dark(k) && SymbolCues.solidEdge(binary, mid(k), y, side, module)
-                        && !SymbolCues.solidEdge(binary, mid(k + 2), y, side, module))
-                        || (dark(end - 1) && SymbolCues.solidEdge(binary, mid(end - 1), y, side, module)
-                            && !SymbolCues.solidEdge(binary, mid(end - 3), y, side, module))
-                {
+                if SymbolCues.timingEdge(binary, y: y, starts: starts, from: k, to: end, firstDark: dark(k)) {
                     cues.dataMatrix.append(CGRect(x: x0, y: y, width: x1 - x0, height: 0))
                     if cues.dataMatrix.count >= limit { break }
                 }
@@ -198,5 +192,102 @@ import CaptureKitTesting
             }
         }
         #expect(!seen.isEmpty, "\(file): no cue on any frame: the test shows nothing")
+    }
+}
+
+/// The Data Matrix timing edge's corner checks (`SymbolCues.timingEdge`): texture that shows a
+/// ladder of equal runs with a quiet strip along it and a dark line leaving its end passed the
+/// cue before, and cost a camera frame zxing-cpp's reads; the L's corner has the quiet zone
+/// beside its solid arm too, or the other timing edge at the ladder's far end.
+@Suite struct DataMatrixCornerTests {
+    /// A light 120×70 image, 2-px modules: a timing ladder of 12 modules on rows 20–21 from
+    /// x = 40 (dark first), the quiet zone above it, random data below, and the L's solid arm
+    /// down from its dark end; left of the arm `beside` (light, or random texture); right of
+    /// the ladder's last module, the column of the other timing edge when `timing` (random
+    /// texture otherwise).
+    static func corner(beside light: Bool, timing: Bool, seed: UInt64) throws -> PixelBuffer {
+        var rng = SplitMix64(seed: seed)
+        let w = 120, h = 70
+        let image = try PixelBuffer(width: w, height: h, pixelFormat: .gray)
+        let p = image.baseAddress.assumingMemoryBound(to: UInt8.self)
+        func set(_ x: Int, _ y: Int, _ dark: Bool) { p[y * image.bytesPerRow + x] = dark ? 0 : 255 }
+        for y in 0..<h { for x in 0..<w { set(x, y, false) } }
+        let x0 = 40, m = 2, modules = 12
+        // Data: random modules under the ladder, between the arm and the far column.
+        for my in 1..<14 { for mx in 1..<(modules - 1) { let d = rng.int(2) == 0; for dy in 0..<m { for dx in 0..<m { set(x0 + mx * m + dx, 20 + my * m + dy, d) } } } }
+        // The ladder: dark, light, ... (the last module light, merged with the quiet zone).
+        for mx in 0..<modules where mx % 2 == 0 { for dy in 0..<m { for dx in 0..<m { set(x0 + mx * m + dx, 20 + dy, true) } } }
+        // The solid arm.
+        for y in 20..<(20 + 14 * m) { for dx in 0..<m { set(x0 + dx, y, true) } }
+        // Beside the arm: light, or texture three modules wide.
+        if !light { for y in 22..<(20 + 14 * m) { for x in (x0 - 3 * m)..<x0 { set(x, y, rng.int(2) == 0) } } }
+        // The far column (one module past the ladder's last dark module): alternating, or texture.
+        let fx = x0 + (modules - 1) * m
+        for my in 1..<14 { let d = timing ? my % 2 == 1 : rng.int(3) == 0; for dy in 0..<m { for dx in 0..<m { set(fx + dx, 20 + my * m + dy, d) } } }
+        return image
+    }
+
+    /// `timingEdge` on row 20's ladder (the runs from x = 40 up to the long light run).
+    static func isEdge(_ image: PixelBuffer) -> Bool {
+        withExtendedLifetime(image) {
+            let binary = Thresholded(image)
+            let row = binary.row(20)
+            var starts = [0]
+            for x in 1..<binary.width where row[x] != row[x - 1] { starts.append(x) }
+            starts.append(binary.width)
+            guard let k = starts.firstIndex(of: 40), let end = starts.firstIndex(of: 40 + 11 * 2) else { return false }
+            return starts.withUnsafeMutableBufferPointer { s in
+                SymbolCues.timingEdge(binary, y: 20, starts: s.baseAddress!, from: k, to: end, firstDark: true)
+            }
+        }
+    }
+
+    /// The checks before the corner's (quiet zone along the ladder, solid arm at the dark end,
+    /// none two modules along), which the textured corner passes.
+    static func passedBefore(_ image: PixelBuffer) -> Bool {
+        withExtendedLifetime(image) {
+            let binary = Thresholded(image)
+            guard let side = SymbolCues.quietAlongside(binary, 40, 62, 20, 2) else { return false }
+            return SymbolCues.solidEdge(binary, 40, 20, side, 2) && !SymbolCues.solidEdge(binary, 44, 20, side, 2)
+        }
+    }
+
+    @Test func aLadderBesideTextureIsNoTimingEdge() throws {
+        var textured = 0, quiet = 0, timing = 0, before = 0
+        for seed in 0..<20 as Range<UInt64> {
+            let texture = try Self.corner(beside: false, timing: false, seed: seed)
+            if Self.passedBefore(texture) { before += 1 }
+            if Self.isEdge(texture) { textured += 1 }
+            if Self.isEdge(try Self.corner(beside: true, timing: false, seed: seed)) { quiet += 1 }
+            if Self.isEdge(try Self.corner(beside: false, timing: true, seed: seed)) { timing += 1 }
+        }
+        // Some random data puts a solid run two modules along, or fills the row under the ladder
+        // too much or too little, which no check lets through; and the data column beside the
+        // far one alternates by chance now and then (the check tries a column to either side).
+        #expect(quiet >= 12, "the L's corner with the quiet zone beside its arm: \(quiet) of 20")
+        #expect(timing >= 12, "the other timing edge at the ladder's far end: \(timing) of 20")
+        #expect(before >= 15, "the textured corner passes the checks before the corner's: \(before) of 20")
+        #expect(textured <= 2, "texture beside the arm and no timing edge: \(textured) of 20 passed")
+    }
+
+    @Test func codeFreePhotosOpenNoDataMatrixRead() throws {
+        // The face fixture photos at two camera sizes: before the corner checks, four of these
+        // frames opened zxing-cpp's Data Matrix reads (the whole frame, its negative, a crop
+        // around the edge and, at 640x480, the frame doubled); one still does.
+        let dirs = ["Tests/Fixtures/faces/images", "Tests/Fixtures/faces/negatives"]
+        let paths = try dirs.flatMap { dir in
+            let url = Fixtures.packageRoot.appendingPathComponent(dir)
+            return try FileManager.default.contentsOfDirectory(atPath: url.path).sorted().map { url.appendingPathComponent($0).path }
+        }
+        let detector = try CodeDetector(metadataObjectTypes: CodeDetector.twoDimensionalTypes)
+        var opened: [String] = []
+        for path in paths {
+            for (w, h) in [(640, 480), (1280, 720)] {
+                let before = detector.passCounts.dataMatrixCues
+                _ = try detector.detections(in: try QRTestCorpus.photo(at: path, width: w, height: h))
+                if detector.passCounts.dataMatrixCues > before { opened.append("\((path as NSString).lastPathComponent) \(w)x\(h)") }
+            }
+        }
+        #expect(opened.count <= 1, "\(opened)")
     }
 }

@@ -136,7 +136,7 @@ struct SymbolCues: Sendable {
             // on a dark run.
             if aztec && j >= 7 && j &+ 2 <= n && streak <= j &- 6 && dark(j &- 3) {
                 let k = j &- 7, c = j &- 3
-                if let inner = equalRuns(7, from: k &+ 1, len), 14 &* len(k) >= inner, 14 &* len(k &+ 8) >= inner {
+                if let inner = equalRuns(7, from: k &+ 1, starts: starts), 14 &* len(k) >= inner, 14 &* len(k &+ 8) >= inner {
                     let total = inner * 9 / 7
                     let cx = starts[c] &+ len(c) / 2
                     if !cues.bullseyes.contains(where: { abs(Int($0.centre.x) - cx) < total / 2 && abs(Int($0.centre.y) - y) < total / 2 }),
@@ -170,23 +170,14 @@ struct SymbolCues: Sendable {
                 }
             }
             // Data Matrix: the ten runs k = j - 9 ... j.
-            if dm && j >= 9 && streak <= j &- 9 && j &- 9 >= dmNext, equalRuns(10, from: j &- 9, len) != nil {
+            if dm && j >= 9 && streak <= j &- 9 && j &- 9 >= dmNext, equalRuns(10, from: j &- 9, starts: starts) != nil {
                 let k = j &- 9
                 // The whole ladder: as many further equal runs as follow.
                 var end = k &+ 10
                 let total10 = starts[end] &- starts[k]
                 while end < n, 10 &* len(end) * 10 >= total10 * 6, 10 &* len(end) * 10 <= total10 * 15 { end &+= 1 }
-                let x0 = starts[k], x1 = starts[end]
-                let module = Double(x1 - x0) / Double(end - k)
-                // The L's arm leaves one end of the edge; the timing module two along from it
-                // starts data, not another solid line (stripes and fences have one at each).
-                let mid = { (r: Int) in starts[r] + len(r) / 2 }
-                if let symbolSide = quietAlongside(binary, x0, x1, y, module),
-                    (dark(k) && solidEdge(binary, mid(k), y, symbolSide, module)
-                        && !solidEdge(binary, mid(k + 2), y, symbolSide, module))
-                        || (dark(end - 1) && solidEdge(binary, mid(end - 1), y, symbolSide, module)
-                            && !solidEdge(binary, mid(end - 3), y, symbolSide, module))
-                {
+                if timingEdge(binary, y: y, starts: starts, from: k, to: end, firstDark: dark(k)) {
+                    let x0 = starts[k], x1 = starts[end]
                     cues.dataMatrix.append(CGRect(x: x0, y: y, width: x1 - x0, height: 0))
                     if cues.dataMatrix.count >= limit { dm = false }
                 }
@@ -197,6 +188,74 @@ struct SymbolCues: Sendable {
         for p in pdf417Patterns.indices {
             for c in crossings where c.pattern == p { cues.addPDF417Hit(c.hit) }
         }
+    }
+
+    /// Whether the ladder of equal runs `k..<end` of row `y` (`firstDark`: run `k` is dark) is a
+    /// Data Matrix timing edge: the quiet zone along one side of it and the symbol's data along
+    /// the other (`quietAlongside`); the L's solid arm leaving one dark end toward the data
+    /// (`solidEdge`), where the timing module two along starts data, not another solid line
+    /// (stripes and fences have one at each); and the corner there or the one at the ladder's
+    /// other end checks out: light beside the arm on its outer side (`quietBeside`: the L has
+    /// the quiet zone all round its outside), or, one module beyond the other end (the light
+    /// corner module the row merges with the quiet zone), the other timing edge alternating
+    /// across the rows toward the data (`timingAcross`; a row crossing a turned symbol may
+    /// leave the edge before that end). Texture that mimics the rest rarely does either.
+    static func timingEdge<Binary: FinderBinaryImage>(
+        _ binary: Binary, y: Int, starts: UnsafeMutablePointer<Int>, from k: Int, to end: Int, firstDark: Bool
+    ) -> Bool {
+        let x0 = starts[k], x1 = starts[end]
+        let module = Double(x1 - x0) / Double(end - k)
+        guard let side = quietAlongside(binary, x0, x1, y, module) else { return false }
+        let mid = { (r: Int) in starts[r] + (starts[r + 1] - starts[r]) / 2 }
+        let lastDark = ((end - 1 - k) & 1 == 0) == firstDark
+        // Three quarters of a module outside the arm's outer edge: clear of it at small turns.
+        let gap = Int((0.75 * module).rounded(.up))
+        // The corner module's middle column beyond the other end.
+        let beyondEnd = Int((Double(x1) + module / 2 - 0.5).rounded()), beforeStart = Int((Double(x0) - module / 2 - 0.5).rounded())
+        if firstDark && solidEdge(binary, mid(k), y, side, module) && !solidEdge(binary, mid(k + 2), y, side, module)
+            && (quietBeside(binary, x0 - gap, y, side, module) || timingAcross(binary, beyondEnd, y, side, module))
+        {
+            return true
+        }
+        return lastDark && solidEdge(binary, mid(end - 1), y, side, module) && !solidEdge(binary, mid(end - 3), y, side, module)
+            && (quietBeside(binary, x1 - 1 + gap, y, side, module) || timingAcross(binary, beforeStart, y, side, module))
+    }
+
+    /// Whether the column at `x`, from row `y` across four modules toward `side` (−1 up, +1
+    /// down), is light in at least 90 % of its pixels (the quiet zone beside the L's solid arm).
+    static func quietBeside<Binary: FinderBinaryImage>(_ binary: Binary, _ x: Int, _ y: Int, _ side: Int, _ module: Double) -> Bool {
+        let length = Int((4 * module).rounded(.up))
+        guard x >= 0, x < binary.width, y + side * length >= 0, y + side * length < binary.height else { return false }
+        var dark = 0
+        for step in 0...length where binary.pixel(x, y + side * step) == 0 { dark += 1 }
+        return 10 * dark <= length + 1
+    }
+
+    /// Whether, from row `y` toward `side` (−1 up, +1 down), the column at `x` (or one a
+    /// quarter module to either side: a turned symbol drifts off a column) alternates module
+    /// by module: four or more changes within 5.5 modules, each run after the first 0.5–1.6
+    /// modules long and none longer.
+    static func timingAcross<Binary: FinderBinaryImage>(_ binary: Binary, _ x: Int, _ y: Int, _ side: Int, _ module: Double) -> Bool {
+        let reach = Int((5.5 * module).rounded(.up))
+        guard y + side * reach >= 0, y + side * reach < binary.height else { return false }
+        let d = max(1, Int((module / 4).rounded()))
+        columns: for cx in [x, x - d, x + d] where cx >= 0 && cx < binary.width {
+            var colour = binary.pixel(cx, y), last = 0, changes = 0
+            for step in 1...reach {
+                let v = binary.pixel(cx, y + side * step)
+                if v != colour {
+                    let run = Double(step - last)
+                    if run > 1.6 * module || (changes > 0 && run < 0.5 * module) { continue columns }
+                    changes += 1
+                    last = step
+                    colour = v
+                } else if Double(step - last) > 1.6 * module {
+                    continue columns
+                }
+            }
+            if changes >= 4 { return true }
+        }
+        return false
     }
 
     /// The total length of the `count` runs from `k` when each is one module of their mean
@@ -215,6 +274,23 @@ struct SymbolCues: Sendable {
             let r = len(k &+ i) &* count
             // r/total within [0.5, 1.6] of one run: 2r ≥ total and 10r ≤ 16 total.
             guard 2 &* r >= total, 10 &* r <= 16 &* total else { return nil }
+        }
+        return total
+    }
+
+    /// `equalRuns` of a row's runs (run `k` spans `starts[k]..<starts[k + 1]`): their total is
+    /// one difference of starts, and the mean's test comes first, before any run is looked at.
+    @inline(__always)
+    static func equalRuns(_ count: Int, from k: Int, starts: UnsafeMutablePointer<Int>) -> Int? {
+        let total = starts[k &+ count] &- starts[k]
+        guard 2 &* total >= 3 &* count else { return nil }
+        let high = 16 &* total
+        var previous = starts[k]
+        for i in 1...count {
+            let next = starts[k &+ i]
+            let r = (next &- previous) &* count
+            guard 2 &* r >= total, 10 &* r <= high else { return nil }
+            previous = next
         }
         return total
     }
@@ -256,10 +332,14 @@ struct SymbolCues: Sendable {
             }
         }
         guard let a = walk(dx, dy), let b = walk(-dx, -dy) else { return false }
-        let runs = [a.3, a.2, a.1, a.0 + b.0 - 1, b.1, b.2, b.3]
-        let total = runs.reduce(0, +)
+        // A tuple, not an Array: no allocation per call (texture sends many windows here).
+        var runs = (a.3, a.2, a.1, a.0 + b.0 - 1, b.1, b.2, b.3)
+        let total = a.3 + a.2 + a.1 + (a.0 + b.0 - 1) + b.1 + b.2 + b.3
         guard 2 * total >= expected * 7 / 9, total * 9 <= 2 * 7 * expected,
-            let inner = equalRuns(7, from: 0, { runs[$0] })
+            let inner = withUnsafeBytes(of: &runs, { raw in
+                let r = raw.bindMemory(to: Int.self)
+                return equalRuns(7, from: 0, { r[$0] })
+            })
         else { return false }
         // The second dark ring: at least half a module (a dark mode-message module of a
         // compact symbol may lengthen it).

@@ -563,13 +563,34 @@ print("")
     let coded = try codedFrames(width: 640, height: 480)
     var te = [[Double]](repeating: [], count: sets.count), td = te, tc = te
     var devsetReads = [Int](repeating: 0, count: sets.count)
+    // Per code-free frame (first round), whether the 2-D detector's cues opened a zxing-cpp read,
+    // and of which kinds: what separates the mean from the median.
+    var opened: [Bool] = []
+    var openedKinds = (aztec: 0, pdf417: 0, dataMatrix: 0)
+    var looksTaken = [Int](repeating: 0, count: sets.count)
+    func noteOpened(_ before: CodeDetector.PassCounts, _ after: CodeDetector.PassCounts) {
+        opened.append(after.zxingReads > before.zxingReads)
+        openedKinds.aztec += after.aztecCues - before.aztecCues
+        openedKinds.pdf417 += after.pdf417Cues - before.pdf417Cues
+        openedKinds.dataMatrix += after.dataMatrixCues - before.dataMatrixCues
+    }
     for round in 0..<3 {
-        for frame in empty { for (k, d) in detectors.enumerated() { te[k].append(milliseconds { _ = try? d.detect(in: frame) }) } }
+        for frame in empty {
+            for (k, d) in detectors.enumerated() {
+                let before = d.passCounts
+                te[k].append(milliseconds { _ = try? d.detect(in: frame) })
+                if round == 0 && k == 2 { noteOpened(before, d.passCounts) }
+                if round == 0 { looksTaken[k] += d.passCounts.finderChecks - before.finderChecks }
+            }
+        }
         for frame in devset {
             for (k, d) in detectors.enumerated() {
                 var n = 0
+                let before = d.passCounts
                 td[k].append(milliseconds { n = (try? d.detect(in: frame))?.count ?? 0 })
                 if round == 0 { devsetReads[k] += n }
+                if round == 0 && k == 2 { noteOpened(before, d.passCounts) }
+                if round == 0 { looksTaken[k] += d.passCounts.finderChecks - before.finderChecks }
             }
         }
         for frame in coded { for (k, d) in detectors.enumerated() { tc[k].append(milliseconds { _ = try? d.detect(in: frame) }) } }
@@ -585,6 +606,17 @@ print("")
     let all = te[2] + td[2], qr = te[base] + td[base]
     let mean = { (xs: [Double]) in xs.reduce(0, +) / Double(max(xs.count, 1)) }
     print("Every 2-D type on all \(empty.count + devset.count) code-free frames: median \(f(median(all) / median(qr)))× `qr, microqr` (issue #31: ≤ 1.2×), mean \(f(mean(all) / mean(qr)))× (the frames whose cues open a read).")
+    // The frames in the order te/td hold them per round: empty, then devset; three rounds.
+    let perRound = empty.count + devset.count
+    let closed = (0..<(3 * perRound)).filter { i in
+        let j = i % perRound
+        return !opened[j]
+    }
+    let at = { (k: Int, i: Int) -> Double in
+        let round = i / perRound, j = i % perRound
+        return j < empty.count ? te[k][round * empty.count + j] : td[k][round * devset.count + j - empty.count]
+    }
+    print("Cues opened a zxing-cpp read on \(opened.filter { $0 }.count) of \(perRound) code-free frames (Aztec \(openedKinds.aztec), PDF417 \(openedKinds.pdf417), Data Matrix \(openedKinds.dataMatrix)); on the others every 2-D type costs median \(f(median(closed.map { at(2, $0) }) / median(closed.map { at(base, $0) })))× `qr, microqr`. Finder looks taken on the code-free frames: \(sets.indices.map { "\(sets[$0].0) \(looksTaken[$0])" }.joined(separator: ", ")).")
     print("")
 }
 try typeSetCosts()
