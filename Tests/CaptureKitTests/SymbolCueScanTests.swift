@@ -291,3 +291,46 @@ import CaptureKitTesting
         #expect(opened.count <= 1, "\(opened)")
     }
 }
+
+/// Where the finder looks note cues: the full-size look (offset 0) leaves Data Matrix on the
+/// gate look's rows, and PDF417, to the other looks (`ScanRun.fullSizeFinders`), since its
+/// threshold makes texture many short runs whose cue tests cost more than its finder scan.
+@Suite struct CueRowTests {
+    @Test func aLookLeavesTheRowsAnotherLookScansForCues() throws {
+        let image = try SymbolCueScanTests.randomRuns(width: 320, height: 240, seed: 5)
+        let (all, split) = withExtendedLifetime(image) {
+            let binary = Thresholded(image)
+            var all = SymbolCues(), split = SymbolCues()
+            _ = FinderEvidence.scan(binary, limit: 64, rowStep: 2, cues: [.pdf417], into: &all)
+            _ = FinderEvidence.scan(binary, limit: 64, rowStep: 2, cues: [.pdf417], cuesElsewhere: (4, .pdf417), into: &split)
+            return (all, split)
+        }
+        #expect(all.pdf417Hits.contains { ($0.y - 1) % 4 == 0 }, "no crossing on the other look's rows: the test shows nothing")
+        #expect(split.pdf417Hits.contains { ($0.y - 1) % 4 != 0 })
+        #expect(!split.pdf417Hits.contains { ($0.y - 1) % 4 == 0 })
+        // The finders are the same either way.
+        let finders = withExtendedLifetime(image) { () -> ([CGPoint], [CGPoint]) in
+            var c = SymbolCues()
+            let binary = Thresholded(image)
+            return (
+                FinderEvidence.scan(binary, limit: 64, rowStep: 2).map(\.centre),
+                FinderEvidence.scan(binary, limit: 64, rowStep: 2, cues: [.pdf417], cuesElsewhere: (4, .pdf417), into: &c).map(\.centre)
+            )
+        }
+        #expect(finders.0 == finders.1)
+    }
+
+    @Test func theFullSizeLookNotesNoPDF417AndNoCueOnTheGateRows() throws {
+        // A PDF417 symbol with 2-px modules on a camera frame: the full-size look notes no PDF417
+        // crossing and no Data Matrix edge on the gate look's rows; the gate opens all the same.
+        let frame = try SymbolCueTests.placed(
+            "Tests/Fixtures/codes/pdf417.png", module: 2, angle: 0, centre: CGPoint(x: 320, y: 240), seed: 9)
+        var run = ScanRun(
+            scanner: try ZBarScanner(), zxing: try ZXingReader(), passes: CodeDetector.Passes(), types: [.pdf417, .dataMatrix, .aztec])
+        run.looks.cueKinds = [.pdf417, .dataMatrix, .aztec]
+        _ = try run.fullSizeFinders(frame)
+        #expect(run.looks.cues.pdf417Hits.isEmpty)
+        #expect(!run.looks.cues.dataMatrix.contains { (Int($0.minY) - 1) % 4 == 0 })
+        #expect(try run.cuesSeen(frame).contains(.pdf417))
+    }
+}

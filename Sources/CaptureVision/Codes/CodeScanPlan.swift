@@ -395,9 +395,18 @@ struct ScanRun {
         if let fullFinders = looks.fullFinders { return fullFinders }
         counts.finderChecks += 1
         let read = found.map { DeviceSpace.boundingBox(of: $0.points) }
+        // Cues where they can matter: this look's threshold (offset 0) makes texture many short
+        // runs, whose cue tests cost more than its finder scan. The gate's last look notes Data
+        // Matrix timing edges on its rows of this frame (every `zxingGateRowStep`-th from row
+        // 1); PDF417's start and stop patterns repeat down the symbol's every row, which the
+        // other looks' rows cross. Aztec bullseyes stay on every row: a centre of 3-px modules
+        // crossed only on a gate row was lost.
+        let gateRows = passes.zxingGateFullSizeOffset == nil ? 0 : passes.zxingGateRowStep
+        var kinds = looks.cueKinds
+        if gateRows > 0 { kinds.remove(.pdf417) }
         let look = try FinderEvidence.look(
             gray, mean: try fullSizeMean(gray), ignoring: read, offset: passes.fullSizeFinderThresholdOffset,
-            cues: looks.cueKinds)
+            cues: kinds, cuesElsewhere: (gateRows, .dataMatrix))
         counts.findersSeen += look.finders.count
         looks.fullFinders = look.finders
         looks.cues = looks.cues + look.cues

@@ -55,10 +55,11 @@ enum FinderEvidence {
         try look(gray, mean: mean, ignoring: ignoring, limit: limit, offset: offset, rowStep: rowStep, cues: []).finders
     }
 
-    /// `finders`, and on the same rows the `SymbolCues` of `cues` (none: the QR scan alone).
+    /// `finders`, and on the same rows the `SymbolCues` of `cues` (none: the QR scan alone),
+    /// except those another look notes on some rows (`cuesElsewhere`, see `scan`).
     static func look(
         _ gray: PixelBuffer, mean: PixelBuffer? = nil, ignoring: [CGRect] = [], limit: Int = 64, offset: Double = 0,
-        rowStep: Int = 2, cues kinds: SymbolCues.Kinds
+        rowStep: Int = 2, cues kinds: SymbolCues.Kinds, cuesElsewhere: (rows: Int, kinds: SymbolCues.Kinds) = (0, [])
     ) throws(CaptureError) -> (finders: [Finder], cues: SymbolCues) {
         let image: PixelBuffer
         if let mean {
@@ -76,7 +77,8 @@ enum FinderEvidence {
         }
         return withExtendedLifetime(image) {
             var cues = SymbolCues()
-            let finders = scan(Thresholded(image), limit: limit, rowStep: rowStep, cues: kinds, into: &cues)
+            let finders = scan(
+                Thresholded(image), limit: limit, rowStep: rowStep, cues: kinds, cuesElsewhere: cuesElsewhere, into: &cues)
             return (finders, cues)
         }
     }
@@ -117,10 +119,15 @@ enum FinderEvidence {
         return scan(binary, limit: limit, rowStep: rowStep, cues: [], into: &cues)
     }
 
-    /// `scan`, noting the `SymbolCues` of `kinds` from the same run lengths.
+    /// `scan`, noting the `SymbolCues` of `kinds` from the same run lengths; with
+    /// `cuesElsewhere.rows` > 0, those of `cuesElsewhere.kinds` not on the rows `y` with
+    /// `(y - 1) % cuesElsewhere.rows == 0`: the rows of another look at this size that notes
+    /// them (scans start at row 1).
     static func scan<Binary: FinderBinaryImage>(
-        _ binary: Binary, limit: Int, rowStep: Int, cues kinds: SymbolCues.Kinds, into cues: inout SymbolCues
+        _ binary: Binary, limit: Int, rowStep: Int, cues kinds: SymbolCues.Kinds,
+        cuesElsewhere: (rows: Int, kinds: SymbolCues.Kinds) = (0, []), into cues: inout SymbolCues
     ) -> [Finder] {
+        let elsewhereRowKinds = kinds.subtracting(cuesElsewhere.kinds)
         let w = binary.width, h = binary.height
         var out: [Finder] = []
         var rows: [Int] = []  // scanned rows that confirmed each candidate
@@ -159,7 +166,8 @@ enum FinderEvidence {
                 x &+= 1
             }
             starts[n] = w
-            if !kinds.isEmpty { SymbolCues.scanRow(binary, y: y, starts: starts, runs: n, kinds: kinds, into: &cues) }
+            let rowKinds = cuesElsewhere.rows > 0 && (y &- 1) % cuesElsewhere.rows == 0 ? elsewhereRowKinds : kinds
+            if !rowKinds.isEmpty { SymbolCues.scanRow(binary, y: y, starts: starts, runs: n, kinds: rowKinds, into: &cues) }
             var i = 0
             while i &+ 4 < n {
                 let s0 = starts[i], s1 = starts[i &+ 1], s2 = starts[i &+ 2]
