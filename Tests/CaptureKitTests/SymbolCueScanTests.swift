@@ -330,6 +330,9 @@ import CaptureKitTesting
         run.looks.cueKinds = [.pdf417, .dataMatrix, .aztec]
         _ = try run.fullSizeFinders(frame)
         #expect(run.looks.cues.pdf417Hits.isEmpty)
+        // The same look asked for PDF417 on every row crosses the patterns: the test shows something.
+        let everyRow = try FinderEvidence.look(frame, mean: try FinderEvidence.localMean(frame), offset: 0, cues: [.pdf417])
+        #expect(!everyRow.cues.pdf417Hits.isEmpty)
         #expect(!run.looks.cues.dataMatrix.contains { (Int($0.minY) - 1) % 4 == 0 })
         #expect(try run.cuesSeen(frame).contains(.pdf417))
     }
