@@ -54,6 +54,8 @@ var zxing3Python: String?
 var codesDevsetPath: String?
 var noCodesDevset = false
 var codesOnly: Set<String>?
+var saveMissesPath: String?
+var onlyCategories: Set<String>?
 if CommandLine.arguments.dropFirst().first == "--zxing14-worker" { runZXing14Worker() }
 // --read TYPES PATH...: what cvcam reads in each image (type, quality, payload), a development aid;
 // --read-ungated the same with `Passes.typeGate` off.
@@ -82,7 +84,9 @@ while let a = arguments.next() {
     case "--seed": seed = UInt64(arguments.next() ?? "") ?? seed
     case "--ablation": ablation = true
     case "--explore", "--finders", "--profile", "--profile-code-free", "--type-costs", "--other-types": break
-    case "--only", "--profile-types": _ = arguments.next()
+    case "--only": onlyCategories = Set((arguments.next() ?? "").split(separator: ",").map(String.init))
+    case "--profile-types": _ = arguments.next()
+    case "--save-misses": saveMissesPath = arguments.next()
     case "--no-finder-gate": finderGate = false
     case "--no-zxing-gate": zxingGate = false
     case "--zxing-first": zbarFirst = false
@@ -103,7 +107,7 @@ while let a = arguments.next() {
     case "--no-codes-devset": noCodesDevset = true
     case "--codes-only": codesOnly = Set((arguments.next() ?? "").split(separator: ",").map(String.init))
     default:
-        FileHandle.standardError.write("usage: bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--no-zxing-gate] [--gate-offset LEVELS|none] [--gate-row-step N] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--area-module PX] [--no-perspective] [--no-aztec-data] [--rescue-costs DIR...] [--finders] [--profile [--only CATEGORIES]] [--profile-code-free] [--devset DIR] [--devset-only] [--no-devset] [--misses] [--zxing3 PYTHON] [--codes-devset DIR] [--no-codes-devset] [--codes-only SYMBOLOGIES]\n".data(using: .utf8)!)
+        FileHandle.standardError.write("usage: bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--no-zxing-gate] [--gate-offset LEVELS|none] [--gate-row-step N] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--area-module PX] [--no-perspective] [--no-aztec-data] [--rescue-costs DIR...] [--finders] [--profile [--only CATEGORIES]] [--profile-code-free] [--devset DIR] [--devset-only] [--no-devset] [--misses] [--zxing3 PYTHON] [--codes-devset DIR] [--no-codes-devset] [--codes-only SYMBOLOGIES] [--only CATEGORIES] [--save-misses DIR]\n".data(using: .utf8)!)
         exit(64)
     }
 }
@@ -269,9 +273,23 @@ if CommandLine.arguments.contains("--explore") {
     exit(0)
 }
 
+/// --save-misses DIR: a generated frame cvcam did not read every code of, written as DIR/NAME.png
+/// (a development aid for `--read qr DIR/NAME.png`), and a line per missed code: its version,
+/// module size, corners, and whether zxing-cpp 3.x read it in the same run.
+func saveMiss(_ s: QRTestCorpus.Sample, read: [[UInt8]], peer: [[UInt8]], to dir: String) throws {
+    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    try ImageFile.write(s.image, to: dir + "/" + s.name + ".png")
+    for code in s.codes where !read.contains(code.payload) {
+        let corners = code.corners.map { "(\(Int($0.x.rounded())),\(Int($0.y.rounded())))" }.joined(separator: " ")
+        print("miss \(s.name): version \(code.version), module \(f(code.moduleSize)) px, corners \(corners), zxing-cpp 3.x \(peer.contains(code.payload) ? "read it" : "missed it")")
+    }
+}
+
 // MARK: Decode rates
 var samplesByCategory: [(QRTestCorpus.Category, [QRTestCorpus.Sample])] = []
 for category in QRTestCorpus.Category.allCases {
+    // --only (outside --profile): the decode table for those categories alone.
+    if let onlyCategories, !CommandLine.arguments.contains("--profile"), !onlyCategories.contains(category.rawValue) { continue }
     samplesByCategory.append((category, try QRTestCorpus.samples(category, count: samplesPerCategory, seed: seed)))
 }
 
@@ -384,6 +402,9 @@ for (category, samples) in samplesByCategory {
         c += hits(s.expectedPayloads, cf)
         for (k, found) in [zf, xf, x3f, cf].enumerated() {
             wrong[k] += Set(found).subtracting(s.expectedPayloads).count
+        }
+        if let dir = saveMissesPath, hits(s.expectedPayloads, cf) < s.codes.count {
+            try saveMiss(s, read: cf, peer: x3f, to: dir)
         }
     }
     totalCodes += codes
