@@ -38,4 +38,53 @@ import CaptureKitTesting
         let codes = try CodeDetector(metadataObjectTypes: [.qr]).detections(in: sample.image)
         #expect(codes.map(\.payload) == [payload])
     }
+
+    /// A version 40 code of 2.2-px modules (high versions at 640x480, frame 8 of seed 7): nearest
+    /// sampling leaves rings of 1–3 px, and a diagonal across its finders measured a ring one
+    /// pixel long of a 14-pixel pattern, which half a module of tolerance rejected; with half a
+    /// pixel more the three finders are seen, and the code is read through its finders' outlines
+    /// (the upright image is larger than the half-size scan's budget, but that scan cannot read
+    /// modules of 2 px).
+    @Test func aHighVersionCodeOfTwoPixelModulesIsFoundAndRead() throws {
+        let sample = try QRTestCorpus.samples(.highVersion, count: 9, seed: 7)[8]
+        let code = try #require(sample.codes.first)
+        #expect(code.version == 40 && code.moduleSize < 2.5, "the frame changed: the test no longer shows it")
+        let gray = try CodeImaging.gray(sample.image)
+        #expect(try FinderEvidence.finders(gray).count >= 3)
+        let codes = try CodeDetector(metadataObjectTypes: [.qr]).detections(in: sample.image)
+        #expect(codes.map(\.payload) == [code.payload])
+    }
+
+    /// Finders of a code tilted about a vertical line: the row measures of the far finder are
+    /// squeezed (modules 3 and 5 px along rows, 5 px down columns) and so is the side along the
+    /// rows (100 px against 160). Undoing the squeeze the finders show, the three make a right
+    /// angle with equal sides; square finders at the same places do not.
+    @Test func aTripleSqueezedLikeItsFindersIsOneCode() {
+        func finder(_ x: Double, _ y: Double, _ row: Double, _ column: Double?) -> FinderEvidence.Finder {
+            FinderEvidence.Finder(centre: CGPoint(x: x, y: y), module: row, dark: true, columnModule: column)
+        }
+        let squeezed = [finder(100, 100, 5 * 0.62, 5), finder(200, 100, 3 * 0.62 / 0.6, 3 / 0.6), finder(100, 260, 5 * 0.62, 5)]
+        #expect(ScanRun.corner(of: squeezed) == 0)
+        #expect(ScanRun.triples(squeezed).count == 1)
+        let square = squeezed.map { f -> FinderEvidence.Finder in
+            var f = f
+            f.columnModule = f.module
+            return f
+        }
+        #expect(ScanRun.corner(of: square) == nil)
+    }
+
+    /// Steeply tilted and squeezed codes (frames 4, 8, 18 and 27 of `tilted`, 20 of `perspective`,
+    /// seed 7) that the corpus's peer reads: their triples are formed (squeezed finders) and their
+    /// versions estimated from both ends of each side, where the top-left finder's own scale put
+    /// the version out of the range tried.
+    @Test func steeplyTiltedCodesAreRead() throws {
+        let tilted = try QRTestCorpus.samples(.tilted, count: 28, seed: 7)
+        let perspective = try QRTestCorpus.samples(.perspective, count: 21, seed: 7)
+        let detector = try CodeDetector(metadataObjectTypes: [.qr])
+        for sample in [tilted[4], tilted[8], tilted[18], tilted[27], perspective[20]] {
+            let codes = try detector.detections(in: sample.image)
+            #expect(codes.map(\.payload) == sample.codes.map(\.payload), "\(sample.name)")
+        }
+    }
 }

@@ -44,6 +44,9 @@ struct ScanRun {
     var looks = FrameLooks()
     /// Whether ZBar has scanned around the finders seen (`readAroundSeenFinders`).
     var scannedAroundFinders = false
+    /// Finder triples `scanUpright` left for `readLargeTriples`: their upright image is over the
+    /// half-size scan's budget, but their modules are too small for that scan.
+    var largeTriples: [(finders: [FinderEvidence.Finder], source: PixelBuffer, scale: (Double, Double))] = []
 
     /// Cells of the gate's grid, in pixels.
     static let cell = 16
@@ -95,6 +98,18 @@ struct ScanRun {
             {
                 _ = try zxingRead(try CodeImaging.inverted(gray), mapping: nil, hints: .defaults(zxingTypes))
             }
+        }
+        try readLargeTriples(gray)
+    }
+
+    /// The triples `scanUpright` set aside (`largeTriples`) that no code read explains, read
+    /// around their finders after all: a high-version code of 2–3-px modules filling the frame.
+    mutating func readLargeTriples(_ gray: PixelBuffer) throws(CaptureError) {
+        let triples = largeTriples
+        largeTriples = []
+        for (t, source, scale) in triples
+        where !unexplained(t.map { CGPoint(x: $0.centre.x * scale.0, y: $0.centre.y * scale.1) }).isEmpty {
+            _ = try scanUpright(t, in: source, scale: scale, frame: gray, overBudget: true)
         }
     }
 
@@ -600,9 +615,11 @@ struct ScanRun {
     /// inverted when a finder is light-centred. The map is affine, fixed by the three finder
     /// centres (the fourth corner completes the parallelogram; ZBar's own sampling grid absorbs
     /// moderate perspective). True when it read a new symbol; false too when the triple has no
-    /// right-angle corner or the upright image would hold 3/4 of the half-size scan's pixels or more.
+    /// right-angle corner or the upright image would hold 3/4 of the half-size scan's pixels or more
+    /// (unless `overBudget`; such a triple of modules under 3 frame pixels is kept in `largeTriples`).
     mutating func scanUpright(
-        _ t: [FinderEvidence.Finder], in source: PixelBuffer, scale: (Double, Double), frame: PixelBuffer
+        _ t: [FinderEvidence.Finder], in source: PixelBuffer, scale: (Double, Double), frame: PixelBuffer,
+        overBudget: Bool = false
     ) throws(CaptureError) -> Bool {
         guard let k = Self.corner(of: t) else { return false }
         let o = t[k].centre
@@ -616,7 +633,15 @@ struct ScanRun {
         // A finder's centre lies 3.5 modules inside the code; 5.5 modules of quiet zone beyond.
         let c = 9 * size
         let w = Int((du + 2 * c).rounded(.up)), h = Int((dv + 2 * c).rounded(.up))
-        guard w >= 16, h >= 16, w * h < frame.width * frame.height * 3 / 16 else { return false }
+        // A large upright image saves little over the half-size scan, which reads modules of
+        // 3 frame pixels and more; smaller ones (a high-version code filling a 640x480 frame)
+        // only a read around their finders can reach: that read waits until every whole-frame
+        // pass has failed (`readLargeTriples`), as zxing-cpp's reads most of them for less.
+        guard w >= 16, h >= 16 else { return false }
+        if !overBudget && w * h >= frame.width * frame.height * 3 / 16 {
+            if module * scale.0 < 3 { largeTriples.append((t, source, scale)) }
+            return false
+        }
         let (upright, back) = try Self.warped(
             source, from: [o, u, v, CGPoint(x: u.x + v.x - o.x, y: u.y + v.y - o.y)],
             to: [CGPoint(x: c, y: c), CGPoint(x: c + du, y: c), CGPoint(x: c, y: c + dv), CGPoint(x: c + du, y: c + dv)],
@@ -647,7 +672,9 @@ struct ScanRun {
             for b in finders.indices where b > a {
                 for c in finders.indices where c > b {
                     let t = [finders[a], finders[b], finders[c]]
-                    let modules = t.map(\.module)
+                    // Modules compared on the longer of the row and column measures: a steep
+                    // view foreshortens one of them, by more on the far finders.
+                    let modules = t.map { max($0.module, $0.columnModule ?? $0.module) }
                     guard modules.max()! < 1.5 * modules.min()! else { continue }
                     if corner(of: t) != nil { out.append(t) }
                 }
@@ -656,12 +683,26 @@ struct ScanRun {
         return out
     }
 
-    /// Which of three finders sits at the right angle (see `triples`), if any.
+    /// Which of three finders sits at the right angle (see `triples`), if any. A code seen at a
+    /// steep angle is squeezed along one axis, and its finders with it: when their row and column
+    /// measures differ by more than 15 %, the test is repeated with that squeeze undone (rows
+    /// scaled by column/row), which restores the right angle and the equal sides of a code
+    /// tilted about a vertical or horizontal line; square finders (no squeeze) see no change.
     static func corner(of t: [FinderEvidence.Finder]) -> Int? {
-        let module = t.map(\.module).reduce(0, +) / 3
+        if let k = corner(of: t, stretch: 1) { return k }
+        let ratios = t.compactMap { f in f.columnModule.map { f.module / $0 } }
+        guard ratios.count == 3 else { return nil }
+        let stretch = ratios.reduce(0, +) / 3
+        guard stretch < 1 / 1.15 || stretch > 1.15 else { return nil }
+        return corner(of: t, stretch: stretch)
+    }
+
+    /// `corner(of:)` with the finders' x offsets divided by `stretch` (row over column module).
+    static func corner(of t: [FinderEvidence.Finder], stretch: Double) -> Int? {
+        let module = t.map { stretch == 1 ? $0.module : $0.columnModule ?? $0.module }.reduce(0, +) / 3
         for k in 0..<3 {
             let o = t[k].centre, u = t[(k + 1) % 3].centre, v = t[(k + 2) % 3].centre
-            let ux = u.x - o.x, uy = u.y - o.y, vx = v.x - o.x, vy = v.y - o.y
+            let ux = (u.x - o.x) / stretch, uy = u.y - o.y, vx = (v.x - o.x) / stretch, vy = v.y - o.y
             let lu = (ux * ux + uy * uy).squareRoot(), lv = (vx * vx + vy * vy).squareRoot()
             guard min(lu, lv) > 14 * module * 0.8, max(lu, lv) < 170 * module * 1.5,
                 max(lu, lv) < 1.5 * min(lu, lv), abs(ux * vx + uy * vy) < 0.35 * lu * lv

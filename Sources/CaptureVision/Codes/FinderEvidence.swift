@@ -29,6 +29,10 @@ enum FinderEvidence {
         var module: Double
         /// Whether its centre square is darker than its surroundings (false: a light-on-dark code).
         var dark: Bool
+        /// Its module size measured down the column through its centre, when the scan measured
+        /// it: a code seen at a steep angle is foreshortened, and so are its finders, so
+        /// `module` (along the row) and this differ as the code's sides do.
+        var columnModule: Double? = nil
     }
 
     /// Centres (pixels) of finder-pattern candidates in `gray`, at most `limit`.
@@ -176,9 +180,9 @@ enum FinderEvidence {
                 if ratioOK(r.0, r.1, r.2, r.3, r.4) {
                     let cx = s2 + r.2 / 2
                     let total = r.0 + r.1 + r.2 + r.3 + r.4
-                    if crossCheck(binary, cx, y, 0, 1, total)
-                        && crossCheck(binary, cx, y, 1, 1, total)
-                        && crossCheck(binary, cx, y, 1, -1, total)
+                    if let column = crossCheckedLength(binary, cx, y, 0, 1, total),
+                        crossCheck(binary, cx, y, 1, 1, total),
+                        crossCheck(binary, cx, y, 1, -1, total)
                     {
                         let c = CGPoint(x: cx, y: y)
                         if let k = out.firstIndex(where: {
@@ -186,7 +190,10 @@ enum FinderEvidence {
                         }) {
                             rows[k] += 1
                         } else {
-                            out.append(Finder(centre: c, module: Double(total) / 7, dark: binary.pixel(cx, y) == 0))
+                            out.append(
+                                Finder(
+                                    centre: c, module: Double(total) / 7, dark: binary.pixel(cx, y) == 0,
+                                    columnModule: Double(column) / 7))
                             rows.append(1)
                         }
                         i &+= 2
@@ -223,6 +230,13 @@ enum FinderEvidence {
     static func crossCheck<Binary: FinderBinaryImage>(
         _ binary: Binary, _ cx: Int, _ cy: Int, _ dx: Int, _ dy: Int, _ expected: Int
     ) -> Bool {
+        crossCheckedLength(binary, cx, cy, dx, dy, expected) != nil
+    }
+
+    /// `crossCheck`, returning the pattern's length in steps along (dx, dy) when it passes.
+    static func crossCheckedLength<Binary: FinderBinaryImage>(
+        _ binary: Binary, _ cx: Int, _ cy: Int, _ dx: Int, _ dy: Int, _ expected: Int
+    ) -> Int? {
         let w = binary.width, h = binary.height
         let centre = binary.pixel(cx, cy)
         let maxRun = expected * 2
@@ -253,10 +267,23 @@ enum FinderEvidence {
             }
             return counts
         }
-        guard let a = walk(dx, dy), let b = walk(-dx, -dy) else { return false }
+        guard let a = walk(dx, dy), let b = walk(-dx, -dy) else { return nil }
         let total = a.2 + a.1 + a.0 + b.0 - 1 + b.1 + b.2
-        guard total * 2 >= expected, total <= expected * 2 else { return false }
-        return ratioOK(a.2, a.1, a.0 + b.0 - 1, b.1, b.2)
+        guard total * 2 >= expected, total <= expected * 2 else { return nil }
+        return ratioWithinAPixel(a.2, a.1, a.0 + b.0 - 1, b.1, b.2) ? total : nil
+    }
+
+    /// `ratioOK` with half a pixel more room for each one-module run: across a finder of 2-px
+    /// modules (a small or steeply seen code) a ring is 1–3 px after blur and thresholding, and
+    /// half a module is no room at all. Only the cross-checks use it, after a row matched exactly.
+    static func ratioWithinAPixel(_ a: Int, _ b: Int, _ c: Int, _ d: Int, _ e: Int) -> Bool {
+        guard c > b, c > d else { return false }
+        let total = a + b + c + d + e
+        guard total >= 10 else { return false }
+        // |x − u| < u/2 + 1/2 with u = total/7: total − 7 < 14x < 3·total + 7.
+        func one(_ x: Int) -> Bool { let x14 = 14 * x; return x14 > total - 7 && x14 < 3 * total + 7 }
+        let c14 = 14 * c
+        return one(a) && one(b) && one(d) && one(e) && c14 > 3 * total && c14 < 9 * total
     }
 }
 

@@ -116,16 +116,29 @@ enum QRPerspective {
     /// top-left, top-right, bottom-left.
     static func candidates(_ outlines: [[CGPoint]]) -> [(modules: Int, map: Homography, error: Double)] {
         guard outlines.count == 3, outlines.allSatisfy({ $0.count == 4 }) else { return [] }
-        // The top-left finder's own map suggests the size: its centre to the others' centres.
-        let local = finderCorners.map { CGPoint(x: $0.x + 3.5, y: $0.y + 3.5) }
-        guard let near = fit(from: outlines[0], to: local) else { return [] }
+        // The size, along each side: the centres' distance over the mean module of the two
+        // finders at its ends (each finder's outline measured along that side), plus the 7 modules
+        // of a finder. Seen at an angle the module shrinks along a side; the two ends' mean
+        // follows it where one finder's own scale (the far one's, say) does not.
         let centre = { (o: [CGPoint]) in CGPoint(x: o.reduce(0) { $0 + $1.x } / 4, y: o.reduce(0) { $0 + $1.y } / 4) }
-        let r = near.apply(centre(outlines[1])), d = near.apply(centre(outlines[2]))
-        let estimate = (r.x + d.y) / 2 + 3.5
-        guard estimate.isFinite, estimate > 15, estimate < 190 else { return [] }
-        let version = Int(((estimate - 17) / 4).rounded())
+        let seen = outlines.map(centre)
+        let distance = { (a: CGPoint, b: CGPoint) in hypot(b.x - a.x, b.y - a.y) }
+        // A finder's module along the code's rows (its top and bottom sides over 7) and columns.
+        let across = { (o: [CGPoint]) in (distance(o[0], o[1]) + distance(o[3], o[2])) / 14 }
+        let down = { (o: [CGPoint]) in (distance(o[0], o[3]) + distance(o[1], o[2])) / 14 }
+        let alongRight = distance(seen[0], seen[1]) / ((across(outlines[0]) + across(outlines[1])) / 2) + 7
+        let alongDown = distance(seen[0], seen[2]) / ((down(outlines[0]) + down(outlines[2])) / 2) + 7
+        guard alongRight.isFinite, alongDown.isFinite, min(alongRight, alongDown) > 15, max(alongRight, alongDown) < 190
+        else { return [] }
+        // Versions from one side's estimate to the other's, and at least two either side of
+        // their mean; the fit's residual picks among them.
+        let low = Int(((min(alongRight, alongDown) - 17) / 4).rounded())
+        let high = Int(((max(alongRight, alongDown) - 17) / 4).rounded())
+        let middle = (low + high) / 2
+        let first = max(1, min(low, middle - 2) - 1), last = min(40, max(high, middle + 2) + 1)
+        guard first <= last else { return [] }
         var out: [(Int, Homography, Double)] = []
-        for v in max(1, version - 2)...min(40, version + 2) {
+        for v in first...last {
             let n = Double(17 + 4 * v)
             let centres = [CGPoint(x: 3.5, y: 3.5), CGPoint(x: n - 3.5, y: 3.5), CGPoint(x: 3.5, y: n - 3.5)]
             var from: [CGPoint] = [], to: [CGPoint] = []
