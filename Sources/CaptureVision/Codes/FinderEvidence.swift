@@ -273,13 +273,17 @@ enum FinderEvidence {
         return ratioWithinAPixel(a.2, a.1, a.0 + b.0 - 1, b.1, b.2) ? total : nil
     }
 
-    /// `ratioOK` with half a pixel more room for each one-module run: across a finder of 2-px
-    /// modules (a small or steeply seen code) a ring is 1–3 px after blur and thresholding, and
-    /// half a module is no room at all. Only the cross-checks use it, after a row matched exactly.
+    /// `ratioOK` with half a pixel more room for each one-module run when the pattern is at most
+    /// 17 px long (modules under 2.5 px): across a finder of 2-px modules (a version 40 code at
+    /// 640x480, the far side of a steeply seen one) a ring is 1–3 px after sampling and
+    /// thresholding, and half a module is no room at all. Only the cross-checks use it, after a
+    /// row matched exactly; longer patterns keep `ratioOK` (a blurred code's larger finders
+    /// passed too, and the frames whose code no pass reads then ran every rescue).
     static func ratioWithinAPixel(_ a: Int, _ b: Int, _ c: Int, _ d: Int, _ e: Int) -> Bool {
         guard c > b, c > d else { return false }
         let total = a + b + c + d + e
         guard total >= 10 else { return false }
+        if total > 17 { return ratioOK(a, b, c, d, e) }
         // |x − u| < u/2 + 1/2 with u = total/7: total − 7 < 14x < 3·total + 7.
         func one(_ x: Int) -> Bool { let x14 = 14 * x; return x14 > total - 7 && x14 < 3 * total + 7 }
         let c14 = 14 * c
