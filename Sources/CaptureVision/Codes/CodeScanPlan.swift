@@ -421,7 +421,7 @@ struct ScanRun {
         if gateRows > 0 { kinds.remove(.pdf417) }
         let look = try FinderEvidence.look(
             gray, mean: try fullSizeMean(gray), ignoring: read, offset: passes.fullSizeFinderThresholdOffset,
-            cues: kinds, cuesElsewhere: (gateRows, .dataMatrix))
+            cues: kinds, cuesElsewhere: (gateRows, .dataMatrix), pixelSlack: true)
         counts.findersSeen += look.finders.count
         looks.fullFinders = look.finders
         looks.cues = looks.cues + look.cues

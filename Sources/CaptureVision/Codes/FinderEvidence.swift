@@ -60,10 +60,13 @@ enum FinderEvidence {
     }
 
     /// `finders`, and on the same rows the `SymbolCues` of `cues` (none: the QR scan alone),
-    /// except those another look notes on some rows (`cuesElsewhere`, see `scan`).
+    /// except those another look notes on some rows (`cuesElsewhere`, see `scan`); `pixelSlack`:
+    /// the cross-checks of patterns up to 17 px allow half a pixel more per ring
+    /// (`ratioWithinAPixel`), for the full-size look, where modules are smallest.
     static func look(
         _ gray: PixelBuffer, mean: PixelBuffer? = nil, ignoring: [CGRect] = [], limit: Int = 64, offset: Double = 0,
-        rowStep: Int = 2, cues kinds: SymbolCues.Kinds, cuesElsewhere: (rows: Int, kinds: SymbolCues.Kinds) = (0, [])
+        rowStep: Int = 2, cues kinds: SymbolCues.Kinds, cuesElsewhere: (rows: Int, kinds: SymbolCues.Kinds) = (0, []),
+        pixelSlack: Bool = false
     ) throws(CaptureError) -> (finders: [Finder], cues: SymbolCues) {
         let image: PixelBuffer
         if let mean {
@@ -82,7 +85,8 @@ enum FinderEvidence {
         return withExtendedLifetime(image) {
             var cues = SymbolCues()
             let finders = scan(
-                Thresholded(image), limit: limit, rowStep: rowStep, cues: kinds, cuesElsewhere: cuesElsewhere, into: &cues)
+                Thresholded(image), limit: limit, rowStep: rowStep, cues: kinds, cuesElsewhere: cuesElsewhere, into: &cues,
+                pixelSlack: pixelSlack)
             return (finders, cues)
         }
     }
@@ -129,7 +133,7 @@ enum FinderEvidence {
     /// them (scans start at row 1).
     static func scan<Binary: FinderBinaryImage>(
         _ binary: Binary, limit: Int, rowStep: Int, cues kinds: SymbolCues.Kinds,
-        cuesElsewhere: (rows: Int, kinds: SymbolCues.Kinds) = (0, []), into cues: inout SymbolCues
+        cuesElsewhere: (rows: Int, kinds: SymbolCues.Kinds) = (0, []), into cues: inout SymbolCues, pixelSlack: Bool = false
     ) -> [Finder] {
         let elsewhereRowKinds = kinds.subtracting(cuesElsewhere.kinds)
         let w = binary.width, h = binary.height
@@ -180,9 +184,9 @@ enum FinderEvidence {
                 if ratioOK(r.0, r.1, r.2, r.3, r.4) {
                     let cx = s2 + r.2 / 2
                     let total = r.0 + r.1 + r.2 + r.3 + r.4
-                    if let column = crossCheckedLength(binary, cx, y, 0, 1, total),
-                        crossCheck(binary, cx, y, 1, 1, total),
-                        crossCheck(binary, cx, y, 1, -1, total)
+                    if let column = crossCheckedLength(binary, cx, y, 0, 1, total, pixelSlack: pixelSlack),
+                        crossCheckedLength(binary, cx, y, 1, 1, total, pixelSlack: pixelSlack) != nil,
+                        crossCheckedLength(binary, cx, y, 1, -1, total, pixelSlack: pixelSlack) != nil
                     {
                         let c = CGPoint(x: cx, y: y)
                         if let k = out.firstIndex(where: {
@@ -233,9 +237,10 @@ enum FinderEvidence {
         crossCheckedLength(binary, cx, cy, dx, dy, expected) != nil
     }
 
-    /// `crossCheck`, returning the pattern's length in steps along (dx, dy) when it passes.
+    /// `crossCheck`, returning the pattern's length in steps along (dx, dy) when it passes;
+    /// `pixelSlack`: `ratioWithinAPixel` rather than `ratioOK`.
     static func crossCheckedLength<Binary: FinderBinaryImage>(
-        _ binary: Binary, _ cx: Int, _ cy: Int, _ dx: Int, _ dy: Int, _ expected: Int
+        _ binary: Binary, _ cx: Int, _ cy: Int, _ dx: Int, _ dy: Int, _ expected: Int, pixelSlack: Bool = false
     ) -> Int? {
         let w = binary.width, h = binary.height
         let centre = binary.pixel(cx, cy)
@@ -270,15 +275,17 @@ enum FinderEvidence {
         guard let a = walk(dx, dy), let b = walk(-dx, -dy) else { return nil }
         let total = a.2 + a.1 + a.0 + b.0 - 1 + b.1 + b.2
         guard total * 2 >= expected, total <= expected * 2 else { return nil }
-        return ratioWithinAPixel(a.2, a.1, a.0 + b.0 - 1, b.1, b.2) ? total : nil
+        let (r0, r1, r2, r3, r4) = (a.2, a.1, a.0 + b.0 - 1, b.1, b.2)
+        return (pixelSlack ? ratioWithinAPixel(r0, r1, r2, r3, r4) : ratioOK(r0, r1, r2, r3, r4)) ? total : nil
     }
 
     /// `ratioOK` with half a pixel more room for each one-module run when the pattern is at most
     /// 17 px long (modules under 2.5 px): across a finder of 2-px modules (a version 40 code at
     /// 640x480, the far side of a steeply seen one) a ring is 1–3 px after sampling and
-    /// thresholding, and half a module is no room at all. Only the cross-checks use it, after a
-    /// row matched exactly; longer patterns keep `ratioOK` (a blurred code's larger finders
-    /// passed too, and the frames whose code no pass reads then ran every rescue).
+    /// thresholding, and half a module is no room at all. Only the full-size look's cross-checks
+    /// use it, after a row matched exactly; longer patterns, and the half- and quarter-size
+    /// looks, keep `ratioOK` (there a blurred code's finders passed too, and the frames whose
+    /// code no pass reads then ran every rescue).
     static func ratioWithinAPixel(_ a: Int, _ b: Int, _ c: Int, _ d: Int, _ e: Int) -> Bool {
         guard c > b, c > d else { return false }
         let total = a + b + c + d + e

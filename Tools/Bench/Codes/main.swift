@@ -21,7 +21,10 @@
 // 640x480 frames with codes (or --only those categories), over and over for 20 s, for a
 // profiler, then prints per category the median time and the passes one detection ran
 // (development aids); --profile-code-free does the same on the 640x480 code-free frames (noise,
-// clutter, fixture photos) for 15 s and prints their median.
+// clutter, fixture photos) for 15 s and prints their median. --only CATEGORIES (without
+// --profile) limits the generated corpus's table to those categories; --save-misses DIR writes
+// each generated frame cvcam did not read every code of as DIR/NAME.png (for --read qr PATH) and
+// prints a line per missed code (development aids).
 //
 // Decode rate counts a code as read only when the exact payload bytes come back. False decodes
 // are any symbol reported on a code-free frame (the face fixture photos and negatives, plus
