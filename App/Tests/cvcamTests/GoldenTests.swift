@@ -153,6 +153,22 @@ import AppTestSupport
         #expect(codes.first?["text"] as? String == text)
     }
 
+    /// Without `--types`, `scan` reads every 2-D type: a user shows it a code, not its name.
+    @Test(arguments: [
+        ("microqr.png", "microqr", "cvcam-mqr-1"), ("datamatrix.png", "datamatrix", "cvcam Data Matrix 1"),
+        ("aztec.png", "aztec", "cvcam Aztec 1"), ("pdf417.png", "pdf417", "cvcam PDF417 1"),
+    ])
+    func scanReadsEvery2DTypeByDefault(_ file: String, _ symbology: String, _ text: String) throws {
+        let path = CLI.packageRoot.appendingPathComponent("Tests/Fixtures/codes/\(file)").path
+        let result = try CLI.run(["scan", "--json", path])
+        #expect(result.status == 0, "\(result.stderr)")
+        let codes = result.lines.compactMap { line in
+            (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
+        }.filter { $0["type"] as? String == "code" && $0["event"] as? String == "appear" }
+        #expect(codes.map { $0["symbology"] as? String } == [symbology], "\(result.stdout)")
+        #expect(codes.first?["text"] as? String == text)
+    }
+
     @Test func scanWithoutTheTypeFindsNothing() throws {
         let path = CLI.packageRoot.appendingPathComponent("Tests/Fixtures/codes/microqr.png").path
         let result = try CLI.run(["scan", "--json", "--types", "qr,datamatrix", "--input", path])

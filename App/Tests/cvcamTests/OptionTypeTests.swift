@@ -64,7 +64,7 @@ import AppTestSupport
         #expect(faces.contains("values: " + SessionPreset.allCases.map(\.rawValue).joined(separator: ", ")))
         let scan = Scan.helpMessage(columns: 10_000)
         #expect(scan.contains("values: qr, microqr"), "\(scan)")
-        #expect(scan.contains("default: qr,microqr)"))
+        #expect(scan.contains("default: qr,microqr,aztec,datamatrix,pdf417)"), "\(scan)")
     }
 
     @Test(arguments: [
