@@ -71,16 +71,12 @@ enum DataMatrixLocator {
 
     /// A 0/255 image read as dark (below 128) or light; outside the image is light.
     struct Bits {
-        let width: Int, height: Int
-        private let base: UnsafePointer<UInt8>, stride: Int
-        init(_ image: PixelBuffer) {
-            width = image.width
-            height = image.height
-            stride = image.bytesPerRow
-            base = UnsafePointer(image.baseAddress.assumingMemoryBound(to: UInt8.self))
-        }
+        private let image: Thresholded
+        var width: Int { image.width }
+        var height: Int { image.height }
+        init(_ image: PixelBuffer) { self.image = Thresholded(image) }
         @inline(__always) func dark(_ x: Int, _ y: Int) -> Bool {
-            x >= 0 && y >= 0 && x < width && y < height && base[y * stride + x] < 128
+            x >= 0 && y >= 0 && x < width && y < height && image.pixel(x, y) < 128
         }
         /// The pixel containing `p` (a pixel spans [x, x + 1) here).
         @inline(__always) func dark(at p: CGPoint) -> Bool {
