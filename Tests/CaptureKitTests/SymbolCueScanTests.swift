@@ -274,11 +274,7 @@ import CaptureKitTesting
         // The face fixture photos at two camera sizes: before the corner checks, four of these
         // frames opened zxing-cpp's Data Matrix reads (the whole frame, its negative, a crop
         // around the edge and, at 640x480, the frame doubled); one still does.
-        let dirs = ["Tests/Fixtures/faces/images", "Tests/Fixtures/faces/negatives"]
-        let paths = try dirs.flatMap { dir in
-            let url = Fixtures.packageRoot.appendingPathComponent(dir)
-            return try FileManager.default.contentsOfDirectory(atPath: url.path).sorted().map { url.appendingPathComponent($0).path }
-        }
+        let paths = try Fixtures.facePhotoPaths()
         let detector = try CodeDetector(metadataObjectTypes: CodeDetector.twoDimensionalTypes)
         var opened: [String] = []
         for path in paths {

@@ -111,11 +111,7 @@ import CaptureKitTesting
     @Test func codeFreePhotosRarelyOpenTheGate() throws {
         // Every face fixture photo at two camera sizes: an open gate costs a zxing-cpp read of
         // the whole frame, so texture must rarely pass for a symbol.
-        let dirs = ["Tests/Fixtures/faces/images", "Tests/Fixtures/faces/negatives"]
-        let paths = try dirs.flatMap { dir in
-            let url = Fixtures.packageRoot.appendingPathComponent(dir)
-            return try FileManager.default.contentsOfDirectory(atPath: url.path).sorted().map { url.appendingPathComponent($0).path }
-        }
+        let paths = try Fixtures.facePhotoPaths()
         let detector = try CodeDetector(metadataObjectTypes: CodeDetector.twoDimensionalTypes)
         var frames = 0, opened = 0, aztec = 0
         for path in paths {

@@ -16,6 +16,13 @@ enum Fixtures {
     static let faces = packageRoot.appendingPathComponent("Tests/Fixtures/faces")
     static func faceImage(_ name: String) -> String { faces.appendingPathComponent("images/\(name)").path }
     static func negative(_ name: String) -> String { faces.appendingPathComponent("negatives/\(name)").path }
+    /// Every face fixture photo, with faces and without, in name order: code-free frames.
+    static func facePhotoPaths() throws -> [String] {
+        try ["images", "negatives"].flatMap { dir in
+            let url = faces.appendingPathComponent(dir)
+            return try FileManager.default.contentsOfDirectory(atPath: url.path).sorted().map { url.appendingPathComponent($0).path }
+        }
+    }
 }
 
 /// A scene with a QR code sprite moving right at 100 px/s over colour bars.
