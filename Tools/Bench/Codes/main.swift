@@ -316,20 +316,22 @@ if CommandLine.arguments.contains("--type-costs") {
     try typeSetCosts()
     exit(0)
 }
+/// The detector `--profile` and `--profile-code-free` run: `--profile-types 2d|all|TYPES` (default QR).
+@MainActor func profiledDetector() throws -> (String?, CodeDetector) {
+    let typesArgument = CommandLine.arguments.firstIndex(of: "--profile-types").flatMap { CommandLine.arguments.dropFirst($0 + 1).first }
+    switch typesArgument {
+    case nil: return (nil, cvcam)
+    case "2d": return (typesArgument, try CodeDetector(metadataObjectTypes: CodeDetector.twoDimensionalTypes, passes: cvcamPasses))
+    case "all": return (typesArgument, try CodeDetector(metadataObjectTypes: CodeDetector.availableMetadataObjectTypes, passes: cvcamPasses))
+    case let names?:
+        let types = Set(names.split(separator: ",").map { MetadataObjectType(rawValue: String($0)) })
+        return (typesArgument, try CodeDetector(metadataObjectTypes: types, passes: cvcamPasses))
+    }
+}
 if CommandLine.arguments.contains("--profile-code-free") {
     var frames = try noiseFrames(width: 640, height: 480)
     for path in photoPaths { frames.append(try QRTestCorpus.photo(at: path, width: 640, height: 480)) }
-    // --profile-types 2d|all|TYPES: the detector's types (default QR).
-    let typesArgument = CommandLine.arguments.firstIndex(of: "--profile-types").flatMap { CommandLine.arguments.dropFirst($0 + 1).first }
-    let profiled: CodeDetector
-    switch typesArgument {
-    case nil: profiled = cvcam
-    case "2d": profiled = try CodeDetector(metadataObjectTypes: CodeDetector.twoDimensionalTypes, passes: cvcamPasses)
-    case "all": profiled = try CodeDetector(metadataObjectTypes: CodeDetector.availableMetadataObjectTypes, passes: cvcamPasses)
-    case let names?:
-        profiled = try CodeDetector(
-            metadataObjectTypes: Set(names.split(separator: ",").map { MetadataObjectType(rawValue: String($0)) }), passes: cvcamPasses)
-    }
+    let (typesArgument, profiled) = try profiledDetector()
     frames += try devsetCodeFreeFrames(width: 640, height: 480).prefix(60)
     let end = Date().addingTimeInterval(15)
     var times: [Double] = []
@@ -343,9 +345,10 @@ if CommandLine.arguments.contains("--profile") {
         Set(CommandLine.arguments[(i + 1)...].first?.split(separator: ",").map(String.init) ?? [])
     }
     let frames = try codedFrames(width: 640, height: 480)
+    let (typesArgument, cvcam) = try profiledDetector()
     var times: [Double] = []
     // Per category: times, and the passes one detection of each frame ran (behaviour, not time).
-    var byCategory: [String: (times: [Double], scans: Int, pixels: Int, finderChecks: Int, rescues: Int, frames: Int)] = [:]
+    var byCategory: [String: (times: [Double], scans: Int, pixels: Int, finderChecks: Int, rescues: Int, zxingReads: Int, frames: Int)] = [:]
     let end = Date().addingTimeInterval(20)
     var first = true
     while Date() < end {
@@ -356,25 +359,26 @@ if CommandLine.arguments.contains("--profile") {
             let t = milliseconds { _ = try? cvcam.detect(in: frame) }
             times.append(t)
             let after = cvcam.passCounts
-            byCategory[category, default: ([], 0, 0, 0, 0, 0)].times.append(t)
+            byCategory[category, default: ([], 0, 0, 0, 0, 0, 0)].times.append(t)
             if first {
                 byCategory[category]!.scans += after.zbarScans - before.zbarScans
                 byCategory[category]!.pixels += after.zbarPixels - before.zbarPixels
                 byCategory[category]!.finderChecks += after.finderChecks - before.finderChecks
                 byCategory[category]!.rescues += after.rescues - before.rescues
+                byCategory[category]!.zxingReads += after.zxingReads - before.zxingReads
                 byCategory[category]!.frames += 1
             }
         }
         first = false
     }
-    print("640x480 with codes: \(frames.count) frames, \(times.count) detections, median \(f(median(times))) ms")
+    print("640x480 with codes (\(typesArgument ?? "qr")): \(frames.count) frames, \(times.count) detections, median \(f(median(times))) ms")
     print("")
-    print("| category | median ms | ZBar scans per frame | ZBar kilopixels per frame | finder checks per frame | rescues per frame |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("| category | median ms | ZBar scans per frame | ZBar kilopixels per frame | finder checks per frame | rescues per frame | zxing-cpp reads per frame |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for (category, _) in samplesByCategory {
         guard let c = byCategory[category.rawValue], c.frames > 0 else { continue }
         let n = Double(c.frames)
-        print("| \(category.rawValue) | \(f(median(c.times))) | \(f(Double(c.scans) / n)) | \(f(Double(c.pixels) / n / 1000, 0)) | \(f(Double(c.finderChecks) / n)) | \(f(Double(c.rescues) / n)) |")
+        print("| \(category.rawValue) | \(f(median(c.times))) | \(f(Double(c.scans) / n)) | \(f(Double(c.pixels) / n / 1000, 0)) | \(f(Double(c.finderChecks) / n)) | \(f(Double(c.rescues) / n)) | \(f(Double(c.zxingReads) / n)) |")
     }
     exit(0)
 }
@@ -569,7 +573,7 @@ print("")
 
 /// CPU ms per 640x480 frame of a detector for each type set, on frames with a QR code and on
 /// code-free frames (fixture photos, noise, clutter; and the dev sets' code-free images),
-/// interleaved so that load hits all alike. Ratios are to `cvcam scan`'s QR + Micro QR default
+/// interleaved so that load hits all alike, in an order that turns frame by frame. Ratios are to `cvcam scan`'s QR + Micro QR default
 /// before issue #31 in the same run: the issue allows every 2-D type by default at ≤ 1.2× on
 /// code-free frames.
 @MainActor func typeSetCosts() throws {
@@ -598,17 +602,19 @@ print("")
         openedKinds.pdf417 += after.pdf417Cues - before.pdf417Cues
         openedKinds.dataMatrix += after.dataMatrixCues - before.dataMatrixCues
     }
+    // Each frame's first detector reads it from cold caches: the order turns frame by frame.
+    let order = { (i: Int) in detectors.indices.map { (detectors[($0 + i) % detectors.count], ($0 + i) % detectors.count) } }
     for round in 0..<3 {
-        for frame in empty {
-            for (k, d) in detectors.enumerated() {
+        for (i, frame) in empty.enumerated() {
+            for (d, k) in order(i) {
                 let before = d.passCounts
                 te[k].append(milliseconds { _ = try? d.detect(in: frame) })
                 if round == 0 && k == 2 { noteOpened(before, d.passCounts) }
                 if round == 0 { looksTaken[k] += d.passCounts.finderChecks - before.finderChecks }
             }
         }
-        for frame in devset {
-            for (k, d) in detectors.enumerated() {
+        for (i, frame) in devset.enumerated() {
+            for (d, k) in order(i) {
                 var n = 0
                 let before = d.passCounts
                 td[k].append(milliseconds { n = (try? d.detect(in: frame))?.count ?? 0 })
@@ -617,7 +623,7 @@ print("")
                 if round == 0 { looksTaken[k] += d.passCounts.finderChecks - before.finderChecks }
             }
         }
-        for frame in coded { for (k, d) in detectors.enumerated() { tc[k].append(milliseconds { _ = try? d.detect(in: frame) }) } }
+        for (i, frame) in coded.enumerated() { for (d, k) in order(i) { tc[k].append(milliseconds { _ = try? d.detect(in: frame) }) } }
     }
     print("Cost per 640x480 frame by type set (CPU ms, median; \(empty.count) generated and fixture code-free frames, \(devset.count) dev-set code-free images (QR negatives, face photos), \(coded.count) frames with QR codes; three rounds interleaved; ratios to `qr, microqr` in this run):")
     print("")
