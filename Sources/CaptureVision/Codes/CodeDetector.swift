@@ -189,9 +189,11 @@ public final class CodeDetector: Sendable {
     private struct State: ~Copyable {
         var counts = PassCounts()
         /// ZBar for QR (every pass of `ScanRun`), and for the linear types (one scan per frame):
-        /// two scanners, so that the QR passes do not pay for the linear decoders on every line.
+        /// two scanners, so that the QR passes do not pay for the linear decoders on every line;
+        /// a third for the areas warped upright around finders (`ScanRun.uprightLineStep`).
         var scanner: ZBarScanner
         var linearScanner: ZBarScanner
+        var uprightScanner: ZBarScanner
         var zxing: ZXingReader
         var configured: Set<MetadataObjectType>?
         var types: Set<MetadataObjectType>
@@ -210,10 +212,11 @@ public final class CodeDetector: Sendable {
     @_spi(Benchmark) public init(metadataObjectTypes: Set<MetadataObjectType> = [.qr], passes: Passes) throws(CaptureError) {
         let scanner = try ZBarScanner()
         let linearScanner = try ZBarScanner()
+        let uprightScanner = try ZBarScanner()
         let zxing = try ZXingReader()
         state = Mutex(
             State(
-                scanner: scanner, linearScanner: linearScanner, zxing: zxing,
+                scanner: scanner, linearScanner: linearScanner, uprightScanner: uprightScanner, zxing: zxing,
                 types: metadataObjectTypes.intersection(Self.available),
                 passes: passes))
     }
@@ -227,6 +230,8 @@ public final class CodeDetector: Sendable {
         try state.withLock { (s: inout State) throws(CaptureError) -> [CodeDetection] in
             if s.configured != s.types {
                 s.scanner.enable(s.types.intersection(ScanRun.qrTypes))
+                s.uprightScanner.enable(s.types.intersection(ScanRun.qrTypes))
+                s.uprightScanner.setLineStep(ScanRun.uprightLineStep)
                 s.linearScanner.enable(ScanRun.zbarTypes(s.types).subtracting(ScanRun.qrTypes))
                 s.configured = s.types
             }
@@ -250,6 +255,7 @@ public final class CodeDetector: Sendable {
             if s.passes.typeGate && s.passes.zxing { looks.cueKinds = SymbolCues.Kinds(others) }
             if !qr.isEmpty {
                 var run = ScanRun(scanner: s.scanner, zxing: s.zxing, passes: s.passes, types: qr)
+                run.uprightScanner = s.uprightScanner
                 run.counts = s.counts
                 run.looks = looks
                 defer { s.counts = run.counts }
@@ -261,6 +267,7 @@ public final class CodeDetector: Sendable {
                 var run = ScanRun(scanner: s.linearScanner, zxing: s.zxing, passes: s.passes, types: others)
                 run.counts = s.counts
                 run.looks = looks
+                run.readBefore = found.map(\.points)
                 defer { s.counts = run.counts }
                 try run.scanOtherTypes(gray)
                 found += run.found

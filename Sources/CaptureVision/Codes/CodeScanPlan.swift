@@ -8,8 +8,9 @@ import Synchronization
 /// point). Each pass stays because removing it loses decodes or makes frames dearer on the
 /// generated corpus and the dev set (`Tools/Bench/README.md` has the figures of each):
 /// 0. QR-only detectors, frames ≥ 360 px: `FinderEvidence` on the half-size frame, then ZBar on
-///    only the area each finder triple spans, warped upright at `Passes.areaModuleSize` (ZBar's
-///    cost follows the pixels scanned and a code rarely fills the frame), inverted too when the
+///    only the area each finder triple spans, warped upright at `Passes.areaModuleSize` and
+///    scanned every second line (ZBar's cost follows the pixels scanned and a code rarely fills
+///    the frame; zxing-cpp reads the area when ZBar does not), inverted too when the
 ///    finder is light-centred; then the same around the full-size finders. No finder at full,
 ///    half or quarter size and the frame stops before any ZBar scan.
 /// 1. ZBar on the half-size frame (a quarter of the pixels; modules ≥ 3 px), only when 0. read
@@ -26,6 +27,13 @@ import Synchronization
 /// 5. An unsharp-masked copy, for blur.
 struct ScanRun {
     let scanner: ZBarScanner
+    /// ZBar for the areas warped upright around finder triples (`scanUpright`), scanning every
+    /// `uprightLineStep`-th line; `scanner` when nil.
+    var uprightScanner: ZBarScanner?
+    /// The line step of `uprightScanner`: the upright images have modules of
+    /// `Passes.areaModuleSize` (2.5) pixels, so every second line still crosses each module row
+    /// and finder at least once, for about 0.6 of the full scan's cost (`Tools/Bench/README.md`).
+    static let uprightLineStep: Int32 = 2
     let zxing: ZXingReader
     let passes: CodeDetector.Passes
     /// What each decoder looks for: ZBar every type it has a number for (QR and linear),
@@ -44,6 +52,9 @@ struct ScanRun {
     var looks = FrameLooks()
     /// Whether ZBar has scanned around the finders seen (`readAroundSeenFinders`).
     var scannedAroundFinders = false
+    /// The corners of the codes an earlier run of this frame read (the QR run's, for the run of
+    /// the other types): no cue inside them opens a read (`cuesSeen`).
+    var readBefore: [[CGPoint]] = []
     /// Finder triples `scanUpright` left for `readLargeTriples`: their upright image is over the
     /// half-size scan's budget, but their modules are too small for that scan.
     var largeTriples: [(finders: [FinderEvidence.Finder], source: PixelBuffer, scale: (Double, Double))] = []
@@ -205,6 +216,7 @@ struct ScanRun {
         _ = try fullSizeFinders(gray)
         _ = try quarterSizeFinders(half)
         _ = try gateLookFinders(gray)
+        looks.cues = looks.cues.outside(readBefore).withoutFaintEdges(in: gray, minimum: Self.edgeContrast)
         var seen = looks.cues.seen
         // A bullseye counts when the core around it reads (orientation marks and the mode
         // message's Reed–Solomon check): zxing-cpp's detector needs the same, and texture that
@@ -215,6 +227,12 @@ struct ScanRun {
         }
         return seen
     }
+
+    /// The least contrast (gray levels, light modules over dark) of a Data Matrix timing edge
+    /// that opens a read (`SymbolCues.withoutFaintEdges`): ladders made of a camera's sensor
+    /// noise (σ 3) measure up to about 6, symbol edges in camera frames 14 and more
+    /// (`Tools/Bench/README.md`).
+    static let edgeContrast = 10.0
 
     /// The types ZBar reads: QR and the linear ones. ZBar 0.23 has a number for PDF417 but
     /// decodes none (0 of the 33 in the barcode dev set); scanning for it cost every frame of a
@@ -646,9 +664,9 @@ struct ScanRun {
             source, from: [o, u, v, CGPoint(x: u.x + v.x - o.x, y: u.y + v.y - o.y)],
             to: [CGPoint(x: c, y: c), CGPoint(x: c + du, y: c), CGPoint(x: c, y: c + dv), CGPoint(x: c + du, y: c + dv)],
             width: w, height: h, toFrame: { CGPoint(x: $0.x * scale.0, y: $0.y * scale.1) })
-        if try attempt(upright, back, rectified: true) { return true }
+        if try attempt(upright, back, rectified: true, upright: true) { return true }
         if passes.inverted && t.contains(where: { !$0.dark }),
-            try attempt(try CodeImaging.inverted(upright), back, rectified: true)
+            try attempt(try CodeImaging.inverted(upright), back, rectified: true, upright: true)
         {
             return true
         }
@@ -782,17 +800,21 @@ struct ScanRun {
     }
 
     /// One ZBar scan, counted (scans and pixels).
-    mutating func zbarScan(_ image: PixelBuffer) throws(CaptureError) -> [ScannedSymbol] {
+    mutating func zbarScan(_ image: PixelBuffer, with other: ZBarScanner? = nil) throws(CaptureError) -> [ScannedSymbol] {
         counts.zbarScans += 1
         counts.zbarPixels += image.width * image.height
+        let scanner = other ?? scanner
         return try scanner.scan(image)
     }
 
     /// Scans `image`; true when it read a new symbol. `rectified`: the image is a code's area
-    /// warped upright, which zxing-cpp reads too when ZBar read nothing there.
-    mutating func attempt(_ image: PixelBuffer, _ mapping: Homography, rectified: Bool = false) throws(CaptureError) -> Bool {
+    /// warped upright, which zxing-cpp reads too when ZBar read nothing there; `upright`: it is a
+    /// finder triple's area at `Passes.areaModuleSize`, which `uprightScanner` scans.
+    mutating func attempt(
+        _ image: PixelBuffer, _ mapping: Homography, rectified: Bool = false, upright: Bool = false
+    ) throws(CaptureError) -> Bool {
         let before = found.count
-        add(try zbarScan(image), mapping: mapping)
+        add(try zbarScan(image, with: upright ? uprightScanner : nil), mapping: mapping)
         if found.count == before, rectified, zxingTypes.contains(.qr) {
             var hints = ZXingHints.defaults([.qr])
             hints.tryRotate = false

@@ -124,6 +124,15 @@ final class ZBarScanner {
         setConfig(symbology: cvb_zbar_qrcode, config: CodeSymbology.configBinary, value: binary ? 1 : 0)
     }
 
+    /// Scans every `step`-th row and column (`ZBAR_CFG_X_DENSITY`, `ZBAR_CFG_Y_DENSITY`; ZBar's
+    /// default is 1, every line). Its cost follows the lines scanned; a code whose modules span
+    /// at least `step` pixels is still crossed on every module row. True when ZBar accepted both.
+    @discardableResult
+    func setLineStep(_ step: Int32) -> Bool {
+        setConfig(symbology: 0, config: CodeSymbology.configXDensity, value: step)
+            && setConfig(symbology: 0, config: CodeSymbology.configYDensity, value: step)
+    }
+
     /// Scans a gray image (`cvb_code_scanner_scan` → `zbar_scan_image`) and copies every symbol out.
     func scan(_ gray: PixelBuffer) throws(CaptureError) -> [ScannedSymbol] {
         var err = cvb_error()

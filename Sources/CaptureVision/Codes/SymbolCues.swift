@@ -88,6 +88,74 @@ struct SymbolCues: Sendable {
         return out
     }
 
+    /// These cues without those inside `codes` (each a convex polygon, pixels): a QR code's
+    /// modules make ladders, bullseye-like rings and bar patterns of their own, and a symbol
+    /// cannot lie inside another. A Data Matrix edge counts by its midpoint.
+    func outside(_ codes: [[CGPoint]]) -> SymbolCues {
+        let polygons = codes.filter { $0.count >= 3 }
+        guard !polygons.isEmpty else { return self }
+        let free = { (p: CGPoint) in !polygons.contains { Self.convexPolygon($0, contains: p) } }
+        var out = self
+        out.bullseyes = bullseyes.filter { free($0.centre) }
+        out.pdf417 = pdf417.filter(free)
+        out.dataMatrix = dataMatrix.filter { free(CGPoint(x: $0.midX, y: $0.midY)) }
+        return out
+    }
+
+    /// These cues without the Data Matrix edges whose ladder is faint in `gray` (the image the
+    /// cues' pixels refer to): the light modules along the edge's row lighter than the dark
+    /// ones by under `minimum` levels on average. The full-size look's threshold (offset 0)
+    /// turns a camera's sensor noise on a plain surface into runs, which now and then line up
+    /// as a ladder; a printed symbol's modules differ by far more.
+    func withoutFaintEdges(in gray: PixelBuffer, minimum: Double) -> SymbolCues {
+        guard !dataMatrix.isEmpty, gray.pixelFormat == .gray else { return self }
+        var out = self
+        out.dataMatrix = withExtendedLifetime(gray) {
+            let pixels = Thresholded(gray)
+            return dataMatrix.filter { edge in
+                let y = Int(edge.minY), x0 = max(0, Int(edge.minX)), x1 = min(pixels.width, Int(edge.maxX))
+                guard y >= 0, y < pixels.height, x1 - x0 >= 2 else { return false }
+                return Self.contrast(pixels.row(y) + x0, count: x1 - x0) >= minimum
+            }
+        }
+        return out
+    }
+
+    /// The mean of the values above their mean less the mean of the others.
+    static func contrast(_ values: UnsafePointer<UInt8>, count: Int) -> Double {
+        var sum = 0
+        for i in 0..<count { sum += Int(values[i]) }
+        let mean = Double(sum) / Double(count)
+        var high = 0, highCount = 0, low = 0
+        for i in 0..<count {
+            let v = Int(values[i])
+            if Double(v) > mean {
+                high += v
+                highCount += 1
+            } else {
+                low += v
+            }
+        }
+        guard highCount > 0, highCount < count else { return 0 }
+        return Double(high) / Double(highCount) - Double(low) / Double(count - highCount)
+    }
+
+    /// Whether `p` lies inside the convex polygon `corners` (either winding) or on its edge.
+    static func convexPolygon(_ corners: [CGPoint], contains p: CGPoint) -> Bool {
+        var sign = 0.0
+        for i in corners.indices {
+            let a = corners[i], b = corners[(i + 1) % corners.count]
+            let cross = (b.x - a.x) * (p.y - a.y) - (b.y - a.y) * (p.x - a.x)
+            if cross == 0 { continue }
+            if sign == 0 {
+                sign = cross
+            } else if (cross > 0) != (sign > 0) {
+                return false
+            }
+        }
+        return true
+    }
+
     /// Both sets of cues.
     static func + (a: SymbolCues, b: SymbolCues) -> SymbolCues {
         SymbolCues(bullseyes: a.bullseyes + b.bullseyes, pdf417: a.pdf417 + b.pdf417, dataMatrix: a.dataMatrix + b.dataMatrix)
