@@ -230,8 +230,8 @@ struct ScanRun {
 
     /// The least contrast (gray levels, light modules over dark) of a Data Matrix timing edge
     /// that opens a read (`SymbolCues.withoutFaintEdges`): ladders made of a camera's sensor
-    /// noise (σ 3) measure up to about 6, symbol edges in camera frames 14 and more
-    /// (`Tools/Bench/README.md`).
+    /// noise (σ 3) measure up to about 6, most symbol edges in camera frames 14 and more
+    /// (`Tools/Bench/README.md` has every edge measured).
     static let edgeContrast = 10.0
 
     /// The types ZBar reads: QR and the linear ones. ZBar 0.23 has a number for PDF417 but
