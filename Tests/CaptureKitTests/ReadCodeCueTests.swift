@@ -19,12 +19,9 @@ import CaptureKitTesting
         let symbol = try CodeImaging.gray(try QRCodeImage.make(payload: payload, version: version, moduleSize: module))
         let frame = try PixelBuffer(width: 640, height: 480, pixelFormat: .gray)
         try Imaging.fill(frame, x: 0, y: 0, width: 640, height: 480, red: 235, green: 235, blue: 235, "test frame")
-        let w = Double(symbol.width), h = Double(symbol.height), a = angle * Double.pi / 180
-        let from = [CGPoint(x: 0, y: 0), CGPoint(x: w, y: 0), CGPoint(x: w, y: h), CGPoint(x: 0, y: h)]
-        let to = from.map { p in
-            let u = p.x - w / 2, v = p.y - h / 2
-            return CGPoint(x: 320 + u * cos(a) - v * sin(a), y: 240 + u * sin(a) + v * cos(a))
-        }
+        let (from, to) = Placement.turned(
+            CGRect(x: 0, y: 0, width: symbol.width, height: symbol.height), scale: 1, degrees: angle,
+            centre: CGPoint(x: 320, y: 240))
         try CodeImaging.warp(symbol, into: frame, homography: try CodeImaging.homography(from: from, to: to))
         try CodeImaging.addNoise(frame, seed: seed, standardDeviation: 3)
         return frame
@@ -92,14 +89,11 @@ import CaptureKitTesting
             for angle in [0.0, 1, 2, 3] {
                 let payload = Array("upright \(version) \(angle)".utf8)
                 let symbol = try CodeImaging.gray(try QRCodeImage.make(payload: payload, version: version))
-                let w = Double(symbol.width), a = angle * Double.pi / 180
-                let side = Int((w * size).rounded(.up))
+                let side = Int((Double(symbol.width) * size).rounded(.up))
                 let image = try PixelBuffer(width: side, height: side, pixelFormat: .gray)
-                let from = [CGPoint(x: 0, y: 0), CGPoint(x: w, y: 0), CGPoint(x: w, y: w), CGPoint(x: 0, y: w)]
-                let to = from.map { q in
-                    let u = (q.x - w / 2) * size, v = (q.y - w / 2) * size
-                    return CGPoint(x: Double(side) / 2 + u * cos(a) - v * sin(a), y: Double(side) / 2 + u * sin(a) + v * cos(a))
-                }
+                let (from, to) = Placement.turned(
+                    CGRect(x: 0, y: 0, width: symbol.width, height: symbol.height), scale: size, degrees: angle,
+                    centre: CGPoint(x: Double(side) / 2, y: Double(side) / 2))
                 try CodeImaging.warp(
                     symbol, into: image, homography: try CodeImaging.homography(from: from, to: to),
                     interpolation: Int32(CVB_INTER_LINEAR), border: Int32(CVB_BORDER_REPLICATE))

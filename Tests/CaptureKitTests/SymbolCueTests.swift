@@ -34,17 +34,9 @@ import CaptureKitTesting
         let source = try fixture(path)
         let box = darkBox(source)
         let pad = 8.0
-        let from = [
-            CGPoint(x: Double(box.x) - pad, y: Double(box.y) - pad),
-            CGPoint(x: Double(box.x + box.width) + pad, y: Double(box.y) - pad),
-            CGPoint(x: Double(box.x + box.width) + pad, y: Double(box.y + box.height) + pad),
-            CGPoint(x: Double(box.x) - pad, y: Double(box.y + box.height) + pad),
-        ]
-        let s = module / 4, a = angle * Double.pi / 180
-        let w = (Double(box.width) + 2 * pad) * s, h = (Double(box.height) + 2 * pad) * s
-        let to = [(-w / 2, -h / 2), (w / 2, -h / 2), (w / 2, h / 2), (-w / 2, h / 2)].map { (u, v) in
-            CGPoint(x: centre.x + u * cos(a) - v * sin(a), y: centre.y + u * sin(a) + v * cos(a))
-        }
+        let (from, to) = Placement.turned(
+            CGRect(x: Double(box.x) - pad, y: Double(box.y) - pad, width: Double(box.width) + 2 * pad, height: Double(box.height) + 2 * pad),
+            scale: module / 4, degrees: angle, centre: centre)
         let frame = try CodeImaging.gray(try QRTestCorpus.background(width: 640, height: 480, seed: seed))
         try CodeImaging.warp(source, into: frame, homography: try CodeImaging.homography(from: from, to: to))
         return frame
