@@ -9,6 +9,7 @@
 // a message when absent) is scored first: see `DevSet.swift`. --devset-only stops after it;
 // --no-devset skips it; --misses lists each reader's codes not read exactly.
 //   Tools/bench-codes --samples 6 --profile [--only plain,nonUTF8]
+//   Tools/bench-codes --small-turned: QR codes of 2-px modules turned 3-30 degrees (versions 2-10, 48 frames), cvcam beside zxing-cpp 3.x
 //
 // --no-zxing-gate lets zxing-cpp read every frame, not only where FinderEvidence sees a finder
 // (`Passes.zxingFinderGate`); --zxing-first lets zxing-cpp read a gated frame before ZBar's
@@ -86,7 +87,7 @@ while let a = arguments.next() {
     case "--samples": samplesPerCategory = Int(arguments.next() ?? "") ?? samplesPerCategory
     case "--seed": seed = UInt64(arguments.next() ?? "") ?? seed
     case "--ablation": ablation = true
-    case "--explore", "--finders", "--profile", "--profile-code-free", "--type-costs", "--other-types": break
+    case "--explore", "--finders", "--profile", "--profile-code-free", "--type-costs", "--other-types", "--small-turned": break
     case "--only": onlyCategories = Set((arguments.next() ?? "").split(separator: ",").map(String.init))
     case "--profile-types": _ = arguments.next()
     case "--save-misses": saveMissesPath = arguments.next()
@@ -110,7 +111,7 @@ while let a = arguments.next() {
     case "--no-codes-devset": noCodesDevset = true
     case "--codes-only": codesOnly = Set((arguments.next() ?? "").split(separator: ",").map(String.init))
     default:
-        FileHandle.standardError.write("usage: bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--no-zxing-gate] [--gate-offset LEVELS|none] [--gate-row-step N] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--area-module PX] [--no-perspective] [--no-aztec-data] [--rescue-costs DIR...] [--finders] [--profile [--only CATEGORIES]] [--profile-code-free] [--devset DIR] [--devset-only] [--no-devset] [--misses] [--zxing3 PYTHON] [--codes-devset DIR] [--no-codes-devset] [--codes-only SYMBOLOGIES] [--only CATEGORIES] [--save-misses DIR]\n".data(using: .utf8)!)
+        FileHandle.standardError.write("usage: bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--no-zxing-gate] [--gate-offset LEVELS|none] [--gate-row-step N] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--area-module PX] [--no-perspective] [--no-aztec-data] [--rescue-costs DIR...] [--finders] [--profile [--only CATEGORIES]] [--profile-code-free] [--devset DIR] [--devset-only] [--no-devset] [--misses] [--zxing3 PYTHON] [--codes-devset DIR] [--no-codes-devset] [--codes-only SYMBOLOGIES] [--only CATEGORIES] [--save-misses DIR] [--small-turned]\n".data(using: .utf8)!)
         exit(64)
     }
 }
@@ -254,6 +255,10 @@ if let python = zxing3Python {
     print("zxing-cpp 3.x: not measured (Tools/bench-codes installs it; or pass --zxing3 PYTHON).")
 }
 print("")
+if CommandLine.arguments.contains("--small-turned") {
+    try runSmallTurned()
+    exit(0)
+}
 if !noCodesDevset {
     let dir = codesDevsetPath ?? root.deletingLastPathComponent().appendingPathComponent("shared/devsets/codes").path
     try runCodesDevSet(directory: dir, only: codesOnly)
