@@ -57,6 +57,26 @@ import CaptureKitTesting
         #expect(codes.map(\.payload) == [code.payload])
     }
 
+    /// A version 13 code seen steeply from below (frame 39 of `perspective`, seed 7): the near
+    /// finder's modules measure 3.6 px along its row and 4.1 down its column, the far ones' 2.7
+    /// and 2.3, so the longer measures differ 1.53-fold; when triples allowed 1.5, no triple was
+    /// formed and no pass read the code. Finders twice as large as the others still make none.
+    @Test func aTrapezoidsNearFinderStillMakesATriple() throws {
+        func finder(_ x: Double, _ y: Double, _ row: Double, _ column: Double) -> FinderEvidence.Finder {
+            FinderEvidence.Finder(centre: CGPoint(x: x, y: y), module: row, dark: true, columnModule: column)
+        }
+        let seen = [finder(198, 181, 19.0 / 7, 16.0 / 7), finder(362, 183, 19.0 / 7, 16.0 / 7), finder(169, 369, 25.0 / 7, 29.0 / 7)]
+        #expect(ScanRun.triples(seen).count == 1)
+        var larger = seen
+        larger[2].module *= 1.35
+        larger[2].columnModule = larger[2].columnModule.map { $0 * 1.35 }
+        #expect(ScanRun.triples(larger).isEmpty)
+        let sample = try QRTestCorpus.samples(.perspective, count: 40, seed: 7)[39]
+        let payload = try #require(sample.codes.first?.payload)
+        let codes = try CodeDetector(metadataObjectTypes: [.qr]).detections(in: sample.image)
+        #expect(codes.map(\.payload) == [payload])
+    }
+
     /// Finders of a code tilted about a vertical line: the row measures of the far finder are
     /// squeezed (modules 3 and 5 px along rows, 5 px down columns) and so is the side along the
     /// rows (100 px against 160). Undoing the squeeze the finders show, the three make a right

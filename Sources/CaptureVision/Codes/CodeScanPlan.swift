@@ -682,8 +682,15 @@ struct ScanRun {
         return points.filter { p in !boxes.contains { $0.contains(p) } }
     }
 
+    /// How much larger one finder's modules may be than another's in one triple (`triples`). A
+    /// code tilted 30–50° toward the camera is a trapezoid whose near finder measures up to about
+    /// 1.6 times the far ones; at 1.5 such a triple was never formed and no pass read the code
+    /// (`QRPerspectiveTests`). Code-free frames run no more scans for it (`Tools/Bench/README.md`).
+    static let tripleModuleRatio = 1.75
+
     /// Triples of finders that can be one code's three: at the corners of a right angle with
-    /// two about equal sides 14–170 modules long (versions 1–40), modules alike.
+    /// two about equal sides 14–170 modules long (versions 1–40), modules within
+    /// `tripleModuleRatio` of each other.
     static func triples(_ finders: [FinderEvidence.Finder]) -> [[FinderEvidence.Finder]] {
         var out: [[FinderEvidence.Finder]] = []
         for a in finders.indices {
@@ -693,7 +700,7 @@ struct ScanRun {
                     // Modules compared on the longer of the row and column measures: a steep
                     // view foreshortens one of them, by more on the far finders.
                     let modules = t.map { max($0.module, $0.columnModule ?? $0.module) }
-                    guard modules.max()! < 1.5 * modules.min()! else { continue }
+                    guard modules.max()! < Self.tripleModuleRatio * modules.min()! else { continue }
                     if corner(of: t) != nil { out.append(t) }
                 }
             }
