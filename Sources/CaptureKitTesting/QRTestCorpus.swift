@@ -94,6 +94,25 @@ public enum QRTestCorpus {
         return out
     }
 
+    /// A QR code of `version`, `module` px per module, turned by `degrees` in the middle of a
+    /// light 640×480 GRAY frame with a camera's sensor noise (σ 3), and its payload
+    /// ("cvcam VERSION MODULE DEGREES"): any cue there is the code's or the noise's
+    /// (package-internal: `ReadCodeCueTests` and `bench-codes --small-turned`).
+    package static func turnedCode(
+        version: Int32, module: Int, degrees: Double, seed: UInt64
+    ) throws(CaptureError) -> (frame: PixelBuffer, payload: [UInt8]) {
+        let payload = Array("cvcam \(version) \(module) \(degrees)".utf8)
+        let symbol = try CodeImaging.gray(try QRCodeImage.make(payload: payload, version: version, moduleSize: module))
+        let frame = try PixelBuffer(width: 640, height: 480, pixelFormat: .gray)
+        try Imaging.fill(frame, x: 0, y: 0, width: 640, height: 480, red: 235, green: 235, blue: 235, "test frame")
+        let (from, to) = Placement.turned(
+            CGRect(x: 0, y: 0, width: symbol.width, height: symbol.height), scale: 1, degrees: degrees,
+            centre: CGPoint(x: 320, y: 240))
+        try CodeImaging.warp(symbol, into: frame, homography: try CodeImaging.homography(from: from, to: to))
+        try CodeImaging.addNoise(frame, seed: seed, standardDeviation: 3)
+        return (frame, payload)
+    }
+
     /// A cluttered code-free frame (blurred noise, blocks, gradients), for false-decode checks.
     public static func background(width: Int, height: Int, seed: UInt64) throws(CaptureError) -> PixelBuffer {
         var rng = SplitMix64(seed: seed)

@@ -11,29 +11,13 @@ import CaptureKitTesting
 /// (`SymbolCues.withoutFaintEdges`) open none; and ZBar's scan of a finder triple's upright area
 /// every second line (`ScanRun.uprightLineStep`).
 @Suite struct ReadCodeCueTests {
-    /// A QR code of `version`, `module` px per module, turned by `angle`°, in the middle of a
-    /// light 640×480 frame with a camera's sensor noise (σ 3): any cue there is the code's or
-    /// the noise's.
-    static func frame(version: Int32, module: Int, angle: Double, seed: UInt64) throws -> PixelBuffer {
-        let payload = Array("cvcam \(version) \(module) \(angle)".utf8)
-        let symbol = try CodeImaging.gray(try QRCodeImage.make(payload: payload, version: version, moduleSize: module))
-        let frame = try PixelBuffer(width: 640, height: 480, pixelFormat: .gray)
-        try Imaging.fill(frame, x: 0, y: 0, width: 640, height: 480, red: 235, green: 235, blue: 235, "test frame")
-        let (from, to) = Placement.turned(
-            CGRect(x: 0, y: 0, width: symbol.width, height: symbol.height), scale: 1, degrees: angle,
-            centre: CGPoint(x: 320, y: 240))
-        try CodeImaging.warp(symbol, into: frame, homography: try CodeImaging.homography(from: from, to: to))
-        try CodeImaging.addNoise(frame, seed: seed, standardDeviation: 3)
-        return frame
-    }
-
     @Test func aFrameWithAReadQRCodeOpensNoOtherRead() throws {
         // Version 7 at 2 px per module: its modules make a Data Matrix ladder inside the code
         // (upright), and this frame's noise one on the plain surface below it. Before either
         // filter, each frame opened a read of the whole frame for Data Matrix.
         let detector = try CodeDetector(metadataObjectTypes: CodeDetector.twoDimensionalTypes)
         for angle in [0.0, 3, 8, 30, 45] {
-            let frame = try Self.frame(version: 7, module: 2, angle: angle, seed: 72)
+            let frame = try QRTestCorpus.turnedCode(version: 7, module: 2, degrees: angle, seed: 72).frame
             let before = detector.passCounts
             let codes = try detector.detections(in: frame)
             let after = detector.passCounts

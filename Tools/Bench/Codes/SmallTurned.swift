@@ -15,19 +15,8 @@ import Foundation
     var missed: [String] = []
     for version in versions {
         for angle in angles {
-            let payload = Array("cvcam \(version) 2 \(angle)".utf8)
-            let symbol = try CodeImaging.gray(try QRCodeImage.make(payload: payload, version: version, moduleSize: 2))
-            let frame = try PixelBuffer(width: 640, height: 480, pixelFormat: .gray)
-            try Imaging.fill(frame, x: 0, y: 0, width: 640, height: 480, red: 235, green: 235, blue: 235, "frame")
-            let a = angle * Double.pi / 180
-            let w = Double(symbol.width), h = Double(symbol.height)
-            let from = [CGPoint(x: 0, y: 0), CGPoint(x: w, y: 0), CGPoint(x: w, y: h), CGPoint(x: 0, y: h)]
-            let to = from.map { p in
-                let u = p.x - w / 2, v = p.y - h / 2
-                return CGPoint(x: 320 + u * cos(a) - v * sin(a), y: 240 + u * sin(a) + v * cos(a))
-            }
-            try CodeImaging.warp(symbol, into: frame, homography: try CodeImaging.homography(from: from, to: to))
-            try CodeImaging.addNoise(frame, seed: UInt64(version) * 100 + UInt64(angle), standardDeviation: 3)
+            let (frame, payload) = try QRTestCorpus.turnedCode(
+                version: version, module: 2, degrees: angle, seed: UInt64(version) * 100 + UInt64(angle))
             frames += 1
             let ok = try detector.detections(in: frame).contains { $0.payload == payload }
             if ok { read += 1 } else { missed.append("v\(version) \(Int(angle))°") }
