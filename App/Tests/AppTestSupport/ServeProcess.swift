@@ -38,6 +38,14 @@ package final class ServeProcess: @unchecked Sendable {
 
     package func signal(_ sig: Int32) { kill(process.processIdentifier, sig) }
 
+    /// Waits until stderr holds `text`: a line the daemon writes beside an MQTT event may reach
+    /// the pipe's reader after a subscriber has the event. False when it did not within `seconds`.
+    package func waitForStderr(containing text: String, _ seconds: Double = 30) -> Bool {
+        let end = Date().addingTimeInterval(seconds)
+        while !stderr.contains(text) && Date() < end { Thread.sleep(forTimeInterval: 0.05) }
+        return stderr.contains(text)
+    }
+
     /// Waits for the exit; nil when it did not exit within `seconds`.
     package func waitForExit(_ seconds: Double) -> Int32? {
         let end = Date().addingTimeInterval(seconds)

@@ -68,7 +68,7 @@ import AppTestSupport
             events("recording", lines).contains { ($0["resumedAfterFailures"] as? Int ?? 0) >= 2 }
         }
         #expect(resumed, "stderr: \(daemon.stderr)")
-        #expect(daemon.stderr.contains("recording resumed after"), "stderr: \(daemon.stderr)")
+        #expect(daemon.waitForStderr(containing: "recording resumed after"), "stderr: \(daemon.stderr)")
         let path = try #require(events("recording", subscriber.lines).last?["path"] as? String)
         Thread.sleep(forTimeInterval: 1)
         var info = stat()
