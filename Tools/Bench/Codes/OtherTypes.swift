@@ -15,6 +15,8 @@ struct OtherTypeFrame {
     var angle: Double
     var module: Double
     var frame: PixelBuffer
+    /// Printed with its light and dark modules 38 levels apart (100 and 138) instead of ~255.
+    var lowContrast = false
 }
 
 /// The fixture symbols: file, type, payload.
@@ -25,13 +27,14 @@ let otherTypeFixtures: [(String, MetadataObjectType, String)] = [
 ]
 
 /// Every fixture at turns 0, 5, 20, 45, 90 and 180° and modules of 2, 3 and 4.5 px, each at a
-/// seeded place on its own background.
-@MainActor func otherTypeFrames(seed: UInt64) throws -> [OtherTypeFrame] {
+/// seeded place on its own background; `lowContrast`: its modules 38 levels apart.
+@MainActor func otherTypeFrames(seed: UInt64, lowContrast: Bool = false) throws -> [OtherTypeFrame] {
     var out: [OtherTypeFrame] = []
     var rng = SplitMix64(seed: seed)
     for (file, type, text) in otherTypeFixtures {
-        let source = try QRTestCorpus.photo(at: root.appendingPathComponent("Tests/Fixtures/codes/\(file)").path)
-        let gray = try CodeImaging.gray(source)
+        let printed = try QRTestCorpus.photo(at: root.appendingPathComponent("Tests/Fixtures/codes/\(file)").path)
+        let gray = try CodeImaging.gray(printed)
+        let source = lowContrast ? try CodeImaging.scaled(printed, alpha: 0.15, beta: 100) : printed
         // The symbol's box: its dark pixels (the fixture's frame is light gray).
         var x0 = gray.width, y0 = gray.height, x1 = 0, y1 = 0
         let p = gray.baseAddress.assumingMemoryBound(to: UInt8.self)
@@ -65,7 +68,9 @@ let otherTypeFixtures: [(String, MetadataObjectType, String)] = [
                 let h2 = try CodeImaging.homography(from: from, to: to)
                 try CodeImaging.warp(source, into: frame, homography: h2, interpolation: Interpolation.linear)
                 try CodeImaging.addNoise(frame, seed: rng.next(), standardDeviation: 3)
-                out.append(OtherTypeFrame(type: type, payload: Array(text.utf8), angle: angle, module: module, frame: frame))
+                out.append(
+                    OtherTypeFrame(
+                        type: type, payload: Array(text.utf8), angle: angle, module: module, frame: frame, lowContrast: lowContrast))
             }
         }
     }
@@ -80,16 +85,17 @@ let otherTypeFixtures: [(String, MetadataObjectType, String)] = [
     var ungatedPasses = cvcamPasses
     ungatedPasses.typeGate = false
     let ungated = try CodeDetector(metadataObjectTypes: types, passes: ungatedPasses)
-    let frames = try otherTypeFrames(seed: seed)
+    let frames = try otherTypeFrames(seed: seed) + otherTypeFrames(seed: seed &+ 1, lowContrast: true)
     print("## Data Matrix, Aztec and PDF417 on generated 640x480 frames")
     print("")
-    print("The fixtures of Tests/Fixtures/codes turned by 0, 5, 20, 45, 90 and 180° with modules of 2, 3 and 4.5 px on cluttered backgrounds; exact payloads read. cvcam reads every 2-D type (the `scan` default); \"cue\" counts the frames whose finder looks saw that type's cue (the gate opens), \"ungated\" is cvcam with the gate off.")
+    print("The fixtures of Tests/Fixtures/codes turned by 0, 5, 20, 45, 90 and 180° with modules of 2, 3 and 4.5 px on cluttered backgrounds, printed in full contrast and in low contrast (modules 100 and 138); exact payloads read. cvcam reads every 2-D type (the `scan` default); \"cue\" counts the frames whose finder looks saw that type's cue (the gate opens), \"ungated\" is cvcam with the gate off.")
     print("")
-    print("| type | turn | frames | cue | cvcam | cvcam ungated | zxing-cpp 1.4 | zxing-cpp 3.x |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| type | contrast | turn | frames | cue | cvcam | cvcam ungated | zxing-cpp 1.4 | zxing-cpp 3.x |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for (_, type, _) in otherTypeFixtures {
+        for low in [false, true] {
         for angle in [0.0, 5, 20, 45, 90, 180] {
-            let set = frames.filter { $0.type == type && $0.angle == angle }
+            let set = frames.filter { $0.type == type && $0.angle == angle && $0.lowContrast == low }
             guard !set.isEmpty else { continue }
             var cue = 0, c = 0, u = 0, x = 0, x3 = 0
             for s in set {
@@ -109,7 +115,8 @@ let otherTypeFixtures: [(String, MetadataObjectType, String)] = [
                 if let r = zxing14Child.read(gray, formats: "all"), r.codes.contains(where: { $0.bytes == s.payload }) { x += 1 }
                 if let r = zxing3?.read(gray, formats: "all"), r.codes.contains(where: { $0.bytes == s.payload }) { x3 += 1 }
             }
-            print("| \(type.rawValue) | \(Int(angle))° | \(set.count) | \(cue) | \(c) | \(u) | \(x) | \(zxing3 == nil ? "–" : String(x3)) |")
+            print("| \(type.rawValue) | \(low ? "low" : "full") | \(Int(angle))° | \(set.count) | \(cue) | \(c) | \(u) | \(x) | \(zxing3 == nil ? "–" : String(x3)) |")
+        }
         }
     }
     print("")
