@@ -187,7 +187,10 @@ struct ScanRun {
     /// timing edge a cue saw: its detector starts from the image's centre and loses a symbol
     /// elsewhere in a cluttered frame; in the crop the symbol is the centre. The crop reaches
     /// one and a half edge lengths beyond the edge each way (a square symbol, or a rectangular
-    /// one whose long side is the edge, fits).
+    /// one whose long side is the edge, fits). Where zxing-cpp reads nothing there, cvcam's own
+    /// locator (`readLocatedDataMatrix`) tries the crop, thresholded halfway between the edge's
+    /// light and dark modules: the crop's clutter, not the symbol, decides a threshold taken
+    /// from the whole crop (Otsu), and a faint symbol then vanishes.
     mutating func readDataMatrixAroundEdges(_ gray: PixelBuffer) throws(CaptureError) {
         var tried: [CGRect] = []
         for edge in looks.cues.dataMatrix {
@@ -201,9 +204,24 @@ struct ScanRun {
             tried.append(area)
             let region = PixelRect(
                 x: Int(area.minX), y: Int(area.minY), width: Int(area.width.rounded(.down)), height: Int(area.height.rounded(.down)))
-            _ = try zxingRead(
-                try CodeImaging.crop(gray, region),
-                mapping: .scaling(1, 1, offsetX: Double(region.x), offsetY: Double(region.y)), hints: .defaults([.dataMatrix]))
+            let crop = try CodeImaging.crop(gray, region)
+            if try !zxingRead(
+                crop, mapping: .scaling(1, 1, offsetX: Double(region.x), offsetY: Double(region.y)), hints: .defaults([.dataMatrix])),
+                passes.dataMatrixLocator
+            {
+                _ = try readLocatedDataMatrix(crop, offset: CGPoint(x: region.x, y: region.y), threshold: Self.ladderMidLevel(gray, edge))
+            }
+        }
+    }
+
+    /// The level halfway between the light and the dark modules of a Data Matrix timing edge
+    /// (`edge`: a segment along one row of `gray`), nil when it lies outside the image.
+    static func ladderMidLevel(_ gray: PixelBuffer, _ edge: CGRect) -> Double? {
+        let y = Int(edge.minY), x0 = max(0, Int(edge.minX)), x1 = min(gray.width, Int(edge.maxX))
+        guard gray.pixelFormat == .gray, y >= 0, y < gray.height, x1 - x0 >= 2 else { return nil }
+        return withExtendedLifetime(gray) {
+            let row = gray.baseAddress.assumingMemoryBound(to: UInt8.self) + y * gray.bytesPerRow + x0
+            return SymbolCues.levels(row, count: x1 - x0).map { ($0.light + $0.dark) / 2 }
         }
     }
 
@@ -295,9 +313,9 @@ struct ScanRun {
                     _ = try zxingRead(double, mapping: .scaling(0.5, 0.5, offsetX: -margin, offsetY: -margin), hints: .defaults(readTypes))
                 }
                 // Symbols zxing-cpp 1.4's detector does not find (a stray speck, a slight turn,
-                // uneven stretching, a bent surface): cvcam's own locator, in an image read whole.
-                // Not in the crops around a camera frame's cues: there it raised the mean cost of
-                // code-free frames whose false cues open a read (`Tools/Bench/README.md`).
+                // uneven stretching, a bent surface): cvcam's own locator, in an image read whole;
+                // in a camera frame, only in the crops around the cues' edges
+                // (`readDataMatrixAroundEdges`), not over the whole cluttered frame.
                 if !gated, readTypes.contains(.dataMatrix), passes.locate, passes.dataMatrixLocator,
                     !found.contains(where: { $0.type == .dataMatrix })
                 {

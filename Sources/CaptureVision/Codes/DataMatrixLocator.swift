@@ -48,10 +48,16 @@ enum DataMatrixLocator {
     /// among the largest; clutter can be larger).
     static let componentLimit = 3
 
-    /// The symbols located in `gray` (at most `componentLimit` tried), each sampled.
-    static func locate(_ gray: PixelBuffer) throws(CaptureError) -> [Symbol] {
+    /// The symbols located in `gray` (at most `componentLimit` tried), each sampled; dark is
+    /// below `threshold` when given, else below Otsu's level for the whole image.
+    static func locate(_ gray: PixelBuffer, threshold: Double? = nil) throws(CaptureError) -> [Symbol] {
         guard gray.width >= 12, gray.height >= 12 else { return [] }
-        let binary = try CodeImaging.thresholded(gray, kind: Int32(CVB_THRESHOLD_OTSU))
+        let binary: PixelBuffer
+        if let threshold {
+            binary = try CodeImaging.thresholded(gray, kind: Int32(CVB_THRESHOLD_FIXED), value: threshold)
+        } else {
+            binary = try CodeImaging.thresholded(gray, kind: Int32(CVB_THRESHOLD_OTSU))
+        }
         let image = Bits(binary)
         var out: [Symbol] = []
         for hull in withExtendedLifetime(binary, { largeComponentHulls(image) }) {
@@ -560,17 +566,18 @@ extension ScanRun {
     /// Pixels per module and quiet-zone modules of the clean image a located symbol is drawn as.
     static let locatedModule = 4, locatedQuiet = 2
 
-    /// Data Matrix symbols in `gray` that `DataMatrixLocator` finds, read by zxing-cpp from a
-    /// clean image of their modules (pure: one upright symbol). True when a new symbol was read.
+    /// Data Matrix symbols in `gray` that `DataMatrixLocator` finds (`threshold`: see `locate`),
+    /// read by zxing-cpp from a clean image of their modules (pure: one upright symbol), placed
+    /// in the frame with `gray`'s top-left at `offset`. True when a new symbol was read.
     @discardableResult
-    mutating func readLocatedDataMatrix(_ gray: PixelBuffer) throws(CaptureError) -> Bool {
+    mutating func readLocatedDataMatrix(_ gray: PixelBuffer, offset: CGPoint = .zero, threshold: Double? = nil) throws(CaptureError) -> Bool {
         counts.localisations += 1
         var hints = ZXingHints.defaults([.dataMatrix])
         hints.isPure = true
         hints.tryRotate = false
         hints.tryDownscale = false
         var read = false
-        for symbol in try DataMatrixLocator.locate(gray) {
+        for symbol in try DataMatrixLocator.locate(gray, threshold: threshold) {
             let m = Double(Self.locatedModule), q = Double(Self.locatedQuiet)
             let clean = try symbol.image(module: Self.locatedModule, quiet: Self.locatedQuiet)
             // The clean image's symbol outline onto the located corners (the corners only: the
@@ -578,7 +585,7 @@ extension ScanRun {
             let a = q * m - 0.5, bx = (q + Double(symbol.columns)) * m - 0.5, by = (q + Double(symbol.rows)) * m - 0.5
             let back = try CodeImaging.homography(
                 from: [CGPoint(x: a, y: a), CGPoint(x: bx, y: a), CGPoint(x: bx, y: by), CGPoint(x: a, y: by)],
-                to: symbol.corners)
+                to: symbol.corners.map { CGPoint(x: $0.x + offset.x, y: $0.y + offset.y) })
             if try zxingRead(clean, mapping: back, hints: hints) { read = true }
         }
         return read

@@ -123,6 +123,13 @@ struct SymbolCues: Sendable {
 
     /// The mean of the values above their mean less the mean of the others.
     static func contrast(_ values: UnsafePointer<UInt8>, count: Int) -> Double {
+        levels(values, count: count).map { $0.light - $0.dark } ?? 0
+    }
+
+    /// The mean of the values above their mean (light) and of the others (dark); nil when all
+    /// are equal.
+    static func levels(_ values: UnsafePointer<UInt8>, count: Int) -> (light: Double, dark: Double)? {
+        guard count > 0 else { return nil }
         var sum = 0
         for i in 0..<count { sum += Int(values[i]) }
         let mean = Double(sum) / Double(count)
@@ -136,8 +143,8 @@ struct SymbolCues: Sendable {
                 low += v
             }
         }
-        guard highCount > 0, highCount < count else { return 0 }
-        return Double(high) / Double(highCount) - Double(low) / Double(count - highCount)
+        guard highCount > 0, highCount < count else { return nil }
+        return (Double(high) / Double(highCount), Double(low) / Double(count - highCount))
     }
 
     /// Whether `p` lies inside the convex polygon `corners` (either winding) or on its edge.
