@@ -118,6 +118,19 @@ import CaptureKitTesting
         }
     }
 
+    @Test func aRectangularDataMatrixStandingOnItsShortSideIsRead() throws {
+        // The fixture is a rectangular symbol; turned 90° the timing edge a row crosses is its
+        // short side, and the symbol reaches further beyond it than the square crop does.
+        let detector = try CodeDetector(metadataObjectTypes: CodeDetector.twoDimensionalTypes)
+        for (i, centre) in Self.offCentre.enumerated() {
+            let frame = try Self.placed(
+                "Tests/Fixtures/codes/datamatrix.png", module: 4.5, angle: 90, centre: centre, seed: 21 + UInt64(i))
+            let cuesBefore = detector.passCounts.dataMatrixCues
+            #expect(try detector.detections(in: frame).map(\.stringValue) == ["cvcam Data Matrix 1"], "at \(centre)")
+            #expect(detector.passCounts.dataMatrixCues == cuesBefore + 1, "no cue at \(centre): the test shows nothing")
+        }
+    }
+
     @Test(arguments: [
         ("Tests/Fixtures/codes/datamatrix.png", MetadataObjectType.dataMatrix, "cvcam Data Matrix 1"),
         ("Tests/Fixtures/codes/aztec.png", .aztec, "cvcam Aztec 1"),

@@ -187,31 +187,46 @@ struct ScanRun {
     /// timing edge a cue saw: its detector starts from the image's centre and loses a symbol
     /// elsewhere in a cluttered frame; in the crop the symbol is the centre. The crop reaches
     /// one and a half edge lengths beyond the edge each way (a square symbol, or a rectangular
-    /// one whose long side is the edge, fits). Where zxing-cpp reads nothing there, cvcam's own
-    /// locator (`readLocatedDataMatrix`) tries the crop, thresholded halfway between the edge's
+    /// one whose long side is the edge, fits); when nothing is read there, a second crop reaches
+    /// `edgeCropReaches`' last along the symbol's other side (a rectangular one whose short side
+    /// is the edge: up to 36 modules against 8). Where zxing-cpp reads nothing in a crop, cvcam's
+    /// own locator (`readLocatedDataMatrix`) tries it, thresholded halfway between the edge's
     /// light and dark modules: the crop's clutter, not the symbol, decides a threshold taken
-    /// from the whole crop (Otsu), and a faint symbol then vanishes.
+    /// from the whole crop (Otsu), and a faint symbol then vanishes. At most four crops a frame.
     mutating func readDataMatrixAroundEdges(_ gray: PixelBuffer) throws(CaptureError) {
         var tried: [CGRect] = []
-        for edge in looks.cues.dataMatrix {
+        let frame = CGRect(x: 0, y: 0, width: gray.width, height: gray.height)
+        for edge in looks.cues.dataMatrix where !tried.contains(where: { $0.contains(CGPoint(x: edge.midX, y: edge.midY)) }) {
             let l = max(edge.width, 16)
-            let area = CGRect(x: edge.midX - 1.5 * l, y: edge.midY - 1.5 * l, width: 3 * l, height: 3 * l)
-                .intersection(CGRect(x: 0, y: 0, width: gray.width, height: gray.height))
-            guard !area.isNull, area.width >= 16, area.height >= 16, tried.count < 4,
-                !tried.contains(where: { $0.contains(CGPoint(x: edge.midX, y: edge.midY)) }),
-                !found.contains(where: { $0.type == .dataMatrix && DeviceSpace.boundingBox(of: $0.points).intersects(area) })
-            else { continue }
-            tried.append(area)
-            let region = PixelRect(
-                x: Int(area.minX), y: Int(area.minY), width: Int(area.width.rounded(.down)), height: Int(area.height.rounded(.down)))
-            let crop = try CodeImaging.crop(gray, region)
-            if try !zxingRead(
-                crop, mapping: .scaling(1, 1, offsetX: Double(region.x), offsetY: Double(region.y)), hints: .defaults([.dataMatrix])),
-                passes.dataMatrixLocator
-            {
-                _ = try readLocatedDataMatrix(crop, offset: CGPoint(x: region.x, y: region.y), threshold: Self.ladderMidLevel(gray, edge))
+            for reach in Self.edgeCropReaches where tried.count < 4 {
+                let area = CGRect(x: edge.midX - 1.5 * l, y: edge.midY - reach * l, width: 3 * l, height: 2 * reach * l)
+                    .intersection(frame)
+                guard !area.isNull, area.width >= 16, area.height >= 16,
+                    !found.contains(where: { $0.type == .dataMatrix && DeviceSpace.boundingBox(of: $0.points).intersects(area) })
+                else { break }
+                tried.append(area)
+                if try readDataMatrix(in: area, of: gray, edge: edge) { break }
             }
         }
+    }
+
+    /// How far the crops of `readDataMatrixAroundEdges` reach across the edge each way, in edge
+    /// lengths: a square symbol's side, then a rectangular one's long side (8×36 modules: 4.5).
+    static let edgeCropReaches = [1.5, 4.6]
+
+    /// zxing-cpp, then cvcam's locator, on the crop `area` of `gray` around the Data Matrix
+    /// timing edge `edge`; true when a new symbol was read.
+    mutating func readDataMatrix(in area: CGRect, of gray: PixelBuffer, edge: CGRect) throws(CaptureError) -> Bool {
+        let region = PixelRect(
+            x: Int(area.minX), y: Int(area.minY), width: Int(area.width.rounded(.down)), height: Int(area.height.rounded(.down)))
+        let crop = try CodeImaging.crop(gray, region)
+        if try zxingRead(
+            crop, mapping: .scaling(1, 1, offsetX: Double(region.x), offsetY: Double(region.y)), hints: .defaults([.dataMatrix]))
+        {
+            return true
+        }
+        guard passes.dataMatrixLocator else { return false }
+        return try readLocatedDataMatrix(crop, offset: CGPoint(x: region.x, y: region.y), threshold: Self.ladderMidLevel(gray, edge))
     }
 
     /// The level halfway between the light and the dark modules of a Data Matrix timing edge
