@@ -29,16 +29,21 @@ import CaptureKitTesting
     }
 
     /// The fixture symbol (4 px modules) with 2 modules of its quiet zone, scaled to `module` px,
-    /// turned by `angle`° about its centre and placed at `centre` on a 640×480 clutter frame.
-    static func placed(_ path: String, module: Double, angle: Double, centre: CGPoint, seed: UInt64) throws -> PixelBuffer {
-        let source = try fixture(path)
-        let box = darkBox(source)
+    /// turned by `angle`° about its centre and placed at `centre` on a 640×480 clutter frame;
+    /// `faint`: printed with its modules 100 and 138, on a frame with sensor noise (σ 3).
+    static func placed(
+        _ path: String, module: Double, angle: Double, centre: CGPoint, seed: UInt64, faint: Bool = false
+    ) throws -> PixelBuffer {
+        let printed = try fixture(path)
+        let source = faint ? try CodeImaging.scaled(printed, alpha: 0.15, beta: 100) : printed
+        let box = darkBox(printed)
         let pad = 8.0
         let (from, to) = Placement.turned(
             CGRect(x: Double(box.x) - pad, y: Double(box.y) - pad, width: Double(box.width) + 2 * pad, height: Double(box.height) + 2 * pad),
             scale: module / 4, degrees: angle, centre: centre)
         let frame = try CodeImaging.gray(try QRTestCorpus.background(width: 640, height: 480, seed: seed))
         try CodeImaging.warp(source, into: frame, homography: try CodeImaging.homography(from: from, to: to))
+        if faint { try CodeImaging.addNoise(frame, seed: seed, standardDeviation: 3) }
         return frame
     }
 
@@ -86,21 +91,6 @@ import CaptureKitTesting
         #expect(missedAlone > 0, "zxing-cpp 1.4 alone reads every placement: the test shows nothing")
     }
 
-    /// The Data Matrix fixture printed faintly (modules 100 and 138) at `module` px on a
-    /// cluttered camera frame with sensor noise (σ 3).
-    static func faintDataMatrix(module: Double, angle: Double, centre: CGPoint, seed: UInt64) throws -> PixelBuffer {
-        let source = try CodeImaging.scaled(try fixture("Tests/Fixtures/codes/datamatrix.png"), alpha: 0.15, beta: 100)
-        let box = darkBox(try fixture("Tests/Fixtures/codes/datamatrix.png"))
-        let pad = 8.0
-        let (from, to) = Placement.turned(
-            CGRect(x: Double(box.x) - pad, y: Double(box.y) - pad, width: Double(box.width) + 2 * pad, height: Double(box.height) + 2 * pad),
-            scale: module / 4, degrees: angle, centre: centre)
-        let frame = try CodeImaging.gray(try QRTestCorpus.background(width: 640, height: 480, seed: seed))
-        try CodeImaging.warp(source, into: frame, homography: try CodeImaging.homography(from: from, to: to))
-        try CodeImaging.addNoise(frame, seed: seed, standardDeviation: 3)
-        return frame
-    }
-
     @Test func aFaintDataMatrixIsReadByTheLocatorAroundItsTimingEdge() throws {
         // zxing-cpp 1.4 reads none of these, whole or in the crop around the edge; the locator
         // in that crop, thresholded between the edge's own light and dark modules, does.
@@ -110,7 +100,8 @@ import CaptureKitTesting
         let detector = try CodeDetector(metadataObjectTypes: CodeDetector.twoDimensionalTypes)
         for (i, centre) in Self.offCentre.enumerated() {
             for module in [3.0, 4.5] {
-                let frame = try Self.faintDataMatrix(module: module, angle: 0, centre: centre, seed: 11 + UInt64(i))
+                let frame = try Self.placed(
+                    "Tests/Fixtures/codes/datamatrix.png", module: module, angle: 0, centre: centre, seed: 11 + UInt64(i), faint: true)
                 #expect(try plain.detections(in: frame).isEmpty, "at \(centre), \(module) px: read without the locator")
                 #expect(
                     try detector.detections(in: frame).map(\.stringValue) == ["cvcam Data Matrix 1"], "at \(centre), \(module) px")
