@@ -49,7 +49,7 @@ enum DataMatrixLocator {
     static let componentLimit = 3
 
     /// The symbols located in `gray` (at most `componentLimit` tried), each sampled; dark is
-    /// below `threshold` when given, else below Otsu's level for the whole image.
+    /// at or below `threshold` when given, else at or below Otsu's level for the whole image.
     static func locate(_ gray: PixelBuffer, threshold: Double? = nil) throws(CaptureError) -> [Symbol] {
         guard gray.width >= 12, gray.height >= 12 else { return [] }
         let binary: PixelBuffer
