@@ -51,20 +51,14 @@ let otherTypeFixtures: [(String, MetadataObjectType, String)] = [
                 let frame = try QRTestCorpus.background(width: 640, height: 480, seed: rng.next())
                 let scale = module / 4
                 let w = Double(x1 - x0) * scale, h = Double(y1 - y0) * scale
-                let a = angle * Double.pi / 180
                 let reach = (w * w + h * h).squareRoot() / 2 + 12
                 guard reach * 2 < 470 else { continue }
                 let cx = rng.double(reach, 640 - reach), cy = rng.double(reach, 480 - reach)
                 // The fixture's light quiet zone comes along: the symbol box plus 8 px of it.
                 let pad = 8.0
-                let from = [
-                    CGPoint(x: Double(x0) - pad, y: Double(y0) - pad), CGPoint(x: Double(x1) + pad, y: Double(y0) - pad),
-                    CGPoint(x: Double(x1) + pad, y: Double(y1) + pad), CGPoint(x: Double(x0) - pad, y: Double(y1) + pad),
-                ]
-                let to = [(-w / 2 - pad * scale, -h / 2 - pad * scale), (w / 2 + pad * scale, -h / 2 - pad * scale),
-                          (w / 2 + pad * scale, h / 2 + pad * scale), (-w / 2 - pad * scale, h / 2 + pad * scale)].map { (u, v) in
-                    CGPoint(x: cx + u * cos(a) - v * sin(a), y: cy + u * sin(a) + v * cos(a))
-                }
+                let (from, to) = Placement.turned(
+                    CGRect(x: Double(x0) - pad, y: Double(y0) - pad, width: Double(x1 - x0) + 2 * pad, height: Double(y1 - y0) + 2 * pad),
+                    scale: scale, degrees: angle, centre: CGPoint(x: cx, y: cy))
                 let h2 = try CodeImaging.homography(from: from, to: to)
                 try CodeImaging.warp(source, into: frame, homography: h2, interpolation: Interpolation.linear)
                 try CodeImaging.addNoise(frame, seed: rng.next(), standardDeviation: 3)
