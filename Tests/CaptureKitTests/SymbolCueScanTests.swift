@@ -70,6 +70,40 @@ import CaptureKitTesting
         }
     }
 
+    /// The bullseye check as it was: each walk bounded by half the row's nine runs only, both
+    /// walks taken before any comparison.
+    static func referenceRingCheck<Binary: FinderBinaryImage>(
+        _ binary: Binary, _ cx: Int, _ cy: Int, _ dx: Int, _ dy: Int, _ expected: Int
+    ) -> Bool {
+        let w = binary.width, h = binary.height
+        let centre = binary.pixel(cx, cy)
+        let maxRun = expected / 2
+        func walk(_ sx: Int, _ sy: Int) -> [Int]? {
+            var x = cx, y = cy, colour = centre
+            var c = [0]
+            while true {
+                guard x >= 0, y >= 0, x < w, y < h else { return c.count == 5 ? c : nil }
+                let v = binary.pixel(x, y)
+                if v != colour {
+                    colour = v
+                    if c.count == 5 { return c }
+                    c.append(0)
+                }
+                c[c.count - 1] += 1
+                if c[c.count - 1] > maxRun { return nil }
+                x += sx
+                y += sy
+            }
+        }
+        guard let a = walk(dx, dy), let b = walk(-dx, -dy) else { return false }
+        let runs = [a[3], a[2], a[1], a[0] + b[0] - 1, b[1], b[2], b[3]]
+        let total = runs.reduce(0, +)
+        guard 2 * total >= expected * 7 / 9, total * 9 <= 2 * 7 * expected,
+            let inner = SymbolCues.equalRuns(7, from: 0, { runs[$0] })
+        else { return false }
+        return 14 * a[4] >= inner && 14 * b[4] >= inner
+    }
+
     /// Everything a scan noted, comparable.
     static func summary(_ c: SymbolCues) -> [String] {
         c.bullseyes.map { "aztec \($0.centre) \($0.module)" } + c.pdf417.map { "pdf417 \($0)" }
@@ -141,6 +175,54 @@ import CaptureKitTesting
             }
         }
         return image
+    }
+
+    @Test func theBullseyeCheckStopsEarlyAndDecidesAsBefore() throws {
+        // `ringCheck` leaves a walk once a run is longer than the end's checks allow and skips
+        // the second walk when the first's rings are unequal: the same answers, on random runs,
+        // on sensor noise thresholded at its mean and on placed Aztec symbols.
+        var images: [PixelBuffer] = []
+        for seed in 0..<6 as Range<UInt64> { images.append(try Self.randomRuns(width: 200, height: 160, seed: 90 + seed)) }
+        for (i, (module, angle)) in [(2.0, 0.0), (3, 20), (2.5, 45), (4.5, 90)].enumerated() {
+            let gray = try SymbolCueTests.placed(
+                "Tests/Fixtures/codes/aztec.png", module: module, angle: angle, centre: CGPoint(x: 320, y: 240), seed: 60 + UInt64(i))
+            images.append(try CodeImaging.aboveMean(gray, try FinderEvidence.localMean(gray), offset: 0))
+        }
+        var rng = SplitMix64(seed: 77)
+        var checked = 0, passed = 0
+        for image in images {
+            withExtendedLifetime(image) {
+                let binary = Thresholded(image)
+                for _ in 0..<20_000 {
+                    let x = rng.int(binary.width), y = rng.int(binary.height), expected = 9 + rng.int(60)
+                    for (dx, dy) in [(0, 1), (1, 1), (1, -1), (1, 0)] {
+                        let old = Self.referenceRingCheck(binary, x, y, dx, dy, expected)
+                        #expect(SymbolCues.ringCheck(binary, x, y, dx, dy, expected) == old, "(\(x), \(y)) \(dx),\(dy) \(expected)")
+                        checked += 1
+                        if old { passed += 1 }
+                    }
+                }
+                // Around each bullseye the row scan finds, where most checks pass.
+                var cues = SymbolCues()
+                _ = FinderEvidence.scan(binary, limit: 64, rowStep: 1, cues: [.aztec], into: &cues)
+                for b in cues.bullseyes {
+                    let e = Int((b.module * 9).rounded())
+                    for x in Int(b.centre.x) - 3...Int(b.centre.x) + 3 {
+                        for y in Int(b.centre.y) - 3...Int(b.centre.y) + 3 {
+                            for expected in e - 4...e + 4 {
+                                for (dx, dy) in [(0, 1), (1, 1), (1, -1), (1, 0)] {
+                                    let old = Self.referenceRingCheck(binary, x, y, dx, dy, expected)
+                                    #expect(SymbolCues.ringCheck(binary, x, y, dx, dy, expected) == old)
+                                    checked += 1
+                                    if old { passed += 1 }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        #expect(checked > 100_000 && passed > 20, "\(passed) of \(checked) passed: the test shows nothing")
     }
 
     @Test func aWindowOfEqualRunsHasNeighboursWithin3Point2Fold() {

@@ -178,15 +178,17 @@ struct SymbolCues: Sendable {
     /// look, and texture under the full-size look's threshold makes many short runs): a window
     /// of equal runs (`equalRuns`) can only pass where every two neighbours in it are within
     /// 3.2-fold, so the pass keeps where the current streak of such neighbours began and tests
-    /// a Data Matrix or Aztec window only inside one; a PDF417 pattern's widest bar is dark, so
-    /// each dark run is tested once as the bar of all four patterns. The cues found, and their
+    /// a Data Matrix window only inside one; an Aztec window, a dark run's, is tested outright
+    /// (sensor noise makes runs of 1–3 px whose streaks seldom break, and the streak's branch
+    /// was as dear as the test); a PDF417 pattern's widest bar is dark, so each dark run is
+    /// tested once as the bar of all four patterns. The cues found, and their
     /// order, are those of testing every window of every kind in turn (`SymbolCueTests`
     /// compares both on random runs).
     static func scanRow<Binary: FinderBinaryImage>(
         _ binary: Binary, y: Int, starts: UnsafeMutablePointer<Int>, runs n: Int, kinds: Kinds, into cues: inout SymbolCues
     ) {
         guard n >= 7 else { return }
-        var aztec = kinds.contains(.aztec) && cues.bullseyes.count < limit && n >= 9
+        let aztec = kinds.contains(.aztec) && cues.bullseyes.count < limit && n >= 9
         let pdf = kinds.contains(.pdf417) && cues.pdf417.count < limit && cues.pdf417Hits.count < 16 * limit && n >= 8
         var dm = kinds.contains(.dataMatrix) && cues.dataMatrix.count < limit && n >= 10
         guard aztec || pdf || dm else { return }
@@ -201,17 +203,13 @@ struct SymbolCues: Sendable {
         var streak = 0
         // The first Data Matrix window still to test (a ladder found skips the windows inside it).
         var dmNext = 0
-        var j = 0
-        while j < n {
-            if j > 0 {
-                let a = len(j &- 1), b = len(j)
-                if 5 &* a > 16 &* b || 5 &* b > 16 &* a { streak = j }
-            }
-            // Aztec: the seven one-module runs end at j; the window is k = j - 7 ... j + 1, centred
-            // on a dark run.
-            if aztec && j >= 7 && j &+ 2 <= n && streak <= j &- 6 && dark(j &- 3) {
-                let k = j &- 7, c = j &- 3
-                if let inner = equalRuns(7, from: k &+ 1, starts: starts), 14 &* len(k) >= inner, 14 &* len(k &+ 8) >= inner {
+        // Aztec: the window k = c - 4 ... c + 4 around each dark run c, its seven middle runs one
+        // module each (a loop of its own: every other run, and fewer values for the main loop
+        // to keep).
+        if aztec {
+            var c = dark(4) ? 4 : 5
+            while c &+ 5 <= n {
+                if let inner = equalRuns(7, from: c &- 3, starts: starts), 14 &* len(c &- 4) >= inner, 14 &* len(c &+ 4) >= inner {
                     let total = inner * 9 / 7
                     let cx = starts[c] &+ len(c) / 2
                     if !cues.bullseyes.contains(where: { abs(Int($0.centre.x) - cx) < total / 2 && abs(Int($0.centre.y) - y) < total / 2 }),
@@ -220,9 +218,18 @@ struct SymbolCues: Sendable {
                     {
                         cues.bullseyes.append(
                             FinderEvidence.Finder(centre: CGPoint(x: cx, y: y), module: Double(total) / 9, dark: true))
-                        if cues.bullseyes.count >= limit { aztec = false }
+                        if cues.bullseyes.count >= limit { break }
                     }
                 }
+                c &+= 2
+            }
+        }
+        guard pdf || dm else { return }
+        var j = 0
+        while j < n {
+            if dm && j > 0 {
+                let a = len(j &- 1), b = len(j)
+                if 5 &* a > 16 &* b || 5 &* b > 16 &* a { streak = j }
             }
             // PDF417: every pattern's widest bar is dark, with a one-module run beside it, to its
             // right (patterns 0 and 2 start at the bar) or to its left (1 and 3 end at it). The
@@ -354,20 +361,24 @@ struct SymbolCues: Sendable {
     }
 
     /// `equalRuns` of a row's runs (run `k` spans `starts[k]..<starts[k + 1]`): their total is
-    /// one difference of starts, and the mean's test comes first, before any run is looked at.
+    /// one difference of starts, and every run is within 0.5–1.6 of the mean when the shortest
+    /// and the longest are. No test until all are read: in sensor noise each test of a run goes
+    /// either way, and a mispredicted branch per run cost more than reading the rest.
     @inline(__always)
     static func equalRuns(_ count: Int, from k: Int, starts: UnsafeMutablePointer<Int>) -> Int? {
         let total = starts[k &+ count] &- starts[k]
-        guard 2 &* total >= 3 &* count else { return nil }
-        let high = 16 &* total
+        var shortest = Int.max, longest = 0
         var previous = starts[k]
         for i in 1...count {
             let next = starts[k &+ i]
-            let r = (next &- previous) &* count
-            guard 2 &* r >= total, 10 &* r <= high else { return nil }
+            shortest = Swift.min(shortest, next &- previous)
+            longest = Swift.max(longest, next &- previous)
             previous = next
         }
-        return total
+        // Bitwise `&` of the three: one branch.
+        let pass = (2 &* total >= 3 &* count ? 1 : 0) & (2 &* shortest &* count >= total ? 1 : 0)
+            & (10 &* longest &* count <= 16 &* total ? 1 : 0)
+        return pass != 0 ? total : nil
     }
 
     /// The bullseye along direction (dx, dy) through (cx, cy): the centre run and three more on
@@ -380,6 +391,10 @@ struct SymbolCues: Sendable {
         let centre = binary.pixel(cx, cy)
         // The fourth run may hold the second dark ring and dark modules beyond it.
         let maxRun = expected / 2
+        // What the checks at the end allow each of the seven runs, so that a walk stops as soon
+        // as one is longer (a total of at most 14/9 `expected`, a run at most 1.6 of its mean:
+        // 45 r ≤ 16 `expected`; the centre run holds both ways' first runs).
+        let ringRun = 16 * expected / 45
         // The lengths of the centre run (from cx, cy) and the next four, walking one way.
         func walk(_ sx: Int, _ sy: Int) -> (Int, Int, Int, Int, Int)? {
             var x = cx, y = cy, colour = centre, state = 0
@@ -393,20 +408,24 @@ struct SymbolCues: Sendable {
                     colour = v
                     if state == 5 { return c }
                 }
-                let n: Int
+                let n: Int, most: Int
                 switch state {
-                case 0: c.0 += 1; n = c.0
-                case 1: c.1 += 1; n = c.1
-                case 2: c.2 += 1; n = c.2
-                case 3: c.3 += 1; n = c.3
-                default: c.4 += 1; n = c.4
+                case 0: c.0 += 1; n = c.0; most = ringRun
+                case 1: c.1 += 1; n = c.1; most = ringRun
+                case 2: c.2 += 1; n = c.2; most = ringRun
+                case 3: c.3 += 1; n = c.3; most = ringRun
+                default: c.4 += 1; n = c.4; most = maxRun
                 }
-                if n > maxRun { return nil }
+                if n > most { return nil }
                 x += sx
                 y += sy
             }
         }
-        guard let a = walk(dx, dy), let b = walk(-dx, -dy) else { return false }
+        // Three rings one way within 3.2-fold of one another (as runs within 0.5–1.6 of one mean
+        // are) before the walk the other way.
+        guard let a = walk(dx, dy), 5 * Swift.max(a.1, a.2, a.3) <= 16 * Swift.min(a.1, a.2, a.3),
+            let b = walk(-dx, -dy)
+        else { return false }
         // A tuple, not an Array: no allocation per call (texture sends many windows here).
         var runs = (a.3, a.2, a.1, a.0 + b.0 - 1, b.1, b.2, b.3)
         let total = a.3 + a.2 + a.1 + (a.0 + b.0 - 1) + b.1 + b.2 + b.3
