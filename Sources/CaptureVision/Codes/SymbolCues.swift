@@ -229,7 +229,8 @@ struct SymbolCues: Sendable {
         while j < n {
             if dm && j > 0 {
                 let a = len(j &- 1), b = len(j)
-                if 5 &* a > 16 &* b || 5 &* b > 16 &* a { streak = j }
+                // A select, not a branch: in noise it goes either way.
+                streak = 5 &* Swift.max(a, b) > 16 &* Swift.min(a, b) ? j : streak
             }
             // PDF417: every pattern's widest bar is dark, with a one-module run beside it, to its
             // right (patterns 0 and 2 start at the bar) or to its left (1 and 3 end at it). The
