@@ -174,16 +174,16 @@ struct SymbolCues: Sendable {
     /// Tests the runs of row `y` (run `k` spans `starts[k]..<starts[k + 1]`, `n` runs) for the
     /// cues of `kinds`, appending what it finds.
     ///
-    /// One pass over the runs for every kind (this runs on every scanned row of every finder
-    /// look, and texture under the full-size look's threshold makes many short runs): a window
-    /// of equal runs (`equalRuns`) can only pass where every two neighbours in it are within
+    /// Two passes over the runs (this runs on every scanned row of every finder look, and
+    /// texture under the full-size look's threshold makes many short runs). The first tests
+    /// each Aztec window, one per dark run, outright: sensor noise makes runs of 1–3 px whose
+    /// streaks seldom break. The second tests PDF417 and Data Matrix: a PDF417 pattern's widest
+    /// bar is dark, so each dark run is tested once as the bar of all four patterns; a window of
+    /// equal runs (`equalRuns`) can only pass where every two neighbours in it are within
     /// 3.2-fold, so the pass keeps where the current streak of such neighbours began and tests
-    /// a Data Matrix window only inside one; an Aztec window, a dark run's, is tested outright
-    /// (sensor noise makes runs of 1–3 px whose streaks seldom break, and the streak's branch
-    /// was as dear as the test); a PDF417 pattern's widest bar is dark, so each dark run is
-    /// tested once as the bar of all four patterns. The cues found, and their
-    /// order, are those of testing every window of every kind in turn (`SymbolCueTests`
-    /// compares both on random runs).
+    /// a Data Matrix window only inside one. The cues found, and their order, are those of
+    /// testing every window of every kind in turn (`SymbolCueScanTests` compares both on random
+    /// runs and placed symbols).
     static func scanRow<Binary: FinderBinaryImage>(
         _ binary: Binary, y: Int, starts: UnsafeMutablePointer<Int>, runs n: Int, kinds: Kinds, into cues: inout SymbolCues
     ) {
@@ -204,8 +204,8 @@ struct SymbolCues: Sendable {
         // The first Data Matrix window still to test (a ladder found skips the windows inside it).
         var dmNext = 0
         // Aztec: the window k = c - 4 ... c + 4 around each dark run c, its seven middle runs one
-        // module each (a loop of its own: every other run, and fewer values for the main loop
-        // to keep).
+        // module each (a loop of its own: every other run, and fewer values for the second pass
+        // to keep in registers).
         if aztec {
             var c = dark(4) ? 4 : 5
             while c &+ 5 <= n {
