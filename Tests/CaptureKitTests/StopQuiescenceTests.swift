@@ -112,6 +112,123 @@ import Testing
         }
     }
 
+    /// Kernel ids of the threads a test's doubles ran on. With `lingers`, a noted thread also
+    /// spends 50 ms exiting, in a thread-specific value's destructor (as OpenCV's per-thread data
+    /// is freed): a stop that only waits for the thread's work to end returns while it is listed.
+    final class ThreadIDs: Sendable {
+        private let ids = Mutex<Set<Int32>>([])
+        let lingers: Bool
+        init(lingers: Bool) { self.lingers = lingers }
+        nonisolated(unsafe) static let lingering: pthread_key_t = {
+            var key = pthread_key_t()
+            pthread_key_create(&key) { _ in usleep(50_000) }
+            return key
+        }()
+        func recordCurrent() {
+            if lingers { pthread_setspecific(Self.lingering, UnsafeRawPointer(bitPattern: 1)) }
+            if let id = WorkerThread.currentKernelThreadID() { ids.withLock { _ = $0.insert(id) } }
+        }
+        var all: Set<Int32> { ids.withLock { $0 } }
+        /// Those still listed in /proc/self/task: threads that have not exited.
+        var alive: [Int32] { all.sorted().filter { FileManager.default.fileExists(atPath: "/proc/self/task/\($0)") } }
+    }
+
+    /// A source that notes the thread it is opened on (the input's capture thread).
+    final class ThreadNotingSource: FrameSource {
+        let inner: any FrameSource
+        let threads: ThreadIDs
+        init(_ inner: any FrameSource, threads: ThreadIDs) {
+            self.inner = inner
+            self.threads = threads
+        }
+        var formats: [CaptureDevice.Format] { inner.formats }
+        var isLive: Bool { inner.isLive }
+        var pacing: FramePacing { inner.pacing }
+        func open(format: CaptureDevice.Format, frameDuration: MediaTime) throws(CaptureError) {
+            threads.recordCurrent()
+            try inner.open(format: format, frameDuration: frameDuration)
+        }
+        func nextFrame(isCancelled: @Sendable () -> Bool) throws(CaptureError) -> SourceFrame? {
+            try inner.nextFrame(isCancelled: isCancelled)
+        }
+        func close() { inner.close() }
+    }
+
+    /// A face stage that notes the thread each frame is analysed on (a detection lane).
+    final class ThreadNotingFaceStage: FaceMetadataStage, Sendable {
+        let threads: ThreadIDs
+        let calls = Atomic<Int>(0)
+        init(threads: ThreadIDs) { self.threads = threads }
+        var isAvailable: Bool { true }
+        func process(_ frame: AnalysisFrame, regionOfInterest: CGRect, updateInterval: Double, scanInterval: Double)
+            throws(CaptureError) -> (faces: [MetadataFaceObject], events: [MetadataEvent])
+        {
+            threads.recordCurrent()
+            calls.add(1, ordering: .sequentiallyConsistent)
+            return ([], [])
+        }
+        func finish() -> [MetadataEvent] { [] }
+    }
+
+    /// AVFoundation code may call `stopRunning()` and then `exit(0)`: every thread the session
+    /// started (the capture thread, the network stream's thread, the detection lanes) must have
+    /// exited, not merely finished its work, when `stopRunning()` returns (the port check saw a
+    /// capture thread still listed; the kernel lists a thread until it is joined or gone).
+    @Test func everyThreadTheSessionStartedHasExitedOnceStopRunningReturns() throws {
+        let info = NetworkStreamInfo(dimensions: .init(width: 64, height: 48), reportedFramesPerSecond: 30, codec: "MJPG")
+        let counts = Counts()
+        let streamThreads = ThreadIDs(lingers: true)
+        let opener: NetworkStreamOpener = { _, _ throws(CaptureError) in
+            streamThreads.recordCurrent()
+            return FastConnection(info: info, counts: counts)
+        }
+        for round in 0..<5 {
+            let captureThreads = ThreadIDs(lingers: true)
+            // The lanes are joined after the capture thread: their exits would hide its.
+            let laneThreads = ThreadIDs(lingers: false)
+            let stream = try NetworkStreamSource(url: try NetworkStreamURL("rtsp://cam/live"), opener: opener)
+            let device = try CaptureDevice(
+                uniqueID: "stream:threads\(round)", localizedName: "scripted stream", deviceType: .external,
+                source: ThreadNotingSource(stream, threads: captureThreads))
+            let session = CaptureSession()
+            try session.addInput(try CaptureDeviceInput(device: device))
+            let stage = ThreadNotingFaceStage(threads: laneThreads)
+            let metadata = CaptureMetadataOutput(faceStage: stage, codeStage: nil)
+            try metadata.setMetadataObjectTypes([.face])
+            metadata.setMetadataObjectsDelegate(MetadataRecorder(), queue: DispatchQueue(label: "test.metadata"))
+            try session.addOutput(metadata)
+            try session.startRunning()
+            let deadline = Date(timeIntervalSinceNow: 30)
+            while stage.calls.load(ordering: .sequentiallyConsistent) < 2 && Date() < deadline { usleep(2_000) }
+            try session.stopRunning()
+            // Straight after the return, with no wait.
+            let alive = (capture: captureThreads.alive, lanes: laneThreads.alive, stream: streamThreads.alive)
+            #expect(captureThreads.all.count == 1 && !laneThreads.all.isEmpty, "round \(round): threads noted")
+            #expect(alive.capture.isEmpty, "round \(round): the capture thread \(alive.capture) is still listed")
+            #expect(alive.lanes.isEmpty, "round \(round): detection threads \(alive.lanes) still listed")
+            #expect(alive.stream.isEmpty, "round \(round): the stream's thread \(alive.stream) is still listed")
+            withExtendedLifetime(stream) {}
+        }
+    }
+
+    /// A network camera that delivers a frame every 5 ms.
+    final class FastConnection: NetworkStreamConnection {
+        let info: NetworkStreamInfo
+        let counts: Counts
+        private let pool: PixelBufferPool
+        init(info: NetworkStreamInfo, counts: Counts) {
+            self.info = info
+            self.counts = counts
+            counts.opened.add(1, ordering: .sequentiallyConsistent)
+            pool = PixelBufferPool(width: info.dimensions.width, height: info.dimensions.height, pixelFormat: .bgr)
+        }
+        func readFrame() throws(CaptureError) -> NetworkStreamFrame? {
+            usleep(5_000)
+            return NetworkStreamFrame(pixelBuffer: try pool.makeBuffer())
+        }
+        func close() { counts.closed.add(1, ordering: .sequentiallyConsistent) }
+    }
+
     /// The last line for exit paths that never close the source: every live stream thread is
     /// stopped and joined (what the `atexit` handler does).
     @Test func liveStreamThreadsCanAllBeStoppedAndJoined() throws {
@@ -119,8 +236,9 @@ import Testing
         let counts = Counts()
         let opener: NetworkStreamOpener = { _, _ throws(CaptureError) in SlowConnection(info: info, counts: counts) }
         // Opened and never closed nor released before the "exit".
-        let sources = try (0..<3).map { _ in try NetworkStreamSource(url: try NetworkStreamURL("rtsp://cam/live"), opener: opener) }
-        LiveStreamThreads.shared.stopAndJoinAll()
+        let sources = try (0..<3).map { _ in try NetworkStreamSource(url: try NetworkStreamURL("rtsp://exit-test/live"), opener: opener) }
+        // Only this test's threads: the suites running beside it have streams of their own.
+        LiveStreamThreads.shared.stopAndJoinAll { $0.redactedURL == "rtsp://exit-test/live" }
         #expect(counts.readsInProgress == 0)
         #expect(counts.closes == 3)
         withExtendedLifetime(sources) {}

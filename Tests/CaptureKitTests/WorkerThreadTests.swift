@@ -58,6 +58,25 @@ import Testing
         #expect(ran.withLock { $0 } == 5)
     }
 
+    @Test func stopAndJoinReturnsOnceTheThreadHasExited() {
+        let worker = WorkerThread(name: "cvcam.joined")
+        #expect(worker.kernelThreadID == nil, "no thread before the first job")
+        let seen = Mutex<Int32?>(nil)
+        worker.run { seen.withLock { $0 = WorkerThread.currentKernelThreadID() } }
+        worker.waitUntilIdle()
+        let id = seen.withLock { $0 }
+        #expect(id != nil && worker.kernelThreadID == id, "the id the thread read is the one the worker reports")
+        worker.stopAndJoin()
+        // With no wait: joined means gone from the kernel's list.
+        #expect(!FileManager.default.fileExists(atPath: "/proc/self/task/\(id ?? -1)"))
+        #expect(worker.kernelThreadID == nil)
+        // The next job gets a new thread.
+        worker.run { seen.withLock { $0 = WorkerThread.currentKernelThreadID() } }
+        worker.waitUntilIdle()
+        #expect(seen.withLock { $0 } != id)
+        worker.stopAndJoin()
+    }
+
     /// A metadata output runs its face stage on one thread of its own for every frame (not on
     /// whichever pool thread is free).
     @Test func theFaceStageRunsOnOneNamedThreadForEveryFrame() throws {

@@ -294,20 +294,24 @@ final class NetworkStreamConnectionThread: @unchecked Sendable {
     private var threadEnded = false
     /// Longest a stop may wait for the thread: a read or connect blocked in FFmpeg ends within its timeout.
     let joinBound: Double
+    /// The camera's address, redacted (what a test stops its own threads by).
+    let redactedURL: String
+    /// The connection's thread, its one job the attempt and the reading loop; joined
+    /// (`pthread_join`) by `stopAndJoin`, so no thread of the stream outlives the stop.
+    private let thread = WorkerThread(name: "cvcam.stream")
 
     init(
         url: NetworkStreamURL, timeouts: NetworkStreamTimeouts, clock: @escaping @Sendable () -> Double,
         opener: @escaping NetworkStreamOpener
     ) {
         joinBound = max(timeouts.connect, timeouts.read) + 1
+        redactedURL = url.redacted
         LiveStreamThreads.shared.add(self)
-        let thread = Thread { [self] in
-            WorkerThread.nameCurrentThread("cvcam.stream")
+        thread.run { [self] in
             run(url: url, timeouts: timeouts, clock: clock, opener: opener)
             update { $0.threadEnded = true }
             LiveStreamThreads.shared.remove(self)
         }
-        thread.start()
     }
 
     private func run(
@@ -417,17 +421,24 @@ final class NetworkStreamConnectionThread: @unchecked Sendable {
         condition.broadcast()
         while !threadEnded { condition.wait() }
         condition.unlock()
+        thread.stopAndJoin()
     }
 
-    /// Waits up to `seconds` for the thread to end; whether it did.
+    /// The thread's kernel id while it runs (tests: /proc/self/task/ID).
+    var threadID: Int32? { thread.kernelThreadID }
+
+    /// Waits up to `seconds` for the thread to finish its work, and joins it if it did; whether
+    /// it did.
     fileprivate func join(within seconds: Double) -> Bool {
         let deadline = Date(timeIntervalSinceNow: seconds)
         condition.lock()
-        defer { condition.unlock() }
         while !threadEnded {
-            if !condition.wait(until: deadline) { return threadEnded }
+            if !condition.wait(until: deadline) { break }
         }
-        return true
+        let ended = threadEnded
+        condition.unlock()
+        if ended { thread.stopAndJoin() }
+        return ended
     }
 }
 
@@ -460,9 +471,10 @@ final class LiveStreamThreads: Sendable {
     /// How many stream threads are running (tests).
     var count: Int { threads.withLock { $0.live.count } }
 
-    /// Stops every live thread and waits for them to end, each at most its `joinBound`.
-    func stopAndJoinAll() {
-        let live = threads.withLock { Array($0.live.values) }
+    /// Stops every live thread (or those `include` picks: a test must leave the others' threads
+    /// alone) and waits for them to end, each at most its `joinBound`.
+    func stopAndJoinAll(where include: (NetworkStreamConnectionThread) -> Bool = { _ in true }) {
+        let live = threads.withLock { Array($0.live.values) }.filter(include)
         for thread in live { thread.stop() }
         let deadline = Date(timeIntervalSinceNow: live.map(\.joinBound).max() ?? 0)
         for thread in live { _ = thread.join(within: max(0, deadline.timeIntervalSinceNow)) }

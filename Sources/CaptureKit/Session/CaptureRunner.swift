@@ -39,7 +39,9 @@ final class CaptureRunner: Sendable {
     private let report: @Sendable (Report) -> Void
     private let cancelled = Atomic<Bool>(false)
     private let wiring: Mutex<Wiring>
-    private let finished = DispatchSemaphore(value: 0)
+    /// The capture thread: the loop is its one job. A thread of its own (not Foundation's
+    /// `Thread`, which cannot be joined), so `stop()` returns only once it has exited.
+    private let thread = WorkerThread(name: "cvcam.capture")
     private let frameCounter: @Sendable () -> Void
     /// How often a lost live device is retried.
     static let reconnectInterval: Double = 0.5
@@ -71,37 +73,39 @@ final class CaptureRunner: Sendable {
     func setWiring(_ new: Wiring) { wiring.withLock { $0 = new } }
 
     /// Opens the source on a new capture thread and returns once it is streaming, or throws
-    /// what opening threw.
+    /// what opening threw (the thread is joined first).
     func start() throws(CaptureError) {
         let opened = DispatchSemaphore(value: 0)
         let openError = Mutex<CaptureError?>(nil)
-        let thread = Thread { [self] in
-            WorkerThread.nameCurrentThread("cvcam.capture")
+        thread.run { [self] in
             let result = Result { () throws(CaptureError) in
                 try input.device.source.open(format: format, frameDuration: frameDuration)
             }
             if case .failure(let error) = result {
                 openError.withLock { $0 = error }
                 opened.signal()
-                finished.signal()
                 return
             }
             opened.signal()
             loop()
-            finished.signal()
         }
-        thread.name = "cvcam.capture.\(input.id)"
-        thread.start()
         opened.wait()
-        if let error = openError.withLock({ $0 }) { throw error }
+        if let error = openError.withLock({ $0 }) {
+            thread.stopAndJoin()
+            throw error
+        }
     }
 
-    /// Asks the loop to stop and waits for the capture thread to finish (the source is closed).
+    /// Asks the loop to stop and joins the capture thread (`pthread_join`): once this returns
+    /// the source is closed and the thread has exited, not merely finished its work.
     func stop() {
         cancelled.store(true, ordering: .relaxed)
         for (output, _) in wiring.withLock({ $0 }) { output.cancelPendingDeliveries() }
-        finished.wait()
+        thread.stopAndJoin()
     }
+
+    /// The capture thread's kernel id while it runs (tests: /proc/self/task/ID).
+    var threadID: Int32? { thread.kernelThreadID }
 
     private var isCancelled: @Sendable () -> Bool {
         { [self] in self.cancelled.load(ordering: .relaxed) }

@@ -12,7 +12,8 @@ extension DispatchQueue: SerialJobRunner {
 }
 
 /// A thread of its own that runs jobs one at a time, in the order given: a serial queue whose
-/// thread never changes (a `Foundation.Thread` waiting on an `NSCondition`).
+/// thread never changes (a `pthread_create` thread waiting on an `NSCondition`). Also what a
+/// single long job (a capture loop, a stream reader) runs on when its owner must join it.
 ///
 /// Why not a serial `DispatchQueue`: its jobs run on whichever of libdispatch's pool threads is
 /// free, and the pool starts another thread whenever every one it has is busy or blocked. When
@@ -42,6 +43,10 @@ final class WorkerThread: SerialJobRunner, @unchecked Sendable {
         var joining = false
         /// The worker's thread, while it runs.
         var thread: pthread_t?
+        /// Its kernel id (`gettid`), once it has started.
+        var kernelThreadID: Int32?
+        /// Jobs handed to libdispatch because no thread could be created.
+        let fallback = DispatchGroup()
         let name: String
         init(name: String) { self.name = name }
     }
@@ -80,13 +85,24 @@ final class WorkerThread: SerialJobRunner, @unchecked Sendable {
         return shared.thread.map { pthread_equal($0, pthread_self()) != 0 } ?? false
     }
 
+    /// The thread's kernel id while it runs (what `/proc/self/task` lists), nil before its first
+    /// job and after it was joined.
+    var kernelThreadID: Int32? {
+        shared.condition.lock()
+        defer { shared.condition.unlock() }
+        return shared.thread == nil ? nil : shared.kernelThreadID
+    }
+
     /// Ends the thread once every job queued before this call has run, and waits for it to exit.
-    /// Does nothing when no thread runs, or when called from the worker's own thread.
+    /// Does nothing when called from the worker's own thread. When no thread could be created,
+    /// waits for the jobs libdispatch ran instead.
     func stopAndJoin() {
         let shared = self.shared
         shared.condition.lock()
         guard shared.started, !shared.joining, let thread = shared.thread, pthread_equal(thread, pthread_self()) == 0 else {
+            let onOwnThread = shared.thread.map { pthread_equal($0, pthread_self()) != 0 } ?? false
             shared.condition.unlock()
+            if !onOwnThread { shared.fallback.wait() }
             return
         }
         shared.joining = true
@@ -97,6 +113,7 @@ final class WorkerThread: SerialJobRunner, @unchecked Sendable {
         shared.condition.lock()
         defer { shared.condition.unlock() }
         shared.thread = nil
+        shared.kernelThreadID = nil
         shared.started = false
         shared.closing = false
         shared.joining = false
@@ -112,6 +129,10 @@ final class WorkerThread: SerialJobRunner, @unchecked Sendable {
         let created = pthread_create(&thread, nil, { context in
             let shared = Unmanaged<Shared>.fromOpaque(context!).takeRetainedValue()
             WorkerThread.nameCurrentThread(shared.name)
+            let id = WorkerThread.currentKernelThreadID()
+            shared.condition.lock()
+            shared.kernelThreadID = id
+            shared.condition.unlock()
             WorkerThread.loop(shared)
             return nil
         }, context)
@@ -122,7 +143,7 @@ final class WorkerThread: SerialJobRunner, @unchecked Sendable {
             shared.started = false
             let jobs = shared.jobs
             shared.jobs.removeAll()
-            DispatchQueue.global().async { for job in jobs { job() } }
+            DispatchQueue.global().async(group: shared.fallback) { for job in jobs { job() } }
             return
         }
         shared.thread = thread
@@ -145,6 +166,16 @@ final class WorkerThread: SerialJobRunner, @unchecked Sendable {
         defer { close(fd) }
         let bytes = Array(name.utf8.prefix(15))
         _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+    }
+
+    /// The calling thread's kernel id, read from the `/proc/thread-self` link ("PID/task/TID"):
+    /// Swift's Glibc module does not declare `gettid`. Nil when /proc is not mounted.
+    static func currentKernelThreadID() -> Int32? {
+        var buffer = [CChar](repeating: 0, count: 64)
+        let n = readlink("/proc/thread-self", &buffer, buffer.count - 1)
+        guard n > 0 else { return nil }
+        let link = String(decoding: buffer.prefix(n).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return link.split(separator: "/").last.flatMap { Int32($0) }
     }
 
     private static func loop(_ shared: Shared) {
