@@ -112,32 +112,11 @@ import Testing
         }
     }
 
-    /// Kernel ids of the threads a test's doubles ran on. With `lingers`, a noted thread also
-    /// spends 50 ms exiting, in a thread-specific value's destructor (as OpenCV's per-thread data
-    /// is freed): a stop that only waits for the thread's work to end returns while it is listed.
-    final class ThreadIDs: Sendable {
-        private let ids = Mutex<Set<Int32>>([])
-        let lingers: Bool
-        init(lingers: Bool) { self.lingers = lingers }
-        nonisolated(unsafe) static let lingering: pthread_key_t = {
-            var key = pthread_key_t()
-            pthread_key_create(&key) { _ in usleep(50_000) }
-            return key
-        }()
-        func recordCurrent() {
-            if lingers { pthread_setspecific(Self.lingering, UnsafeRawPointer(bitPattern: 1)) }
-            if let id = WorkerThread.currentKernelThreadID() { ids.withLock { _ = $0.insert(id) } }
-        }
-        var all: Set<Int32> { ids.withLock { $0 } }
-        /// Those still listed in /proc/self/task: threads that have not exited.
-        var alive: [Int32] { all.sorted().filter { FileManager.default.fileExists(atPath: "/proc/self/task/\($0)") } }
-    }
-
     /// A source that notes the thread it is opened on (the input's capture thread).
     final class ThreadNotingSource: FrameSource {
         let inner: any FrameSource
-        let threads: ThreadIDs
-        init(_ inner: any FrameSource, threads: ThreadIDs) {
+        let threads: ThreadNotes
+        init(_ inner: any FrameSource, threads: ThreadNotes) {
             self.inner = inner
             self.threads = threads
         }
@@ -145,7 +124,7 @@ import Testing
         var isLive: Bool { inner.isLive }
         var pacing: FramePacing { inner.pacing }
         func open(format: CaptureDevice.Format, frameDuration: MediaTime) throws(CaptureError) {
-            threads.recordCurrent()
+            threads.noteCurrent()
             try inner.open(format: format, frameDuration: frameDuration)
         }
         func nextFrame(isCancelled: @Sendable () -> Bool) throws(CaptureError) -> SourceFrame? {
@@ -156,14 +135,14 @@ import Testing
 
     /// A face stage that notes the thread each frame is analysed on (a detection lane).
     final class ThreadNotingFaceStage: FaceMetadataStage, Sendable {
-        let threads: ThreadIDs
+        let threads: ThreadNotes
         let calls = Atomic<Int>(0)
-        init(threads: ThreadIDs) { self.threads = threads }
+        init(threads: ThreadNotes) { self.threads = threads }
         var isAvailable: Bool { true }
         func process(_ frame: AnalysisFrame, regionOfInterest: CGRect, updateInterval: Double, scanInterval: Double)
             throws(CaptureError) -> (faces: [MetadataFaceObject], events: [MetadataEvent])
         {
-            threads.recordCurrent()
+            threads.noteCurrent()
             calls.add(1, ordering: .sequentiallyConsistent)
             return ([], [])
         }
@@ -177,15 +156,15 @@ import Testing
     @Test func everyThreadTheSessionStartedHasExitedOnceStopRunningReturns() throws {
         let info = NetworkStreamInfo(dimensions: .init(width: 64, height: 48), reportedFramesPerSecond: 30, codec: "MJPG")
         let counts = Counts()
-        let streamThreads = ThreadIDs(lingers: true)
+        let streamThreads = ThreadNotes(lingers: true)
         let opener: NetworkStreamOpener = { _, _ throws(CaptureError) in
-            streamThreads.recordCurrent()
+            streamThreads.noteCurrent()
             return FastConnection(info: info, counts: counts)
         }
         for round in 0..<5 {
-            let captureThreads = ThreadIDs(lingers: true)
+            let captureThreads = ThreadNotes(lingers: true)
             // The lanes are joined after the capture thread: their exits would hide its.
-            let laneThreads = ThreadIDs(lingers: false)
+            let laneThreads = ThreadNotes(lingers: false)
             let stream = try NetworkStreamSource(url: try NetworkStreamURL("rtsp://cam/live"), opener: opener)
             let device = try CaptureDevice(
                 uniqueID: "stream:threads\(round)", localizedName: "scripted stream", deviceType: .external,

@@ -1,3 +1,4 @@
+import CaptureKitTesting
 import Dispatch
 import Foundation
 import Synchronization
@@ -60,21 +61,17 @@ import Testing
 
     @Test func stopAndJoinReturnsOnceTheThreadHasExited() {
         let worker = WorkerThread(name: "cvcam.joined")
-        #expect(worker.kernelThreadID == nil, "no thread before the first job")
-        let seen = Mutex<Int32?>(nil)
-        worker.run { seen.withLock { $0 = WorkerThread.currentKernelThreadID() } }
+        let notes = ThreadNotes(lingers: true)
+        worker.run { notes.noteCurrent() }
         worker.waitUntilIdle()
-        let id = seen.withLock { $0 }
-        #expect(id != nil && worker.kernelThreadID == id, "the id the thread read is the one the worker reports")
+        #expect(notes.all.count == 1)
         worker.stopAndJoin()
-        // With no wait: joined means gone from the kernel's list.
-        #expect(!FileManager.default.fileExists(atPath: "/proc/self/task/\(id ?? -1)"))
-        #expect(worker.kernelThreadID == nil)
-        // The next job gets a new thread.
-        worker.run { seen.withLock { $0 = WorkerThread.currentKernelThreadID() } }
-        worker.waitUntilIdle()
-        #expect(seen.withLock { $0 } != id)
+        // With no wait: joined means gone from the kernel's list (the thread lingered 50 ms).
+        #expect(notes.alive.isEmpty)
+        // The next job gets a new thread, joined in its turn.
+        worker.run { notes.noteCurrent() }
         worker.stopAndJoin()
+        #expect(notes.all.count == 2 && notes.alive.isEmpty)
     }
 
     /// A metadata output runs its face stage on one thread of its own for every frame (not on

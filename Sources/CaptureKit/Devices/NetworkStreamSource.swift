@@ -424,9 +424,6 @@ final class NetworkStreamConnectionThread: @unchecked Sendable {
         thread.stopAndJoin()
     }
 
-    /// The thread's kernel id while it runs (tests: /proc/self/task/ID).
-    var threadID: Int32? { thread.kernelThreadID }
-
     /// Waits up to `seconds` for the thread to finish its work, and joins it if it did; whether
     /// it did.
     fileprivate func join(within seconds: Double) -> Bool {

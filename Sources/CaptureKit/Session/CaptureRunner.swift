@@ -104,9 +104,6 @@ final class CaptureRunner: Sendable {
         thread.stopAndJoin()
     }
 
-    /// The capture thread's kernel id while it runs (tests: /proc/self/task/ID).
-    var threadID: Int32? { thread.kernelThreadID }
-
     private var isCancelled: @Sendable () -> Bool {
         { [self] in self.cancelled.load(ordering: .relaxed) }
     }

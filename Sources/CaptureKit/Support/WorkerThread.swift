@@ -43,8 +43,6 @@ final class WorkerThread: SerialJobRunner, @unchecked Sendable {
         var joining = false
         /// The worker's thread, while it runs.
         var thread: pthread_t?
-        /// Its kernel id (`gettid`), once it has started.
-        var kernelThreadID: Int32?
         /// Jobs handed to libdispatch because no thread could be created.
         let fallback = DispatchGroup()
         let name: String
@@ -85,14 +83,6 @@ final class WorkerThread: SerialJobRunner, @unchecked Sendable {
         return shared.thread.map { pthread_equal($0, pthread_self()) != 0 } ?? false
     }
 
-    /// The thread's kernel id while it runs (what `/proc/self/task` lists), nil before its first
-    /// job and after it was joined.
-    var kernelThreadID: Int32? {
-        shared.condition.lock()
-        defer { shared.condition.unlock() }
-        return shared.thread == nil ? nil : shared.kernelThreadID
-    }
-
     /// Ends the thread once every job queued before this call has run, and waits for it to exit.
     /// Does nothing when called from the worker's own thread. When no thread could be created,
     /// waits for the jobs libdispatch ran instead.
@@ -113,7 +103,6 @@ final class WorkerThread: SerialJobRunner, @unchecked Sendable {
         shared.condition.lock()
         defer { shared.condition.unlock() }
         shared.thread = nil
-        shared.kernelThreadID = nil
         shared.started = false
         shared.closing = false
         shared.joining = false
@@ -129,10 +118,6 @@ final class WorkerThread: SerialJobRunner, @unchecked Sendable {
         let created = pthread_create(&thread, nil, { context in
             let shared = Unmanaged<Shared>.fromOpaque(context!).takeRetainedValue()
             WorkerThread.nameCurrentThread(shared.name)
-            let id = WorkerThread.currentKernelThreadID()
-            shared.condition.lock()
-            shared.kernelThreadID = id
-            shared.condition.unlock()
             WorkerThread.loop(shared)
             return nil
         }, context)
@@ -166,16 +151,6 @@ final class WorkerThread: SerialJobRunner, @unchecked Sendable {
         defer { close(fd) }
         let bytes = Array(name.utf8.prefix(15))
         _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-    }
-
-    /// The calling thread's kernel id, read from the `/proc/thread-self` link ("PID/task/TID"):
-    /// Swift's Glibc module does not declare `gettid`. Nil when /proc is not mounted.
-    static func currentKernelThreadID() -> Int32? {
-        var buffer = [CChar](repeating: 0, count: 64)
-        let n = readlink("/proc/thread-self", &buffer, buffer.count - 1)
-        guard n > 0 else { return nil }
-        let link = String(decoding: buffer.prefix(n).map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        return link.split(separator: "/").last.flatMap { Int32($0) }
     }
 
     private static func loop(_ shared: Shared) {
