@@ -141,6 +141,7 @@ let package = Package(
             dependencies: [
                 "CaptureMQTT",
                 "AppTestSupport",
+                .product(name: "CaptureKitTesting", package: "cvcam"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -191,9 +191,8 @@ package final class RetentionKeeper: @unchecked Sendable {
     private var stopping = false
     private var short: [String: String] = [:]
     private var unreadable: Set<String> = []
-    private var thread: Thread?
+    private var thread: JoinedThread?
     private let wake = DispatchSemaphore(value: 0)
-    private let finished = DispatchSemaphore(value: 0)
     private let reporter: any RetentionReporter
     private let logger: Logger
     package let interval: Double
@@ -226,24 +225,18 @@ package final class RetentionKeeper: @unchecked Sendable {
         // The first sweep runs here, before the caller writes anything: a disk that is full of
         // old files has room again before the first snapshot, clip or segment.
         sweep()
-        let thread = Thread { [self] in
-            run()
-            finished.signal()
-        }
-        thread.name = "cvcam.retention"
-        lock.withLock { self.thread = thread }
-        thread.start()
+        lock.withLock { thread = JoinedThread(name: "cvcam.retention") { [self] in run() } }
     }
 
-    /// Sweeps a last time, stops the thread and waits for it (a sweep in progress finishes first).
+    /// Sweeps a last time, stops the thread and joins it (a sweep in progress finishes first).
     package func stop() {
         let running = lock.withLock {
             stopping = true
-            return thread != nil
+            return thread
         }
-        guard running else { return }
+        guard let running else { return }
         wake.signal()
-        finished.wait()
+        running.join()
         lock.withLock { thread = nil }
     }
 

@@ -104,9 +104,39 @@ public final class MQTTClient: Sendable {
         let options = options
         let logger = logger
         let core = core
-        let thread = Thread { MQTTClient.run(options: options, logger: logger, core: core) }
-        thread.name = "mqtt \(options.broker.address)"
-        thread.start()
+        // A thread stop() can join (`pthread_join`): a `Foundation.Thread` cannot be, and one
+        // still exiting while `exit()` runs libmosquitto's and OpenSSL's destructors may crash.
+        let body: @Sendable () -> Void = { MQTTClient.run(options: options, logger: logger, core: core) }
+        let context = Unmanaged.passRetained(Box(body)).toOpaque()
+        var thread = pthread_t()
+        let created = pthread_create(&thread, nil, { context in
+            let body = Unmanaged<Box>.fromOpaque(context!).takeRetainedValue().body
+            MQTTClient.nameCurrentThread("cvcam.mqtt")
+            body()
+            return nil
+        }, context)
+        if created == 0 {
+            core.withLock { $0.joinableThread = thread }
+        } else {
+            // No thread to be had (the process is at its limit): one stop() cannot join, but
+            // still waits for (`threadFinished`).
+            Unmanaged<Box>.fromOpaque(context).release()
+            Thread(block: body).start()
+        }
+    }
+
+    private final class Box {
+        let body: @Sendable () -> Void
+        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+    }
+
+    /// Names the calling thread for `ps` and `/proc/self/task/*/comm` (at most 15 bytes).
+    private static func nameCurrentThread(_ name: String) {
+        let fd = open("/proc/thread-self/comm", O_WRONLY)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        let bytes = Array(name.utf8.prefix(15))
+        _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
     }
 
     /// Queues a message and returns at once; the client's thread sends it when connected
@@ -184,12 +214,22 @@ public final class MQTTClient: Sendable {
             return (state.threadStarted, state.threadStarted && pthread_equal(state.clientThread, pthread_self()) != 0)
         }
         core.wake()
+        // Whoever takes the thread joins it (or, on the thread itself, detaches it).
+        let joinable = core.withLock { state -> pthread_t? in
+            defer { state.joinableThread = nil }
+            return state.joinableThread
+        }
         // From a handler (on the client's thread) the thread cannot wait for itself: it ends
         // after the handler returns, and writes the outbox to the spool then.
-        if onClientThread { return }
+        if onClientThread {
+            if let joinable { pthread_detach(joinable) }
+            return
+        }
         if started {
             _ = core.wait(until: nil) { $0.threadFinished }
         }
+        // Finished its work; joined, it has also exited.
+        if let joinable { pthread_join(joinable, nil) }
         let lost = core.withLock { state -> Int in
             guard !state.persisted else { return 0 }
             state.persisted = true
@@ -235,6 +275,9 @@ extension MQTTClient {
         var newFilters: [String] = []
         var connectHandlers: [@Sendable () -> Void] = []
         var clientThread = pthread_t()
+        /// The client's thread until a `stop()` takes it to join (nil when it could not be
+        /// created as a joinable thread).
+        var joinableThread: pthread_t?
         var runningConnectHandlers = false
         /// Published by `onConnect` handlers, to be written before the backlog.
         var connectMessages: [MQTTMessage] = []

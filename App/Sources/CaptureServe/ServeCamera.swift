@@ -39,9 +39,8 @@ package final class ServeCamera: @unchecked Sendable {
     private var lastRefusalLog = 0.0
     /// Between a `motion` `start` and its `end` (the retained `motion` topic says `ON`).
     private var motionActive = false
-    private var thread: Thread?
+    private var thread: JoinedThread?
     private let wake = DispatchSemaphore(value: 0)
-    private let finished = DispatchSemaphore(value: 0)
     /// Times the input was opened again after failing, successfully or not.
     package private(set) var reconnectAttempts = 0
     /// Times the input came back (frames flowing again) after it was lost.
@@ -80,17 +79,14 @@ package final class ServeCamera: @unchecked Sendable {
 
     /// Starts the camera's thread.
     package func start() {
-        let thread = Thread { [self] in
-            loop()
-            finished.signal()
+        lock.withLock {
+            guard thread == nil else { return }
+            thread = JoinedThread(name: "cvcam.serve") { [self] in loop() }
         }
-        thread.name = "cvcam.serve.\(config.name)"
-        lock.withLock { self.thread = thread }
-        thread.start()
     }
 
     /// Stops the session (snapshots being chosen are written, a recording is finished) and
-    /// waits for the camera's thread; publishes `offline`.
+    /// joins the camera's thread (it has exited when this returns); publishes `offline`.
     package func stop() {
         let session: CaptureSession? = lock.withLock {
             stopping = true
@@ -98,7 +94,10 @@ package final class ServeCamera: @unchecked Sendable {
         }
         wake.signal()
         try? session?.stopRunning()
-        if lock.withLock({ thread != nil }) { finished.wait() }
+        if let running = lock.withLock({ thread }) {
+            running.join()
+            lock.withLock { thread = nil }
+        }
     }
 
     /// Publishes the retained state again (after the broker came back: it may have lost it).

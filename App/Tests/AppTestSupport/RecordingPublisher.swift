@@ -5,7 +5,10 @@ import Synchronization
 /// What the daemon publishes, kept in order (a broker stand-in for one camera's behaviour; the
 /// broker itself is tested in ServeBrokerTests).
 package final class RecordingPublisher: ServePublisher {
-    package init() {}
+    /// Called on the publishing thread before each message is kept (a test notes that thread).
+    private let onPublish: (@Sendable (_ topic: String) -> Void)?
+
+    package init(onPublish: (@Sendable (_ topic: String) -> Void)? = nil) { self.onPublish = onPublish }
 
     package struct Message: Sendable {
         package var topic: String
@@ -18,6 +21,7 @@ package final class RecordingPublisher: ServePublisher {
     private let store = Mutex<[Message]>([])
 
     package func publish(topic: String, payload: [UInt8], retain: Bool, latestOnly: Bool) {
+        onPublish?(topic)
         store.withLock { $0.append(Message(topic: topic, payload: payload, retain: retain)) }
     }
 

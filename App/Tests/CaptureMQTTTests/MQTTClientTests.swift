@@ -5,6 +5,7 @@ import Testing
 
 @testable import CaptureMQTT
 import AppTestSupport
+import CaptureKitTesting
 
 /// MQTTClient against a real Mosquitto on loopback, one broker per test (stopped and restarted
 /// by the outage tests). Serialized: the outage timings should not compete for the two cores.
@@ -315,6 +316,19 @@ struct MQTTClientTests {
             return received.withLock { $0.contains("commands/snap 2") }
         })
         client.stop()
+    }
+
+    /// `stop()` joins the client's thread: once it returns the thread has exited, not merely
+    /// finished its work (the thread lingers 50 ms in exiting, as one freeing per-thread data does).
+    @Test func theClientsThreadHasExitedWhenStopReturns() throws {
+        let broker = try #require(try MosquittoTestBroker.start())
+        let client = try MQTTClient(options: clientOptions(broker), logger: Logger(label: "t"))
+        let notes = ThreadNotes(lingers: true)
+        client.onConnect { notes.noteCurrent() }
+        client.start()
+        #expect(waitUntil(10) { notes.all.count == 1 })
+        client.stop()
+        #expect(notes.alive.isEmpty, "the client's thread \(notes.alive) is still listed")
     }
 
     @Test func stopFromAHandlerEndsTheClientWithoutDeadlock() throws {

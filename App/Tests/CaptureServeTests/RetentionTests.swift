@@ -1,3 +1,4 @@
+import CaptureKitTesting
 import Foundation
 import Synchronization
 import Testing
@@ -42,8 +43,11 @@ import AppTestSupport
         }
         let removed = Mutex<[Removed]>([])
         let short = Mutex<[(String, String?)]>([])
+        /// The threads removals were reported on (lingering in their exit).
+        let threads = ThreadNotes(lingers: true)
 
         func removed(camera: String, kind: FileKind, reason: RetentionReason, count: Int, bytes: Int64, files: [RetentionEvent.File]) {
+            threads.noteCurrent()
             removed.withLock { $0.append(.init(camera: camera, kind: kind, reason: reason, count: count, bytes: bytes, paths: files.map(\.path))) }
         }
         func shortOfRoom(camera: String, problem: String?) { short.withLock { $0.append((camera, problem)) } }
@@ -262,6 +266,9 @@ import AppTestSupport
         keeper.stop()
         #expect(try names(folder) == ["door-20261101-101010.000-clip.avi"])
         #expect(reports.removed.withLock { $0.count } == 2)
+        // The last sweep ran on the keeper's thread, and stop() joined it: it has exited.
+        #expect(reports.threads.all.count == 2)
+        #expect(reports.threads.alive.filter { $0 != ThreadNotes.currentKernelThreadID() }.isEmpty)
         #expect(reports.removed.withLock { $0.first?.kind } == .clips)
     }
 

@@ -1,4 +1,5 @@
 import CaptureKit
+import CaptureKitTesting
 import Foundation
 import Synchronization
 import Testing
@@ -35,12 +36,17 @@ import AppTestSupport
                 codes: [qr]
                 snapshots: {dir: \(dir.path), minScore: 0.5}
             """)
-        let publisher = RecordingPublisher()
+        let topics = CameraTopics(prefix: "cvcam", camera: "hall")
+        // The camera's thread, noted when it says it is online (it lingers in its exit).
+        let threads = ThreadNotes(lingers: true)
+        let publisher = RecordingPublisher { topic in if topic == topics.availability { threads.noteCurrent() } }
         let camera = ServeCamera(config: config, prefix: "cvcam", publisher: publisher, statsInterval: nil)
         camera.start()
-        let topics = CameraTopics(prefix: "cvcam", camera: "hall")
         #expect(publisher.wait { $0.on(topics.availability).last?.text == "offline" && $0.on(topics.availability).count >= 2 })
         camera.stop()
+        // stop() joined the camera's thread: it has exited.
+        #expect(!threads.all.isEmpty)
+        #expect(threads.alive.filter { $0 != ThreadNotes.currentKernelThreadID() }.isEmpty, "the camera's thread is still listed")
         let events = publisher.on(topics.events).compactMap(\.json)
         #expect(events.first?["type"] as? String == "start")
         let faceEvents = events.filter { $0["type"] as? String == "face" }.map { $0["event"] as? String ?? "" }
