@@ -73,22 +73,25 @@ import Testing
         var opens: Int { opened.load(ordering: .sequentiallyConsistent) }
     }
 
-    /// A network camera whose every read takes 100 ms (a decode): the stream thread is inside a
-    /// read most of the time, and must be finished and gone when the session has stopped.
+    /// A network camera whose every read takes `readTime` (100 ms: a decode, so the stream thread
+    /// is inside a read most of the time, and must be finished and gone when the session has
+    /// stopped).
     final class SlowConnection: NetworkStreamConnection {
         let info: NetworkStreamInfo
         let counts: Counts
+        let readTime: Double
         private let pool: PixelBufferPool
-        init(info: NetworkStreamInfo, counts: Counts) {
+        init(info: NetworkStreamInfo, counts: Counts, readTime: Double = 0.1) {
             self.info = info
             self.counts = counts
+            self.readTime = readTime
             counts.opened.add(1, ordering: .sequentiallyConsistent)
             pool = PixelBufferPool(width: info.dimensions.width, height: info.dimensions.height, pixelFormat: .bgr)
         }
         func readFrame() throws(CaptureError) -> NetworkStreamFrame? {
             counts.inside.add(1, ordering: .sequentiallyConsistent)
             defer { counts.inside.subtract(1, ordering: .sequentiallyConsistent) }
-            Thread.sleep(forTimeInterval: 0.1)
+            Thread.sleep(forTimeInterval: readTime)
             return NetworkStreamFrame(pixelBuffer: try pool.makeBuffer())
         }
         func close() { counts.closed.add(1, ordering: .sequentiallyConsistent) }
@@ -159,7 +162,7 @@ import Testing
         let streamThreads = ThreadNotes(lingers: true)
         let opener: NetworkStreamOpener = { _, _ throws(CaptureError) in
             streamThreads.noteCurrent()
-            return FastConnection(info: info, counts: counts)
+            return SlowConnection(info: info, counts: counts, readTime: 0.005)
         }
         for round in 0..<5 {
             let captureThreads = ThreadNotes(lingers: true)
@@ -188,24 +191,6 @@ import Testing
             #expect(alive.stream.isEmpty, "round \(round): the stream's thread \(alive.stream) is still listed")
             withExtendedLifetime(stream) {}
         }
-    }
-
-    /// A network camera that delivers a frame every 5 ms.
-    final class FastConnection: NetworkStreamConnection {
-        let info: NetworkStreamInfo
-        let counts: Counts
-        private let pool: PixelBufferPool
-        init(info: NetworkStreamInfo, counts: Counts) {
-            self.info = info
-            self.counts = counts
-            counts.opened.add(1, ordering: .sequentiallyConsistent)
-            pool = PixelBufferPool(width: info.dimensions.width, height: info.dimensions.height, pixelFormat: .bgr)
-        }
-        func readFrame() throws(CaptureError) -> NetworkStreamFrame? {
-            usleep(5_000)
-            return NetworkStreamFrame(pixelBuffer: try pool.makeBuffer())
-        }
-        func close() { counts.closed.add(1, ordering: .sequentiallyConsistent) }
     }
 
     /// The last line for exit paths that never close the source: every live stream thread is

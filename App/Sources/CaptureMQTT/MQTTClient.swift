@@ -130,7 +130,9 @@ public final class MQTTClient: Sendable {
         init(_ body: @escaping @Sendable () -> Void) { self.body = body }
     }
 
-    /// Names the calling thread for `ps` and `/proc/self/task/*/comm` (at most 15 bytes).
+    /// Names the calling thread for `ps` and `/proc/self/task/*/comm` (at most 15 bytes). As
+    /// CaptureJobs' `JoinedThread` does: CaptureMQTT may import only libmosquitto and swift-log
+    /// (`Tools/check-layers`).
     private static func nameCurrentThread(_ name: String) {
         let fd = open("/proc/thread-self/comm", O_WRONLY)
         guard fd >= 0 else { return }
