@@ -99,6 +99,11 @@ public final class CodeDetector: Sendable {
         /// The same at full size. 0: there, finders of codes with modules near 2 px are too soft
         /// for any offset (a code beside another one was lost with 2 or more).
         public var fullSizeFinderThresholdOffset = 0.0
+        /// Whether the full-size look's row test also takes small patterns (under 2.5-px modules)
+        /// within half a pixel more than half a module, kept only as one of three finders placed
+        /// as a code's (`FinderEvidence.Finder.looseRow`): a code of 2-px modules turned a little
+        /// has rings of 1–3 px on every row.
+        public var looseSmallFinders = true
         /// Module size (pixels) the area of a finder triple is warped upright to before ZBar
         /// scans it (`ScanRun.scanUpright`); 0 scans the axis-aligned area at the frame's or the
         /// half-size frame's own scale instead. ZBar's cost follows the pixels it scans.

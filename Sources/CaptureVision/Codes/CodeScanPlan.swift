@@ -472,11 +472,33 @@ struct ScanRun {
         if gateRows > 0 { kinds.remove(.pdf417) }
         let look = try FinderEvidence.look(
             gray, mean: try fullSizeMean(gray), ignoring: read, offset: passes.fullSizeFinderThresholdOffset,
-            cues: kinds, cuesElsewhere: (gateRows, .dataMatrix), pixelSlack: true)
-        counts.findersSeen += look.finders.count
-        looks.fullFinders = look.finders
+            cues: kinds, cuesElsewhere: (gateRows, .dataMatrix), pixelSlack: true, rowSlack: passes.looseSmallFinders)
+        let finders = Self.keepingLooseFindersInTriples(look.finders)
+        counts.findersSeen += finders.count
+        looks.fullFinders = finders
         looks.cues = looks.cues + look.cues
-        return look.finders
+        return finders
+    }
+
+    /// `finders` without those matched on a row only by the looser test (`Finder.looseRow`)
+    /// that are not one of three finders placed as a code's (`triples`): a small turned code's
+    /// finders come in threes, texture's seldom do.
+    static func keepingLooseFindersInTriples(_ finders: [FinderEvidence.Finder]) -> [FinderEvidence.Finder] {
+        guard finders.contains(where: \.looseRow) else { return finders }
+        let candidates = finders
+        var inTriple = Set<Int>()
+        let n = candidates.count
+        for a in 0..<n {
+            for b in (a + 1)..<max(a + 1, n) {
+                for c in (b + 1)..<max(b + 1, n) where candidates[a].looseRow || candidates[b].looseRow || candidates[c].looseRow {
+                    let t = [candidates[a], candidates[b], candidates[c]]
+                    let modules = t.map { max($0.module, $0.columnModule ?? $0.module) }
+                    guard modules.max()! < tripleModuleRatio * modules.min()!, corner(of: t) != nil else { continue }
+                    inTriple.formUnion([a, b, c])
+                }
+            }
+        }
+        return candidates.indices.filter { !candidates[$0].looseRow || inTriple.contains($0) }.map { candidates[$0] }
     }
 
     /// Finders in the frame at a quarter of its size (modules over ~9 px, too large for the

@@ -33,6 +33,10 @@ enum FinderEvidence {
         /// it: a code seen at a steep angle is foreshortened, and so are its finders, so
         /// `module` (along the row) and this differ as the code's sides do.
         var columnModule: Double? = nil
+        /// Whether no scanned row matched it within half a module, only within half a pixel
+        /// more (`rowSlack`): such a finder is small (modules under 2.5 px) and texture passes
+        /// the looser test too, so the scan plan keeps it only as one of a code's three.
+        var looseRow = false
     }
 
     /// Centres (pixels) of finder-pattern candidates in `gray`, at most `limit`.
@@ -62,11 +66,12 @@ enum FinderEvidence {
     /// `finders`, and on the same rows the `SymbolCues` of `cues` (none: the QR scan alone),
     /// except those another look notes on some rows (`cuesElsewhere`, see `scan`); `pixelSlack`:
     /// the cross-checks of patterns up to 17 px allow half a pixel more per ring
-    /// (`ratioWithinAPixel`), for the full-size look, where modules are smallest.
+    /// (`ratioWithinAPixel`), for the full-size look, where modules are smallest; `rowSlack`:
+    /// the row test too, its finders marked `looseRow`.
     static func look(
         _ gray: PixelBuffer, mean: PixelBuffer? = nil, ignoring: [CGRect] = [], limit: Int = 64, offset: Double = 0,
         rowStep: Int = 2, cues kinds: SymbolCues.Kinds, cuesElsewhere: (rows: Int, kinds: SymbolCues.Kinds) = (0, []),
-        pixelSlack: Bool = false
+        pixelSlack: Bool = false, rowSlack: Bool = false
     ) throws(CaptureError) -> (finders: [Finder], cues: SymbolCues) {
         let image: PixelBuffer
         if let mean {
@@ -86,7 +91,7 @@ enum FinderEvidence {
             var cues = SymbolCues()
             let finders = scan(
                 Thresholded(image), limit: limit, rowStep: rowStep, cues: kinds, cuesElsewhere: cuesElsewhere, into: &cues,
-                pixelSlack: pixelSlack)
+                pixelSlack: pixelSlack, rowSlack: rowSlack)
             return (finders, cues)
         }
     }
@@ -133,12 +138,14 @@ enum FinderEvidence {
     /// them (scans start at row 1).
     static func scan<Binary: FinderBinaryImage>(
         _ binary: Binary, limit: Int, rowStep: Int, cues kinds: SymbolCues.Kinds,
-        cuesElsewhere: (rows: Int, kinds: SymbolCues.Kinds) = (0, []), into cues: inout SymbolCues, pixelSlack: Bool = false
+        cuesElsewhere: (rows: Int, kinds: SymbolCues.Kinds) = (0, []), into cues: inout SymbolCues, pixelSlack: Bool = false,
+        rowSlack: Bool = false
     ) -> [Finder] {
         let elsewhereRowKinds = kinds.subtracting(cuesElsewhere.kinds)
         let w = binary.width, h = binary.height
         var out: [Finder] = []
         var rows: [Int] = []  // scanned rows that confirmed each candidate
+        var loose: [(Int, Int, Int)] = []  // row matches only within `ratioWithinAPixel`: centre x, y, length
         // Where each run of one row starts, and the row's end after the last (a raw buffer: this
         // loop visits every pixel of every scanned row, and Array bounds checks cost a third of it).
         let starts = UnsafeMutablePointer<Int>.allocate(capacity: w &+ 2)
@@ -181,7 +188,16 @@ enum FinderEvidence {
                 let s0 = starts[i], s1 = starts[i &+ 1], s2 = starts[i &+ 2]
                 let s3 = starts[i &+ 3], s4 = starts[i &+ 4], s5 = starts[i &+ 5]
                 let r = (s1 &- s0, s2 &- s1, s3 &- s2, s4 &- s3, s5 &- s4)
-                if ratioOK(r.0, r.1, r.2, r.3, r.4) {
+                if !ratioOK(r.0, r.1, r.2, r.3, r.4) {
+                    // Kept for later: cross-checked only where no code is placed (see below).
+                    // Only patterns of 10–17 px: longer ones get no more room than `ratioOK`'s.
+                    if rowSlack && r.2 > r.1 && r.2 > r.3 {
+                        let total = r.0 &+ r.1 &+ r.2 &+ r.3 &+ r.4
+                        if total <= 17 && total >= 10 && loose.count < 8192 && ratioWithinAPixel(r.0, r.1, r.2, r.3, r.4) {
+                            loose.append((s2 &+ r.2 / 2, y, total))
+                        }
+                    }
+                } else {
                     let cx = s2 + r.2 / 2
                     let total = r.0 + r.1 + r.2 + r.3 + r.4
                     if let column = crossCheckedLength(binary, cx, y, 0, 1, total, pixelSlack: pixelSlack),
@@ -210,7 +226,54 @@ enum FinderEvidence {
         // A real finder's centre square (≥ 4.5 px tall) crosses at least two scanned rows;
         // texture rarely repeats a four-line match on the next row (noise frames went from up
         // to 5 single-row candidates per 1280x720 frame to none).
-        return zip(out, rows).filter { $0.1 >= (rowStep > 2 ? 1 : 2) }.map(\.0)
+        let minimumRows = rowStep > 2 ? 1 : 2
+        let found = zip(out, rows).filter { $0.1 >= minimumRows }.map(\.0)
+        guard !loose.isEmpty else { return found }
+        return found + looseFinders(loose, binary, strict: &out, rows: &rows, found: found, minimumRows: minimumRows)
+    }
+
+    /// The looser row matches of `scan` (centre x, y, length), cross-checked only outside the
+    /// codes the strict finders `found` place: inside one, a code's own 2-px modules pass the
+    /// looser test everywhere, and cross-checking them cost a frame with a code about a tenth
+    /// more. A match beside a strict candidate of one row adds a row to it (a finder matched
+    /// strictly on one row and loosely on the next); what that confirms is returned with the
+    /// loose finders (`looseRow`) confirmed on `minimumRows` rows of their own.
+    private static func looseFinders<Binary: FinderBinaryImage>(
+        _ loose: [(Int, Int, Int)], _ binary: Binary, strict out: inout [Finder], rows: inout [Int], found: [Finder],
+        minimumRows: Int
+    ) -> [Finder] {
+        let placed = ScanRun.triples(found).map(ScanRun.codeArea)
+        var looseOut: [Finder] = []
+        var looseRows: [Int] = []
+        for (cx, y, total) in loose {
+            let c = CGPoint(x: cx, y: y)
+            guard !placed.contains(where: { $0.contains(c) }),
+                let column = crossCheckedLength(binary, cx, y, 0, 1, total, pixelSlack: true),
+                crossCheckedLength(binary, cx, y, 1, 1, total, pixelSlack: true) != nil,
+                crossCheckedLength(binary, cx, y, 1, -1, total, pixelSlack: true) != nil
+            else { continue }
+            let near = { (f: Finder) in abs(f.centre.x - c.x) < Double(total) / 2 && abs(f.centre.y - c.y) < Double(total) / 2 }
+            if let k = out.firstIndex(where: near) {
+                rows[k] += 1
+            } else if let k = looseOut.firstIndex(where: near) {
+                looseRows[k] += 1
+            } else {
+                looseOut.append(
+                    Finder(
+                        centre: c, module: Double(total) / 7, dark: binary.pixel(cx, y) == 0,
+                        columnModule: Double(column) / 7, looseRow: true))
+                looseRows.append(1)
+            }
+        }
+        // Strict candidates that the looser matches confirmed (they were one row short).
+        let confirmed = zip(out, rows).filter { f, n in
+            n >= minimumRows && !found.contains { $0.centre == f.centre }
+        }.map { f, _ in
+            var f = f
+            f.looseRow = true
+            return f
+        }
+        return confirmed + zip(looseOut, looseRows).filter { $0.1 >= minimumRows }.map(\.0)
     }
 
     /// Whether five run lengths are 1:1:3:1:1 within half a module (modules ≥ 1.5 px).

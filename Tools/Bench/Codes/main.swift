@@ -2,7 +2,7 @@
 // gray frame) and plain zxing-cpp (library defaults, QR and Micro QR, one read of the gray
 // frame), measured in the same run on the same frames. Prints Markdown.
 //
-//   Tools/bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--no-zxing-gate] [--gate-offset LEVELS|none] [--gate-row-step N] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--area-module PX] [--finders]
+//   Tools/bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--no-zxing-gate] [--gate-offset LEVELS|none] [--gate-row-step N] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--no-loose-small-finders] [--area-module PX] [--finders]
 //   Tools/bench-codes --devset-only [--devset DIR]
 //
 // The real-photo QR dev set (DIR, default ../shared/devsets/qr beside the package; skipped with
@@ -17,6 +17,7 @@
 // full-size look (`Passes.zxingGateFullSizeOffset`, none: no such look) and --gate-row-step its row step (`Passes.zxingGateRowStep`); --no-finder-gate runs cvcam as it was before the finder gate (every rescue pass on any
 // detailed frame); --finder-offset and --full-finder-offset set FinderEvidence's threshold
 // offset at half/quarter size (default 6) and at full size (default 0; before, 0 everywhere);
+// --no-loose-small-finders turns off the full-size row test's looser match for small finders;
 // --area-module sets the module size finder areas are scaled to before ZBar (default 2; 0: none);
 // --finders lists finder candidates per frame; --profile runs only cvcam on the
 // 640x480 frames with codes (or --only those categories), over and over for 20 s, for a
@@ -47,6 +48,7 @@ var gateOffset: Double?? = .none
 var gateRowStep: Int?
 var finderOffset: Double?
 var fullFinderOffset: Double?
+var looseSmallFinders = true
 var areaModule: Double?
 var perspective = true
 var aztecData = true
@@ -98,6 +100,7 @@ while let a = arguments.next() {
     case "--gate-row-step": gateRowStep = Int(arguments.next() ?? "")
     case "--finder-offset": finderOffset = Double(arguments.next() ?? "")
     case "--full-finder-offset": fullFinderOffset = Double(arguments.next() ?? "")
+    case "--no-loose-small-finders": looseSmallFinders = false
     case "--area-module": areaModule = Double(arguments.next() ?? "")
     case "--no-perspective": perspective = false
     case "--no-aztec-data": aztecData = false
@@ -111,7 +114,7 @@ while let a = arguments.next() {
     case "--no-codes-devset": noCodesDevset = true
     case "--codes-only": codesOnly = Set((arguments.next() ?? "").split(separator: ",").map(String.init))
     default:
-        FileHandle.standardError.write("usage: bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--no-zxing-gate] [--gate-offset LEVELS|none] [--gate-row-step N] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--area-module PX] [--no-perspective] [--no-aztec-data] [--rescue-costs DIR...] [--finders] [--profile [--only CATEGORIES]] [--profile-code-free] [--devset DIR] [--devset-only] [--no-devset] [--misses] [--zxing3 PYTHON] [--codes-devset DIR] [--no-codes-devset] [--codes-only SYMBOLOGIES] [--only CATEGORIES] [--save-misses DIR] [--small-turned]\n".data(using: .utf8)!)
+        FileHandle.standardError.write("usage: bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--no-zxing-gate] [--gate-offset LEVELS|none] [--gate-row-step N] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--no-loose-small-finders] [--area-module PX] [--no-perspective] [--no-aztec-data] [--rescue-costs DIR...] [--finders] [--profile [--only CATEGORIES]] [--profile-code-free] [--devset DIR] [--devset-only] [--no-devset] [--misses] [--zxing3 PYTHON] [--codes-devset DIR] [--no-codes-devset] [--codes-only SYMBOLOGIES] [--only CATEGORIES] [--save-misses DIR] [--small-turned]\n".data(using: .utf8)!)
         exit(64)
     }
 }
@@ -235,6 +238,7 @@ if let gateOffset { cvcamPasses.zxingGateFullSizeOffset = gateOffset }
 if let gateRowStep { cvcamPasses.zxingGateRowStep = gateRowStep }
 if let finderOffset { cvcamPasses.finderThresholdOffset = finderOffset }
 if let fullFinderOffset { cvcamPasses.fullSizeFinderThresholdOffset = fullFinderOffset }
+cvcamPasses.looseSmallFinders = looseSmallFinders
 if let areaModule { cvcamPasses.areaModuleSize = areaModule }
 cvcamPasses.perspective = perspective
 cvcamPasses.aztecData = aztecData
