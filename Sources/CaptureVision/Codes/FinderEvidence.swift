@@ -234,8 +234,8 @@ enum FinderEvidence {
 
     /// The looser row matches of `scan` (centre x, y, length), cross-checked only outside the
     /// codes the strict finders `found` place: inside one, a code's own 2-px modules pass the
-    /// looser test everywhere, and cross-checking them cost a frame with a code about a tenth
-    /// more. A match beside a strict candidate of one row adds a row to it (a finder matched
+    /// looser test everywhere, and a finder found there would only add triples of the same code.
+    /// A match beside a strict candidate of one row adds a row to it (a finder matched
     /// strictly on one row and loosely on the next); what that confirms is returned with the
     /// loose finders (`looseRow`) confirmed on `minimumRows` rows of their own.
     private static func looseFinders<Binary: FinderBinaryImage>(
