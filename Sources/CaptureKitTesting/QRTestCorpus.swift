@@ -113,6 +113,20 @@ public enum QRTestCorpus {
         return (frame, payload)
     }
 
+    /// The frames of `bench-codes --small-turned` and `SmallFinderTests`: `turnedCode` at 2 px
+    /// per module, versions 2–10 turned 3–30° (48 frames), each named "vVERSION DEGREES°".
+    package static func smallTurnedCodes() throws(CaptureError) -> [(name: String, frame: PixelBuffer, payload: [UInt8])] {
+        var out: [(name: String, frame: PixelBuffer, payload: [UInt8])] = []
+        for version: Int32 in [2, 3, 4, 5, 6, 7, 8, 10] {
+            for angle: Double in [3, 5, 8, 12, 20, 30] {
+                let (frame, payload) = try turnedCode(
+                    version: version, module: 2, degrees: angle, seed: UInt64(version) * 100 + UInt64(angle))
+                out.append(("v\(version) \(Int(angle))°", frame, payload))
+            }
+        }
+        return out
+    }
+
     /// A cluttered code-free frame (blurred noise, blocks, gradients), for false-decode checks.
     public static func background(width: Int, height: Int, seed: UInt64) throws(CaptureError) -> PixelBuffer {
         var rng = SplitMix64(seed: seed)

@@ -11,24 +11,14 @@ import CaptureKitTesting
 /// takes them within half a pixel more (`Passes.looseSmallFinders`), and keeps such a finder only
 /// as one of three placed as a code's.
 @Suite struct SmallFinderTests {
-    static let versions: [Int32] = [2, 3, 4, 5, 6, 7, 8, 10]
-    static let angles: [Double] = [3, 5, 8, 12, 20, 30]
-
     /// The frames of `Tools/bench-codes --small-turned`, read with and without the looser test.
     static func reads(looseSmallFinders: Bool) throws -> (read: Int, frames: Int) {
         var passes = CodeDetector.Passes()
         passes.looseSmallFinders = looseSmallFinders
         let detector = try CodeDetector(metadataObjectTypes: [.qr], passes: passes)
-        var read = 0, frames = 0
-        for version in versions {
-            for angle in angles {
-                let (frame, payload) = try QRTestCorpus.turnedCode(
-                    version: version, module: 2, degrees: angle, seed: UInt64(version) * 100 + UInt64(angle))
-                frames += 1
-                if try detector.detections(in: frame).contains(where: { $0.payload == payload }) { read += 1 }
-            }
-        }
-        return (read, frames)
+        let codes = try QRTestCorpus.smallTurnedCodes()
+        let read = try codes.filter { code in try detector.detections(in: code.frame).contains { $0.payload == code.payload } }.count
+        return (read, codes.count)
     }
 
     @Test func everySmallTurnedCodeIsRead() throws {

@@ -485,20 +485,8 @@ struct ScanRun {
     /// finders come in threes, texture's seldom do.
     static func keepingLooseFindersInTriples(_ finders: [FinderEvidence.Finder]) -> [FinderEvidence.Finder] {
         guard finders.contains(where: \.looseRow) else { return finders }
-        let candidates = finders
-        var inTriple = Set<Int>()
-        let n = candidates.count
-        for a in 0..<n {
-            for b in (a + 1)..<max(a + 1, n) {
-                for c in (b + 1)..<max(b + 1, n) where candidates[a].looseRow || candidates[b].looseRow || candidates[c].looseRow {
-                    let t = [candidates[a], candidates[b], candidates[c]]
-                    let modules = t.map { max($0.module, $0.columnModule ?? $0.module) }
-                    guard modules.max()! < tripleModuleRatio * modules.min()!, corner(of: t) != nil else { continue }
-                    inTriple.formUnion([a, b, c])
-                }
-            }
-        }
-        return candidates.indices.filter { !candidates[$0].looseRow || inTriple.contains($0) }.map { candidates[$0] }
+        let codes = triples(finders).filter { $0.contains(where: \.looseRow) }
+        return finders.filter { f in !f.looseRow || codes.contains { $0.contains { $0.centre == f.centre } } }
     }
 
     /// Finders in the frame at a quarter of its size (modules over ~9 px, too large for the

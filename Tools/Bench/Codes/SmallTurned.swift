@@ -8,20 +8,14 @@ import Foundation
 /// camera's sensor noise (σ 3), one per 640x480 frame, versions 2–10: sampled and thresholded,
 /// their finders' one-module rings are 1–3 px on any row.
 @MainActor func runSmallTurned() throws {
-    let versions: [Int32] = [2, 3, 4, 5, 6, 7, 8, 10]
-    let angles: [Double] = [3, 5, 8, 12, 20, 30]
     let detector = try CodeDetector(metadataObjectTypes: [.qr], passes: cvcamPasses)
     var read = 0, peer = 0, frames = 0
     var missed: [String] = []
-    for version in versions {
-        for angle in angles {
-            let (frame, payload) = try QRTestCorpus.turnedCode(
-                version: version, module: 2, degrees: angle, seed: UInt64(version) * 100 + UInt64(angle))
-            frames += 1
-            let ok = try detector.detections(in: frame).contains { $0.payload == payload }
-            if ok { read += 1 } else { missed.append("v\(version) \(Int(angle))°") }
-            if let z3 = zxing3, let r = z3.read(frame, formats: "QRCode") { peer += r.codes.contains { $0.bytes == payload } ? 1 : 0 }
-        }
+    for (name, frame, payload) in try QRTestCorpus.smallTurnedCodes() {
+        frames += 1
+        let ok = try detector.detections(in: frame).contains { $0.payload == payload }
+        if ok { read += 1 } else { missed.append(name) }
+        if let z3 = zxing3, let r = z3.read(frame, formats: "QRCode") { peer += r.codes.contains { $0.bytes == payload } ? 1 : 0 }
     }
     print("QR codes of 2-px modules turned 3–30° (versions 2–10, σ 3 noise, 640x480): cvcam \(read) of \(frames), zxing-cpp 3.x \(zxing3 == nil ? "–" : String(peer)); cvcam missed: \(missed.joined(separator: ", "))")
 }
