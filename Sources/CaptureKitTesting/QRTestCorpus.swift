@@ -127,6 +127,49 @@ public enum QRTestCorpus {
         return out
     }
 
+    /// Faint QR codes (modules 40 levels apart: 60 and 100) whose quiet zone, two modules wide,
+    /// gives onto a bright surround (235), as a sticker's white frame or a lit wall does, with a
+    /// camera's sensor noise (σ 3): versions 2, 4 and 7, modules of 3, 5 and 8 px, dark-on-light
+    /// and light-on-dark, turned 0° and 6°, in 640x480 frames; versions 2 and 4 also in frames
+    /// under the detector's gate size (3- and 5-px modules in 320x240, 8-px in 352x352): 60
+    /// frames, each named "vVERSION MODULEpx POLARITY DEGREES° WIDTHxHEIGHT" (package-internal:
+    /// `CodeLevelTests` and `bench-codes --framed-faint`).
+    package static func framedFaintCodes() throws(CaptureError) -> [(name: String, frame: PixelBuffer, payload: [UInt8])] {
+        var out: [(name: String, frame: PixelBuffer, payload: [UInt8])] = []
+        let dark = 60.0, light = 100.0
+        for (width, height) in [(640, 480), (320, 240), (352, 352)] {
+            for version: Int32 in [2, 4, 7] {
+                for module in [3, 5, 8] {
+                    // The smaller frames hold versions 2 and 4: 320x240 those of 3- and 5-px
+                    // modules, 352x352 those of 8 px.
+                    if width < 640 && (version == 7 || (module == 8) != (width == 352)) { continue }
+                    for inverted in [false, true] {
+                        for degrees in [0.0, 6] {
+                            let payload = Array("cvcam framed \(version) \(module)".utf8)
+                            let symbol = try CodeImaging.gray(try QRCodeImage.make(payload: payload, version: version, moduleSize: module))
+                            // Black modules at 0 become `dark` (or `light` when inverted), white ones the other.
+                            let faint = inverted
+                                ? try CodeImaging.scaled(symbol, alpha: (dark - light) / 255, beta: light)
+                                : try CodeImaging.scaled(symbol, alpha: (light - dark) / 255, beta: dark)
+                            let frame = try PixelBuffer(width: width, height: height, pixelFormat: .gray)
+                            try Imaging.fill(frame, x: 0, y: 0, width: width, height: height, red: 235, green: 235, blue: 235, "test frame")
+                            // The encoder's quiet zone is 4 modules; 2 of them stay.
+                            let cut = Double(2 * module)
+                            let (from, to) = Placement.turned(
+                                CGRect(x: cut, y: cut, width: Double(symbol.width) - 2 * cut, height: Double(symbol.height) - 2 * cut),
+                                scale: 1, degrees: degrees, centre: CGPoint(x: Double(width) / 2, y: Double(height) / 2))
+                            try CodeImaging.warp(faint, into: frame, homography: try CodeImaging.homography(from: from, to: to))
+                            try CodeImaging.addNoise(frame, seed: UInt64(out.count) + 1, standardDeviation: 3)
+                            let name = "v\(version) \(module)px \(inverted ? "light-on-dark" : "dark-on-light") \(Int(degrees))° \(width)x\(height)"
+                            out.append((name, frame, payload))
+                        }
+                    }
+                }
+            }
+        }
+        return out
+    }
+
     /// A cluttered code-free frame (blurred noise, blocks, gradients), for false-decode checks.
     public static func background(width: Int, height: Int, seed: UInt64) throws(CaptureError) -> PixelBuffer {
         var rng = SplitMix64(seed: seed)

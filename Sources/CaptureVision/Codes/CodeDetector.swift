@@ -114,6 +114,12 @@ public final class CodeDetector: Sendable {
         /// the homography its three finders' outlines fit (`QRPerspective`: codes tilted
         /// 30–50°). Needs `locate`.
         public var perspective = true
+        /// QR only: a finder triple's upright image that read nothing plain, inverted or in
+        /// perspective is binarised at the level that splits the code's own pixels (Otsu over
+        /// the code's square alone) and read again: a faint code beside a brighter surround (a
+        /// white frame, a lit wall) pulls every threshold taken over its surroundings past its
+        /// light modules (`ScanRun.readAtCodeLevel`).
+        public var codeLevel = true
         /// Aztec: where zxing-cpp reads nothing it can vouch for in a symbol whose core was read,
         /// cvcam decodes the symbol's data itself (`AztecData`). Needs `locate`.
         public var aztecData = true

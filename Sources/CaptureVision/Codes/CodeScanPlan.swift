@@ -110,6 +110,11 @@ struct ScanRun {
                 _ = try zxingRead(try CodeImaging.inverted(gray), mapping: nil, hints: .defaults(zxingTypes))
             }
         }
+        // Below the gate's size no pass above starts from finders: where the whole-image reads
+        // found nothing, the finder triples' upright reads (with the code's own level) still may.
+        if found.isEmpty, passes.codeLevel, passes.finderLocate, types.contains(.qr), min(gray.width, gray.height) < 360 {
+            try readAroundSeenFinders(gray, try halfImage(gray))
+        }
         try readLargeTriples(gray)
     }
 
@@ -714,8 +719,14 @@ struct ScanRun {
             return true
         }
         // Seen at a steep angle the code is no parallelogram: rectified from its finders' outlines.
-        guard passes.locate, passes.perspective else { return false }
-        return try scanPerspective(t, corner: k, u: u, v: v, in: source, scale: scale)
+        if passes.locate, passes.perspective, try scanPerspective(t, corner: k, u: u, v: v, in: source, scale: scale) {
+            return true
+        }
+        // A faint code in a bright surround: binarised at its finders' own level.
+        guard passes.codeLevel else { return false }
+        return try readAtCodeLevel(
+            upright, finders: [CGPoint(x: c, y: c), CGPoint(x: c + du, y: c), CGPoint(x: c, y: c + dv)], module: size,
+            back: back, lightCentred: t.contains { !$0.dark }, isUpright: true)
     }
 
     /// Of `points` (frame pixels), those outside every code read so far (its box plus a cell).

@@ -10,6 +10,7 @@
 // --no-devset skips it; --misses lists each reader's codes not read exactly.
 //   Tools/bench-codes --samples 6 --profile [--only plain,nonUTF8]
 //   Tools/bench-codes --small-turned: QR codes of 2-px modules turned 3-30 degrees (versions 2-10, 48 frames), cvcam beside zxing-cpp 3.x
+//   Tools/bench-codes --framed-faint: faint QR codes in a bright surround (56 frames), cvcam beside zxing-cpp 3.x
 //
 // --no-zxing-gate lets zxing-cpp read every frame, not only where FinderEvidence sees a finder
 // (`Passes.zxingFinderGate`); --zxing-first lets zxing-cpp read a gated frame before ZBar's
@@ -51,6 +52,7 @@ var fullFinderOffset: Double?
 var looseSmallFinders = true
 var areaModule: Double?
 var perspective = true
+var codeLevel = true
 var aztecData = true
 var devsetPath: String?
 var devsetOnly = false
@@ -89,7 +91,7 @@ while let a = arguments.next() {
     case "--samples": samplesPerCategory = Int(arguments.next() ?? "") ?? samplesPerCategory
     case "--seed": seed = UInt64(arguments.next() ?? "") ?? seed
     case "--ablation": ablation = true
-    case "--explore", "--finders", "--profile", "--profile-code-free", "--type-costs", "--other-types", "--small-turned": break
+    case "--explore", "--finders", "--profile", "--profile-code-free", "--type-costs", "--other-types", "--small-turned", "--framed-faint": break
     case "--only": onlyCategories = Set((arguments.next() ?? "").split(separator: ",").map(String.init))
     case "--profile-types": _ = arguments.next()
     case "--save-misses": saveMissesPath = arguments.next()
@@ -103,6 +105,7 @@ while let a = arguments.next() {
     case "--no-loose-small-finders": looseSmallFinders = false
     case "--area-module": areaModule = Double(arguments.next() ?? "")
     case "--no-perspective": perspective = false
+    case "--no-code-level": codeLevel = false
     case "--no-aztec-data": aztecData = false
     case "--rescue-costs": rescueFolders = true
     case "--devset": devsetPath = arguments.next()
@@ -114,7 +117,7 @@ while let a = arguments.next() {
     case "--no-codes-devset": noCodesDevset = true
     case "--codes-only": codesOnly = Set((arguments.next() ?? "").split(separator: ",").map(String.init))
     default:
-        FileHandle.standardError.write("usage: bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--no-zxing-gate] [--gate-offset LEVELS|none] [--gate-row-step N] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--no-loose-small-finders] [--area-module PX] [--no-perspective] [--no-aztec-data] [--rescue-costs DIR...] [--finders] [--profile [--only CATEGORIES]] [--profile-code-free] [--devset DIR] [--devset-only] [--no-devset] [--misses] [--zxing3 PYTHON] [--codes-devset DIR] [--no-codes-devset] [--codes-only SYMBOLOGIES] [--only CATEGORIES] [--save-misses DIR] [--small-turned]\n".data(using: .utf8)!)
+        FileHandle.standardError.write("usage: bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--no-zxing-gate] [--gate-offset LEVELS|none] [--gate-row-step N] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--no-loose-small-finders] [--area-module PX] [--no-perspective] [--no-code-level] [--no-aztec-data] [--rescue-costs DIR...] [--finders] [--profile [--only CATEGORIES]] [--profile-code-free] [--devset DIR] [--devset-only] [--no-devset] [--misses] [--zxing3 PYTHON] [--codes-devset DIR] [--no-codes-devset] [--codes-only SYMBOLOGIES] [--only CATEGORIES] [--save-misses DIR] [--small-turned] [--framed-faint]\n".data(using: .utf8)!)
         exit(64)
     }
 }
@@ -241,6 +244,7 @@ if let fullFinderOffset { cvcamPasses.fullSizeFinderThresholdOffset = fullFinder
 cvcamPasses.looseSmallFinders = looseSmallFinders
 if let areaModule { cvcamPasses.areaModuleSize = areaModule }
 cvcamPasses.perspective = perspective
+cvcamPasses.codeLevel = codeLevel
 cvcamPasses.aztecData = aztecData
 let cvcam = try CodeDetector(passes: cvcamPasses)
 
@@ -259,6 +263,10 @@ if let python = zxing3Python {
     print("zxing-cpp 3.x: not measured (Tools/bench-codes installs it; or pass --zxing3 PYTHON).")
 }
 print("")
+if CommandLine.arguments.contains("--framed-faint") {
+    try runFramedFaint()
+    exit(0)
+}
 if CommandLine.arguments.contains("--small-turned") {
     try runSmallTurned()
     exit(0)
