@@ -109,4 +109,43 @@ import CaptureKitTesting
             #expect(codes.map(\.payload) == sample.codes.map(\.payload), "\(sample.name)")
         }
     }
+
+    /// Versions 15 and 16 tilted steeply (frames 62 and 137 of `tilted`, seed 7 at 160 samples):
+    /// the far finders' rings are 1–2 px down their columns and their outlines do not read, so
+    /// the perspective rescue had nothing to fit. Squares drawn from the finders' centres and
+    /// their row and column module measures (`QRPerspective.measuredOutlines`) carry the
+    /// perspective (the near finder measures larger), and both codes are read.
+    @Test func codesWhoseFarFindersHaveNoReadableOutlineAreRectifiedFromTheirMeasures() throws {
+        let tilted = try QRTestCorpus.samples(.tilted, count: 138, seed: 7)
+        var without = CodeDetector.Passes()
+        without.measuredOutlines = false
+        let before = try CodeDetector(metadataObjectTypes: [.qr], passes: without)
+        let detector = try CodeDetector(metadataObjectTypes: [.qr])
+        for sample in [tilted[62], tilted[137]] {
+            let payloads = sample.codes.map(\.payload)
+            #expect(sample.codes.first.map { $0.version >= 15 } == true, "the frame changed: \(sample.name)")
+            #expect(try before.detections(in: sample.image).map(\.payload) != payloads, "read without: \(sample.name)")
+            #expect(try detector.detections(in: sample.image).map(\.payload) == payloads, "\(sample.name)")
+        }
+    }
+
+    @Test func measuredOutlinesAreSquaresOfTheFindersModules() throws {
+        func finder(_ x: Double, _ y: Double, _ row: Double, _ column: Double) -> FinderEvidence.Finder {
+            FinderEvidence.Finder(centre: CGPoint(x: x, y: y), module: row, dark: true, columnModule: column)
+        }
+        // Upright: corners 3.5 row modules left and right, 3.5 column modules up and down, in
+        // the order of `finderCorners`.
+        let outlines = try #require(
+            QRPerspective.measuredOutlines(
+                [finder(100, 100, 2, 4), finder(200, 100, 2, 4), finder(100, 300, 3, 5)],
+                right: CGPoint(x: 100, y: 0), down: CGPoint(x: 0, y: 200)))
+        #expect(outlines[0] == [CGPoint(x: 93, y: 86), CGPoint(x: 107, y: 86), CGPoint(x: 107, y: 114), CGPoint(x: 93, y: 114)])
+        #expect(outlines[2][2] == CGPoint(x: 110.5, y: 317.5))
+        // Turned a quarter (rows down the image): each axis takes the other measure.
+        let turned = try #require(
+            QRPerspective.measuredOutlines(
+                [finder(100, 100, 2, 4)], right: CGPoint(x: 0, y: 100), down: CGPoint(x: -100, y: 0)))
+        #expect(turned[0][0] == CGPoint(x: 107, y: 86))
+        #expect(QRPerspective.measuredOutlines([finder(0, 0, 2, 2)], right: .zero, down: CGPoint(x: 0, y: 1)) == nil)
+    }
 }

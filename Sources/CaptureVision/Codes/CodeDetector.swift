@@ -114,6 +114,10 @@ public final class CodeDetector: Sendable {
         /// the homography its three finders' outlines fit (`QRPerspective`: codes tilted
         /// 30–50°). Needs `locate`.
         public var perspective = true
+        /// QR only: where a finder's outline does not read (rings of 1–2 px), the perspective
+        /// rectification fits squares drawn from the three finders' centres and row and column
+        /// module measures instead (`QRPerspective.measuredOutlines`). Needs `perspective`.
+        public var measuredOutlines = true
         /// QR only: a finder triple's upright image that read nothing plain, inverted or in
         /// perspective is binarised at the level that splits the code's own pixels (Otsu over
         /// the code's square alone) and read again: a faint code beside a brighter surround (a

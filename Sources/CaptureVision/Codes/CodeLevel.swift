@@ -18,11 +18,16 @@ enum CodeLevel {
     /// level and of those above it for the level to count: a plain surface's sensor noise
     /// (σ 3) splits into halves about 5 levels apart, a printed code's modules 25 and more.
     static let minimumSpread = 12.0
+    /// The most they may differ: a code printed or shown in full contrast (modules 150 and more
+    /// levels apart) keeps its light modules above its surround's pull, and binarising it again
+    /// only costs a read (in a frame of several codes, finders of different codes make triples).
+    static let maximumSpread = 100.0
 
     /// Otsu's level over the squares of the finders centred at `centres` in the gray image
     /// `gray` (upright: the code's rows along x), `module` pixels a module; each square reaches
     /// 3 modules from its centre, inside the finder's outer ring. Pixels above it are light.
-    /// Nil when a square lies outside the image or its classes lie under `minimumSpread` apart.
+    /// Nil when a square lies outside the image or its classes' means lie under `minimumSpread` or
+    /// over `maximumSpread` apart.
     static func level(_ gray: PixelBuffer, finders centres: [CGPoint], module: Double) -> Double? {
         guard gray.pixelFormat == .gray, module > 0, !centres.isEmpty else { return nil }
         var histogram = [Int](repeating: 0, count: 256)
@@ -45,7 +50,7 @@ enum CodeLevel {
     }
 
     /// Otsu's level of a 256-bin histogram (the top of the dark class); nil when it is empty or
-    /// its two classes' means lie under `minimumSpread` apart.
+    /// its two classes' means lie under `minimumSpread` or over `maximumSpread` apart.
     static func otsu(_ histogram: [Int]) -> Double? {
         let total = histogram.reduce(0, +)
         guard total > 0 else { return nil }
@@ -61,7 +66,7 @@ enum CodeLevel {
             let variance = Double(darkCount) * Double(lightCount) * (lightMean - darkMean) * (lightMean - darkMean)
             if best == nil || variance > best!.variance { best = (variance, t, lightMean - darkMean) }
         }
-        guard let best, best.spread >= minimumSpread else { return nil }
+        guard let best, best.spread >= minimumSpread, best.spread <= maximumSpread else { return nil }
         return Double(best.level)
     }
 }

@@ -110,6 +110,29 @@ enum QRPerspective {
         return x
     }
 
+    /// Under this module (pixels, along a finder's row or column) a finder's rings are 1–2 px and
+    /// its outline may not read; `measuredOutlines` stands in only for a triple with such a finder.
+    static let smallFinderModule = 2.5
+
+    /// Outer squares for `finders` (top-left, top-right, bottom-left) drawn from their centres,
+    /// in the order of `finderCorners`: 3.5 modules each way along the code's rows (`right`) and
+    /// columns (`down`), a module along each taken from the finder's row and column measures.
+    /// Seen at a steep angle the near finders measure larger than the far ones: that is the
+    /// perspective `candidates` then fits, where outlines of rings 1–2 px wide do not read.
+    static func measuredOutlines(_ finders: [FinderEvidence.Finder], right: CGPoint, down: CGPoint) -> [[CGPoint]]? {
+        let lr = hypot(right.x, right.y), ld = hypot(down.x, down.y)
+        guard lr > 0, ld > 0 else { return nil }
+        let r = CGPoint(x: right.x / lr, y: right.y / lr), d = CGPoint(x: down.x / ld, y: down.y / ld)
+        return finders.map { f in
+            let column = f.columnModule ?? f.module
+            // The module along a direction from the row (x) and column (y) measures.
+            let mr = hypot(r.x * f.module, r.y * column), md = hypot(d.x * f.module, d.y * column)
+            return finderCorners.map { c in
+                CGPoint(x: f.centre.x + c.x * mr * r.x + c.y * md * d.x, y: f.centre.y + c.x * mr * r.y + c.y * md * d.y)
+            }
+        }
+    }
+
     /// The module maps (module coordinates, origin at the code's top-left corner, to pixels) that
     /// the three finders' outlines fit for each version near the one their spacing suggests, best
     /// fit first, with their mean distance from the points in modules; `outlines` in the order
@@ -166,7 +189,8 @@ extension ScanRun {
     /// for the two best-fitting versions whose fit is within half a module. True when it read
     /// a new symbol.
     mutating func scanPerspective(
-        _ t: [FinderEvidence.Finder], corner k: Int, u: CGPoint, v: CGPoint, in gray: PixelBuffer, scale: (Double, Double)
+        _ t: [FinderEvidence.Finder], corner k: Int, u: CGPoint, v: CGPoint, in gray: PixelBuffer, scale: (Double, Double),
+        fromMeasures: Bool = false
     ) throws(CaptureError) -> Bool {
         let o = t[k].centre
         let others = [t[(k + 1) % 3], t[(k + 2) % 3]]
@@ -194,7 +218,23 @@ extension ScanRun {
             }
             return out
         }
-        guard let outlines else { return false }
+        // Finders too small for their outlines to read (a far one of 2 px a module or less):
+        // squares drawn from their centres and the modules their rows and columns measured.
+        // Finders too small for their outlines to read (a far one of 2 px a module or less):
+        // squares drawn from their centres and their row and column measures, once nothing
+        // else in the frame read (`readMeasuredTriples`). Larger finders whose outline does not
+        // read are seldom one code's three.
+        var measured: [[CGPoint]]?
+        if outlines == nil, passes.measuredOutlines,
+            t.contains(where: { min($0.module, $0.columnModule ?? $0.module) < QRPerspective.smallFinderModule })
+        {
+            if !fromMeasures {
+                measuredTriples.append((t, k, u, v, gray, scale))
+                return false
+            }
+            measured = QRPerspective.measuredOutlines([t[k], tr, bl], right: right, down: down)
+        }
+        guard let outlines = outlines ?? measured else { return false }
         counts.localisations += 1
         for candidate in QRPerspective.candidates(outlines).prefix(2) where candidate.error < 0.5 {
             let n = Double(candidate.modules), size = min(4.0, 900 / (n + 8))
@@ -210,6 +250,19 @@ extension ScanRun {
             {
                 return true
             }
+        }
+        return false
+    }
+
+    /// The triples `scanPerspective` left in `measuredTriples`, rectified through squares drawn
+    /// from their finders' measures; at most two a frame. True when one read a new symbol.
+    @discardableResult
+    mutating func readMeasuredTriples() throws(CaptureError) -> Bool {
+        let triples = measuredTriples.prefix(2)
+        measuredTriples = []
+        for m in triples
+        where try scanPerspective(m.finders, corner: m.corner, u: m.u, v: m.v, in: m.source, scale: m.scale, fromMeasures: true) {
+            return true
         }
         return false
     }

@@ -53,6 +53,7 @@ var looseSmallFinders = true
 var areaModule: Double?
 var perspective = true
 var codeLevel = true
+var measuredOutlines = true
 var aztecData = true
 var devsetPath: String?
 var devsetOnly = false
@@ -106,6 +107,7 @@ while let a = arguments.next() {
     case "--area-module": areaModule = Double(arguments.next() ?? "")
     case "--no-perspective": perspective = false
     case "--no-code-level": codeLevel = false
+    case "--no-measured-outlines": measuredOutlines = false
     case "--no-aztec-data": aztecData = false
     case "--rescue-costs": rescueFolders = true
     case "--devset": devsetPath = arguments.next()
@@ -117,7 +119,7 @@ while let a = arguments.next() {
     case "--no-codes-devset": noCodesDevset = true
     case "--codes-only": codesOnly = Set((arguments.next() ?? "").split(separator: ",").map(String.init))
     default:
-        FileHandle.standardError.write("usage: bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--no-zxing-gate] [--gate-offset LEVELS|none] [--gate-row-step N] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--no-loose-small-finders] [--area-module PX] [--no-perspective] [--no-code-level] [--no-aztec-data] [--rescue-costs DIR...] [--finders] [--profile [--only CATEGORIES]] [--profile-code-free] [--devset DIR] [--devset-only] [--no-devset] [--misses] [--zxing3 PYTHON] [--codes-devset DIR] [--no-codes-devset] [--codes-only SYMBOLOGIES] [--only CATEGORIES] [--save-misses DIR] [--small-turned] [--framed-faint]\n".data(using: .utf8)!)
+        FileHandle.standardError.write("usage: bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--no-zxing-gate] [--gate-offset LEVELS|none] [--gate-row-step N] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--no-loose-small-finders] [--area-module PX] [--no-perspective] [--no-code-level] [--no-measured-outlines] [--no-aztec-data] [--rescue-costs DIR...] [--finders] [--profile [--only CATEGORIES]] [--profile-code-free] [--devset DIR] [--devset-only] [--no-devset] [--misses] [--zxing3 PYTHON] [--codes-devset DIR] [--no-codes-devset] [--codes-only SYMBOLOGIES] [--only CATEGORIES] [--save-misses DIR] [--small-turned] [--framed-faint]\n".data(using: .utf8)!)
         exit(64)
     }
 }
@@ -245,6 +247,7 @@ cvcamPasses.looseSmallFinders = looseSmallFinders
 if let areaModule { cvcamPasses.areaModuleSize = areaModule }
 cvcamPasses.perspective = perspective
 cvcamPasses.codeLevel = codeLevel
+cvcamPasses.measuredOutlines = measuredOutlines
 cvcamPasses.aztecData = aztecData
 let cvcam = try CodeDetector(passes: cvcamPasses)
 
