@@ -186,8 +186,9 @@ enum QRPerspective {
 extension ScanRun {
     /// The triple `t` (in `gray`'s pixels, which `scale` maps to the frame's; `corner` the
     /// right-angle finder, `u` top-right and `v` bottom-left centres) rectified through its finders' outlines (`QRPerspective`) and read,
-    /// for the two best-fitting versions whose fit is within half a module. True when it read
-    /// a new symbol.
+    /// for the two best-fitting versions whose fit is within half a module; `fromMeasures`: the
+    /// call of `readMeasuredTriples`, which fits squares drawn from the finders' measures where
+    /// their outlines do not read. True when it read a new symbol.
     mutating func scanPerspective(
         _ t: [FinderEvidence.Finder], corner k: Int, u: CGPoint, v: CGPoint, in gray: PixelBuffer, scale: (Double, Double),
         fromMeasures: Bool = false
@@ -218,8 +219,6 @@ extension ScanRun {
             }
             return out
         }
-        // Finders too small for their outlines to read (a far one of 2 px a module or less):
-        // squares drawn from their centres and the modules their rows and columns measured.
         // Finders too small for their outlines to read (a far one of 2 px a module or less):
         // squares drawn from their centres and their row and column measures, once nothing
         // else in the frame read (`readMeasuredTriples`). Larger finders whose outline does not
