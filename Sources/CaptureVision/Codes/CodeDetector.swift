@@ -119,10 +119,11 @@ public final class CodeDetector: Sendable {
         /// module measures instead (`QRPerspective.measuredOutlines`). Needs `perspective`.
         public var measuredOutlines = true
         /// QR only: a finder triple's upright image that read nothing plain, inverted or in
-        /// perspective is binarised at the level that splits the code's own pixels (Otsu over
-        /// the code's square alone) and read again: a faint code beside a brighter surround (a
-        /// white frame, a lit wall) pulls every threshold taken over its surroundings past its
-        /// light modules (`ScanRun.readAtCodeLevel`).
+        /// perspective is binarised at the code's own level (Otsu over its three finder squares,
+        /// when their colours lie 12–100 levels apart: `CodeLevel`) and read again: a faint code
+        /// beside a brighter surround (a white frame, a lit wall) pulls every threshold taken over
+        /// its surroundings past its light modules (`ScanRun.readAtCodeLevel`). Images under 360
+        /// px, read whole, are then also read around their finder triples when nothing else read.
         public var codeLevel = true
         /// Aztec: where zxing-cpp reads nothing it can vouch for in a symbol whose core was read,
         /// cvcam decodes the symbol's data itself (`AztecData`). Needs `locate`.

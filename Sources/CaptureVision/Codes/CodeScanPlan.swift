@@ -50,12 +50,13 @@ struct ScanRun {
     /// What the finder looks saw in this frame; `CodeDetector` hands it from the QR run to the
     /// run of the other types, so a frame is looked at once.
     var looks = FrameLooks()
-    /// Triples of small finders whose outlines did not read (`scanPerspective`), left for
-    /// `readMeasuredTriples`: rectified through `QRPerspective.measuredOutlines` only when no
-    /// other pass read anything in the frame. In a frame of several codes, small finders of
-    /// different codes make many such triples, each worth two more warps and reads of up to
-    /// 900 px; a code seen steeply is one triple and the frame's only code.
-    var measuredTriples: [(finders: [FinderEvidence.Finder], corner: Int, u: CGPoint, v: CGPoint, source: PixelBuffer, scale: (Double, Double))] = []
+    /// Triples of small finders whose outlines did not read (`scanPerspective`): the squares
+    /// `QRPerspective.measuredOutlines` draws for them, in `source`'s pixels, left for
+    /// `readMeasuredTriples` to read only when no other pass read anything in the frame. In a
+    /// frame of several codes, small finders of different codes make many such triples, each
+    /// worth two more warps and reads of up to 900 px; a code seen steeply is one triple and the
+    /// frame's only code.
+    var measuredTriples: [(outlines: [[CGPoint]], source: PixelBuffer, scale: (Double, Double), lightCentred: Bool)] = []
     /// Whether ZBar has scanned around the finders seen (`readAroundSeenFinders`).
     var scannedAroundFinders = false
     /// The corners of the codes an earlier run of this frame read (the QR run's, for the run of

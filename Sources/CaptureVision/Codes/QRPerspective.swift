@@ -185,13 +185,11 @@ enum QRPerspective {
 
 extension ScanRun {
     /// The triple `t` (in `gray`'s pixels, which `scale` maps to the frame's; `corner` the
-    /// right-angle finder, `u` top-right and `v` bottom-left centres) rectified through its finders' outlines (`QRPerspective`) and read,
-    /// for the two best-fitting versions whose fit is within half a module; `fromMeasures`: the
-    /// call of `readMeasuredTriples`, which fits squares drawn from the finders' measures where
-    /// their outlines do not read. True when it read a new symbol.
+    /// right-angle finder, `u` top-right and `v` bottom-left centres) rectified through its
+    /// finders' outlines (`QRPerspective`) and read (`readThroughOutlines`). True when it read a
+    /// new symbol.
     mutating func scanPerspective(
-        _ t: [FinderEvidence.Finder], corner k: Int, u: CGPoint, v: CGPoint, in gray: PixelBuffer, scale: (Double, Double),
-        fromMeasures: Bool = false
+        _ t: [FinderEvidence.Finder], corner k: Int, u: CGPoint, v: CGPoint, in gray: PixelBuffer, scale: (Double, Double)
     ) throws(CaptureError) -> Bool {
         let o = t[k].centre
         let others = [t[(k + 1) % 3], t[(k + 2) % 3]]
@@ -219,21 +217,30 @@ extension ScanRun {
             }
             return out
         }
-        // Finders too small for their outlines to read (a far one of 2 px a module or less):
-        // squares drawn from their centres and their row and column measures, once nothing
-        // else in the frame read (`readMeasuredTriples`). Larger finders whose outline does not
-        // read are seldom one code's three.
-        var measured: [[CGPoint]]?
-        if outlines == nil, passes.measuredOutlines,
-            t.contains(where: { min($0.module, $0.columnModule ?? $0.module) < QRPerspective.smallFinderModule })
-        {
-            if !fromMeasures {
-                measuredTriples.append((t, k, u, v, gray, scale))
-                return false
+        let lightCentred = t.contains(where: { !$0.dark })
+        guard let outlines else {
+            // Finders too small for their outlines to read (a far one of 2 px a module or less):
+            // squares drawn from their centres and their row and column measures, read once
+            // nothing else in the frame read (`readMeasuredTriples`). Larger finders whose
+            // outline does not read are seldom one code's three.
+            if passes.measuredOutlines,
+                t.contains(where: { min($0.module, $0.columnModule ?? $0.module) < QRPerspective.smallFinderModule }),
+                let measured = QRPerspective.measuredOutlines([t[k], tr, bl], right: right, down: down)
+            {
+                measuredTriples.append((measured, gray, scale, lightCentred))
             }
-            measured = QRPerspective.measuredOutlines([t[k], tr, bl], right: right, down: down)
+            return false
         }
-        guard let outlines = outlines ?? measured else { return false }
+        return try readThroughOutlines(outlines, in: gray, scale: scale, lightCentred: lightCentred)
+    }
+
+    /// The code whose three finders' outer squares are `outlines` (top-left, top-right,
+    /// bottom-left; `gray`'s pixels, which `scale` maps to the frame's) warped upright through
+    /// the homography they fit for the two best-fitting versions whose fit is within half a
+    /// module, and read, plain and, when `lightCentred`, inverted. True when it read a new symbol.
+    mutating func readThroughOutlines(
+        _ outlines: [[CGPoint]], in gray: PixelBuffer, scale: (Double, Double), lightCentred: Bool
+    ) throws(CaptureError) -> Bool {
         counts.localisations += 1
         for candidate in QRPerspective.candidates(outlines).prefix(2) where candidate.error < 0.5 {
             let n = Double(candidate.modules), size = min(4.0, 900 / (n + 8))
@@ -244,23 +251,20 @@ extension ScanRun {
                 gray, from: corners.map(candidate.map.apply), to: corners.map(target), width: side, height: side,
                 toFrame: { CGPoint(x: $0.x * scale.0, y: $0.y * scale.1) })
             if try attempt(upright, back, rectified: true) { return true }
-            if passes.inverted && t.contains(where: { !$0.dark }),
-                try attempt(try CodeImaging.inverted(upright), back, rectified: true)
-            {
+            if passes.inverted && lightCentred, try attempt(try CodeImaging.inverted(upright), back, rectified: true) {
                 return true
             }
         }
         return false
     }
 
-    /// The triples `scanPerspective` left in `measuredTriples`, rectified through squares drawn
+    /// The triples `scanPerspective` left in `measuredTriples`, read through the squares drawn
     /// from their finders' measures; at most two a frame. True when one read a new symbol.
     @discardableResult
     mutating func readMeasuredTriples() throws(CaptureError) -> Bool {
         let triples = measuredTriples.prefix(2)
         measuredTriples = []
-        for m in triples
-        where try scanPerspective(m.finders, corner: m.corner, u: m.u, v: m.v, in: m.source, scale: m.scale, fromMeasures: true) {
+        for m in triples where try readThroughOutlines(m.outlines, in: m.source, scale: m.scale, lightCentred: m.lightCentred) {
             return true
         }
         return false

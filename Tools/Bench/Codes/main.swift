@@ -10,7 +10,7 @@
 // --no-devset skips it; --misses lists each reader's codes not read exactly.
 //   Tools/bench-codes --samples 6 --profile [--only plain,nonUTF8]
 //   Tools/bench-codes --small-turned: QR codes of 2-px modules turned 3-30 degrees (versions 2-10, 48 frames), cvcam beside zxing-cpp 3.x
-//   Tools/bench-codes --framed-faint: faint QR codes in a bright surround (56 frames), cvcam beside zxing-cpp 3.x
+//   Tools/bench-codes --framed-faint: faint QR codes in a bright surround (60 frames), cvcam beside zxing-cpp 3.x
 //
 // --no-zxing-gate lets zxing-cpp read every frame, not only where FinderEvidence sees a finder
 // (`Passes.zxingFinderGate`); --zxing-first lets zxing-cpp read a gated frame before ZBar's
