@@ -72,17 +72,17 @@ enum CodeLevel {
 }
 
 extension ScanRun {
-    /// Reads `upright` (a finder triple's area warped upright, mapped back to the frame by
-    /// `back`) binarised at the code's own level (`CodeLevel`), its finders centred at
+    /// Reads `upright` (a finder triple's area warped upright by `scanUpright`, mapped back to
+    /// the frame by `back`; its scanner reads it) binarised at the code's own level (`CodeLevel`), its finders centred at
     /// `finders` with modules of `module` pixels; inverted too when `lightCentred` (a
     /// light-on-dark code). True when it read a new symbol.
     mutating func readAtCodeLevel(
-        _ upright: PixelBuffer, finders: [CGPoint], module: Double, back: Homography, lightCentred: Bool, isUpright: Bool
+        _ upright: PixelBuffer, finders: [CGPoint], module: Double, back: Homography, lightCentred: Bool
     ) throws(CaptureError) -> Bool {
         guard let level = CodeLevel.level(upright, finders: finders, module: module) else { return false }
         let binary = try CodeImaging.thresholded(upright, kind: Int32(CVB_THRESHOLD_FIXED), value: level)
-        if try attempt(binary, back, rectified: true, upright: isUpright) { return true }
+        if try attempt(binary, back, rectified: true, upright: true) { return true }
         guard passes.inverted, lightCentred else { return false }
-        return try attempt(try CodeImaging.inverted(binary), back, rectified: true, upright: isUpright)
+        return try attempt(try CodeImaging.inverted(binary), back, rectified: true, upright: true)
     }
 }

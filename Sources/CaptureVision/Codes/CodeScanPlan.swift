@@ -734,7 +734,7 @@ struct ScanRun {
         guard passes.codeLevel else { return false }
         return try readAtCodeLevel(
             upright, finders: [CGPoint(x: c, y: c), CGPoint(x: c + du, y: c), CGPoint(x: c, y: c + dv)], module: size,
-            back: back, lightCentred: t.contains { !$0.dark }, isUpright: true)
+            back: back, lightCentred: t.contains { !$0.dark })
     }
 
     /// Of `points` (frame pixels), those outside every code read so far (its box plus a cell).
