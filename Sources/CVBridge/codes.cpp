@@ -237,6 +237,104 @@ int32_t cvb_image_local_mean(const cvb_image *src, cvb_image *dst, int32_t block
     });
 }
 
+int32_t cvb_image_textured_mean(const cvb_image *src, cvb_image *dst, int32_t block, int32_t window, int32_t min_range,
+                                cvb_error *err) {
+    return guarded(err, [&] {
+        if (!is_gray(src) || !is_gray(dst) || block < 2 || block > 256 || window < 3 || window % 2 == 0) {
+            set_error(err, -1, "textured means take GRAY images, a block of 2 to 256 pixels and an odd window of 3 or more");
+            return -1;
+        }
+        cv::Mat s = as_mat(src), d = as_mat(dst);
+        if (d.size() != s.size()) {
+            set_error(err, -1, "image and mean differ in size");
+            return -1;
+        }
+        const int w = s.cols, h = s.rows, nbx = (w + block - 1) / block, nby = (h + block - 1) / block;
+        // Each block's darkest and lightest levels: its rows folded column by column first (the
+        // compiler vectorises that loop), then its columns. A textured block's level is their
+        // midpoint, weighted by its pixels.
+        std::vector<uint8_t> colMin(w), colMax(w);
+        std::vector<uint8_t> flat(size_t(nbx) * nby), blockMin(size_t(nbx) * nby);
+        std::vector<double> sum(size_t(nbx) * nby);
+        std::vector<int> count(size_t(nbx) * nby);
+        bool anyFlat = false, anyTextured = false;
+        for (int by = 0; by < nby; ++by) {
+            const int y0 = by * block, y1 = std::min(y0 + block, h);
+            std::copy_n(s.ptr<uint8_t>(y0), w, colMin.data());
+            std::copy_n(s.ptr<uint8_t>(y0), w, colMax.data());
+            for (int y = y0 + 1; y < y1; ++y) {
+                const uint8_t *row = s.ptr<uint8_t>(y);
+                uint8_t *lo = colMin.data(), *hi = colMax.data();
+                for (int x = 0; x < w; ++x) {
+                    const uint8_t v = row[x];
+                    lo[x] = v < lo[x] ? v : lo[x];
+                    hi[x] = v > hi[x] ? v : hi[x];
+                }
+            }
+            for (int bx = 0; bx < nbx; ++bx) {
+                const int x0 = bx * block, x1 = std::min(x0 + block, w);
+                int lo = 255, hi = 0;
+                for (int x = x0; x < x1; ++x) {
+                    lo = std::min(lo, int(colMin[x]));
+                    hi = std::max(hi, int(colMax[x]));
+                }
+                const size_t i = size_t(by) * nbx + bx;
+                const int pixels = (x1 - x0) * (y1 - y0);
+                flat[i] = hi - lo <= min_range;
+                blockMin[i] = uint8_t(lo);
+                anyFlat = anyFlat || flat[i];
+                anyTextured = anyTextured || !flat[i];
+                sum[i] = flat[i] ? 0 : 0.5 * (lo + hi) * pixels;
+                count[i] = flat[i] ? 0 : pixels;
+            }
+        }
+        const int border = cv::BORDER_REPLICATE | cv::BORDER_ISOLATED;
+        if (!anyFlat || !anyTextured) {
+            cv::boxFilter(s, d, s.type(), cv::Size(window, window), cv::Point(-1, -1), true, border);
+            return 0;
+        }
+        // Summed-area tables over the block grid: textured levels and textured pixels.
+        const int gw = nbx + 1;
+        std::vector<int> countArea(size_t(gw) * (nby + 1), 0);
+        std::vector<double> sumArea(size_t(gw) * (nby + 1), 0);
+        for (int by = 0; by < nby; ++by) {
+            for (int bx = 0; bx < nbx; ++bx) {
+                const size_t i = size_t(by) * nbx + bx, a = size_t(by + 1) * gw + bx + 1;
+                countArea[a] = count[i] + countArea[a - 1] + countArea[a - gw] - countArea[a - gw - 1];
+                sumArea[a] = sum[i] + sumArea[a - 1] + sumArea[a - gw] - sumArea[a - gw - 1];
+            }
+        }
+        // A flat block lighter than the texture within a window's reach of it counts as that
+        // texture's mean. Darker flat blocks, and blocks with no texture in reach, count as they are.
+        cv::Mat limited;
+        const int reach = (window / 2 + block - 1) / block;
+        for (int by = 0; by < nby; ++by) {
+            const int gy0 = std::max(0, by - reach), gy1 = std::min(nby, by + reach + 1);
+            for (int bx = 0; bx < nbx; ++bx) {
+                const size_t i = size_t(by) * nbx + bx;
+                if (!flat[i]) continue;
+                const int gx0 = std::max(0, bx - reach), gx1 = std::min(nbx, bx + reach + 1);
+                auto area = [&](const auto &t) {
+                    return t[size_t(gy1) * gw + gx1] - t[size_t(gy0) * gw + gx1] - t[size_t(gy1) * gw + gx0]
+                        + t[size_t(gy0) * gw + gx0];
+                };
+                const int n = area(countArea);
+                if (n == 0) continue;
+                const uint8_t level = cv::saturate_cast<uint8_t>(area(sumArea) / n);
+                if (blockMin[i] <= level) continue;
+                if (limited.empty()) limited = s.clone();
+                const int x0 = bx * block, x1 = std::min(x0 + block, w);
+                for (int y = by * block; y < std::min(by * block + block, h); ++y) {
+                    std::fill(limited.ptr<uint8_t>(y) + x0, limited.ptr<uint8_t>(y) + x1, level);
+                }
+            }
+        }
+        if (limited.empty()) limited = s;
+        cv::boxFilter(limited, d, s.type(), cv::Size(window, window), cv::Point(-1, -1), true, border);
+        return 0;
+    });
+}
+
 int32_t cvb_image_above_mean(const cvb_image *src, const cvb_image *mean, cvb_image *dst, double offset,
                              cvb_error *err) {
     return guarded(err, [&] {

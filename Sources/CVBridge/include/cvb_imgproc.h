@@ -87,6 +87,16 @@ int32_t cvb_image_threshold(const cvb_image *src, cvb_image *dst, int32_t kind, 
 /// normalised, BORDER_REPLICATE). `block` is odd and ≥ 3.
 int32_t cvb_image_local_mean(const cvb_image *src, cvb_image *dst, int32_t block, cvb_error *err);
 
+/// `cvb_image_local_mean` (`window`, BORDER_REPLICATE) of a copy of a GRAY image in which flat
+/// blocks lighter than the texture near them count as that texture: the image is cut into
+/// `block`×`block` blocks; a block whose darkest and lightest pixels differ by at most
+/// `min_range` levels is flat, and when its darkest pixel lies above the mean of the textured
+/// blocks' pixels within a window's reach of it (the blocks `window / 2` pixels reach), its
+/// pixels count as that mean. Otherwise, and with no flat block, the result is
+/// `cvb_image_local_mean`'s. `window` is odd and ≥ 3; `block` 2–256.
+int32_t cvb_image_textured_mean(const cvb_image *src, cvb_image *dst, int32_t block, int32_t window, int32_t min_range,
+                                cvb_error *err);
+
 /// 255 where `src > saturate(mean - offset)`, else 0 (`cv::subtract`, `cv::compare` CMP_GT):
 /// `cv::adaptiveThreshold`'s MEAN_C comparison against a mean from `cvb_image_local_mean`, so
 /// one mean serves several offsets. GRAY images of one size; `offset` ≥ 0.

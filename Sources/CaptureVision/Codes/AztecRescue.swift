@@ -103,7 +103,9 @@ extension ScanRun {
         case 1: (image, mean) = (gray, try fullSizeMean(gray))
         case 2:
             image = try halfImage(gray)
-            mean = try halfSizeMean(image)
+            // The finder look's mean leaves flat blocks out (`Passes.flatBlockRange`); a core's
+            // rings are read against every pixel around them.
+            mean = passes.flatBlockRange == nil ? try halfSizeMean(image) : try FinderEvidence.localMean(image)
         default:
             image = try CodeImaging.resized(gray, width: gray.width / factor, height: gray.height / factor)
             mean = try FinderEvidence.localMean(image)

@@ -96,6 +96,13 @@ public final class CodeDetector: Sendable {
         /// as dark when `FinderEvidence` looks at the half- and quarter-size frame (gray levels;
         /// see `FinderEvidence`).
         public var finderThresholdOffset = 6.0
+        /// The half-size finder look's local mean counts a flat 8-pixel block (levels spanning
+        /// at most this many) that is lighter than the texture near it as that texture
+        /// (`FinderEvidence.texturedMean`): a faint code whose quiet zone gives onto a brighter
+        /// surround (a lit wall, a white sticker edge) no longer has its quiet zone and light
+        /// rings pulled dark. 24 is zxing's block contrast for the same test (its
+        /// HybridBinarizer); nil: every pixel counts as it is.
+        public var flatBlockRange: Int32? = 24
         /// The same at full size. 0: there, finders of codes with modules near 2 px are too soft
         /// for any offset (a code beside another one was lost with 2 or more).
         public var fullSizeFinderThresholdOffset = 0.0

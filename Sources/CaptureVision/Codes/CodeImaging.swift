@@ -74,6 +74,21 @@ package enum CodeImaging {
         return out
     }
 
+    /// The `window`-pixel local mean of the image with each flat `block`-pixel block (levels
+    /// spanning at most `flatRange`) that is lighter than the textured blocks within a window of
+    /// it counted as their mean (`cvb_image_textured_mean`).
+    static func texturedMean(_ buffer: PixelBuffer, block: Int32, window: Int32, flatRange: Int32) throws(CaptureError)
+        -> PixelBuffer
+    {
+        let out = try PixelBuffer(width: buffer.width, height: buffer.height, pixelFormat: .gray)
+        var err = cvb_error()
+        let status = PixelBuffer.withBridgeImages(buffer, out) { src, dst in
+            cvb_image_textured_mean(&src, &dst, block, window, flatRange, &err)
+        }
+        try check(status, err, "averaging an image's textured blocks locally")
+        return out
+    }
+
     /// 255 where a pixel is above its local `mean` minus `offset`, else 0 (`cvb_image_above_mean`):
     /// an adaptive threshold whose mean is computed once for several offsets.
     static func aboveMean(_ buffer: PixelBuffer, _ mean: PixelBuffer, offset: Double) throws(CaptureError) -> PixelBuffer {

@@ -559,11 +559,17 @@ struct ScanRun {
         return m
     }
 
-    /// `FinderEvidence.localMean` of the half-size frame, computed once per frame: its finder
-    /// look and the Aztec cores' threshold (`aztecBinary`) compare with it.
+    /// The half-size frame's local mean its finder look compares with, computed once per frame:
+    /// `FinderEvidence.texturedMean` (`Passes.flatBlockRange`), else `localMean`, which the
+    /// Aztec cores' threshold (`aztecBinary`) then shares.
     mutating func halfSizeMean(_ half: PixelBuffer) throws(CaptureError) -> PixelBuffer {
         if let halfMean = looks.halfMean { return halfMean }
-        let m = try FinderEvidence.localMean(half)
+        let m: PixelBuffer
+        if let range = passes.flatBlockRange {
+            m = try FinderEvidence.texturedMean(half, flatRange: range)
+        } else {
+            m = try FinderEvidence.localMean(half)
+        }
         looks.halfMean = m
         return m
     }

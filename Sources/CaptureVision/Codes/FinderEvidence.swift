@@ -21,6 +21,10 @@ import Foundation
 /// full-size offset lost a 2-px-module code beside a larger one,
 /// `scanningAroundFindersLosesNoDecode`).
 ///
+/// A bright flat surround lifts the mean near a faint code's edge past its light modules, and
+/// its quiet zone and the finders' light rings turn dark; the half-size look's mean therefore
+/// counts flat blocks lighter than the texture near them as that texture (`texturedMean`).
+///
 /// Threading: stateless; call from any thread.
 enum FinderEvidence {
     /// A finder-pattern candidate: its centre and module size, in the image's pixels.
@@ -51,6 +55,12 @@ enum FinderEvidence {
     /// modules; larger modules are seen at half or quarter size.
     static func localMean(_ gray: PixelBuffer) throws(CaptureError) -> PixelBuffer {
         try CodeImaging.localMean(gray, block: 31)
+    }
+
+    /// `localMean` with flat 8-pixel blocks lighter than the texture near them counted as that
+    /// texture (`CodeImaging.texturedMean`, `CodeDetector.Passes.flatBlockRange`).
+    static func texturedMean(_ gray: PixelBuffer, flatRange: Int32) throws(CaptureError) -> PixelBuffer {
+        try CodeImaging.texturedMean(gray, block: 8, window: 31, flatRange: flatRange)
     }
 
     /// Finder-pattern candidates in `gray` outside the rectangles `ignoring` (pixels), at most

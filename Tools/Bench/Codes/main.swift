@@ -53,6 +53,7 @@ var looseSmallFinders = true
 var areaModule: Double?
 var perspective = true
 var codeLevel = true
+var flatRange: Int32? = CodeDetector.Passes().flatBlockRange
 var measuredOutlines = true
 var aztecData = true
 var devsetPath: String?
@@ -107,6 +108,9 @@ while let a = arguments.next() {
     case "--area-module": areaModule = Double(arguments.next() ?? "")
     case "--no-perspective": perspective = false
     case "--no-code-level": codeLevel = false
+    case "--flat-range":
+        let v = arguments.next() ?? ""
+        flatRange = v == "none" ? nil : Int32(v)
     case "--no-measured-outlines": measuredOutlines = false
     case "--no-aztec-data": aztecData = false
     case "--rescue-costs": rescueFolders = true
@@ -119,7 +123,7 @@ while let a = arguments.next() {
     case "--no-codes-devset": noCodesDevset = true
     case "--codes-only": codesOnly = Set((arguments.next() ?? "").split(separator: ",").map(String.init))
     default:
-        FileHandle.standardError.write("usage: bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--no-zxing-gate] [--gate-offset LEVELS|none] [--gate-row-step N] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--no-loose-small-finders] [--area-module PX] [--no-perspective] [--no-code-level] [--no-measured-outlines] [--no-aztec-data] [--rescue-costs DIR...] [--finders] [--profile [--only CATEGORIES]] [--profile-code-free] [--devset DIR] [--devset-only] [--no-devset] [--misses] [--zxing3 PYTHON] [--codes-devset DIR] [--no-codes-devset] [--codes-only SYMBOLOGIES] [--only CATEGORIES] [--save-misses DIR] [--small-turned] [--framed-faint]\n".data(using: .utf8)!)
+        FileHandle.standardError.write("usage: bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--no-zxing-gate] [--gate-offset LEVELS|none] [--gate-row-step N] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--no-loose-small-finders] [--area-module PX] [--no-perspective] [--no-code-level] [--flat-range LEVELS|none] [--no-measured-outlines] [--no-aztec-data] [--rescue-costs DIR...] [--finders] [--profile [--only CATEGORIES]] [--profile-code-free] [--devset DIR] [--devset-only] [--no-devset] [--misses] [--zxing3 PYTHON] [--codes-devset DIR] [--no-codes-devset] [--codes-only SYMBOLOGIES] [--only CATEGORIES] [--save-misses DIR] [--small-turned] [--framed-faint]\n".data(using: .utf8)!)
         exit(64)
     }
 }
@@ -247,6 +251,7 @@ cvcamPasses.looseSmallFinders = looseSmallFinders
 if let areaModule { cvcamPasses.areaModuleSize = areaModule }
 cvcamPasses.perspective = perspective
 cvcamPasses.codeLevel = codeLevel
+cvcamPasses.flatBlockRange = flatRange
 cvcamPasses.measuredOutlines = measuredOutlines
 cvcamPasses.aztecData = aztecData
 let cvcam = try CodeDetector(passes: cvcamPasses)
