@@ -305,7 +305,7 @@ int32_t cvb_image_textured_mean(const cvb_image *src, cvb_image *dst, int32_t bl
             }
         }
         // A flat block lighter than the texture within a window's reach of it counts as that
-        // texture's mean. Darker flat blocks, and blocks with no texture in reach, count as they are.
+        // texture's level. Darker flat blocks, and blocks with no texture in reach, count as they are.
         cv::Mat limited;
         const int reach = (window / 2 + block - 1) / block;
         for (int by = 0; by < nby; ++by) {

@@ -90,9 +90,10 @@ int32_t cvb_image_local_mean(const cvb_image *src, cvb_image *dst, int32_t block
 /// `cvb_image_local_mean` (`window`, BORDER_REPLICATE) of a copy of a GRAY image in which flat
 /// blocks lighter than the texture near them count as that texture: the image is cut into
 /// `block`×`block` blocks; a block whose darkest and lightest pixels differ by at most
-/// `min_range` levels is flat, and when its darkest pixel lies above the mean of the textured
-/// blocks' pixels within a window's reach of it (the blocks `window / 2` pixels reach), its
-/// pixels count as that mean. Otherwise, and with no flat block, the result is
+/// `min_range` levels is flat, and when its darkest pixel lies above the level of the textured
+/// blocks within a window's reach of it (the blocks `window / 2` pixels reach; each block's
+/// level the midpoint of its darkest and lightest pixels, averaged over their pixels), its
+/// pixels count as that level. Otherwise, and with no flat block, the result is
 /// `cvb_image_local_mean`'s. `window` is odd and ≥ 3; `block` 2–256.
 int32_t cvb_image_textured_mean(const cvb_image *src, cvb_image *dst, int32_t block, int32_t window, int32_t min_range,
                                 cvb_error *err);

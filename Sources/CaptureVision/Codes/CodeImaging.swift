@@ -76,7 +76,8 @@ package enum CodeImaging {
 
     /// The `window`-pixel local mean of the image with each flat `block`-pixel block (levels
     /// spanning at most `flatRange`) that is lighter than the textured blocks within a window of
-    /// it counted as their mean (`cvb_image_textured_mean`).
+    /// it counted as their level, the midpoint of their darkest and lightest pixels
+    /// (`cvb_image_textured_mean`).
     static func texturedMean(_ buffer: PixelBuffer, block: Int32, window: Int32, flatRange: Int32) throws(CaptureError)
         -> PixelBuffer
     {
