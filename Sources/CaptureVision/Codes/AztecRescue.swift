@@ -103,8 +103,8 @@ extension ScanRun {
         case 1: (image, mean) = (gray, try fullSizeMean(gray))
         case 2:
             image = try halfImage(gray)
-            // The finder look's mean leaves flat blocks out (`Passes.flatBlockRange`); a core's
-            // rings are read against every pixel around them.
+            // The finder look's mean counts bright flat blocks as the texture beside them
+            // (`Passes.flatBlockRange`); a core's rings are read against the plain mean.
             mean = passes.flatBlockRange == nil ? try halfSizeMean(image) : try FinderEvidence.localMean(image)
         default:
             image = try CodeImaging.resized(gray, width: gray.width / factor, height: gray.height / factor)

@@ -50,17 +50,21 @@ enum FinderEvidence {
         try finders(gray, limit: limit, offset: offset).map(\.centre)
     }
 
+    /// The side of the window the local means average (pixels). 31 covers a whole finder pattern
+    /// up to 4-pixel modules; larger modules are seen at half or quarter size.
+    static let meanWindow: Int32 = 31
+
     /// The local mean `finders` compares `gray` with; pass it in to look at several offsets for
-    /// the cost of one box filter. A 31-pixel window covers a whole finder pattern up to 4-pixel
-    /// modules; larger modules are seen at half or quarter size.
+    /// the cost of one box filter.
     static func localMean(_ gray: PixelBuffer) throws(CaptureError) -> PixelBuffer {
-        try CodeImaging.localMean(gray, block: 31)
+        try CodeImaging.localMean(gray, block: meanWindow)
     }
 
     /// `localMean` with flat 8-pixel blocks lighter than the texture near them counted as that
-    /// texture (`CodeImaging.texturedMean`, `CodeDetector.Passes.flatBlockRange`).
+    /// texture (`CodeImaging.texturedMean`, `CodeDetector.Passes.flatBlockRange`); the same
+    /// window, so where no such block is near it is `localMean`.
     static func texturedMean(_ gray: PixelBuffer, flatRange: Int32) throws(CaptureError) -> PixelBuffer {
-        try CodeImaging.texturedMean(gray, block: 8, window: 31, flatRange: flatRange)
+        try CodeImaging.texturedMean(gray, block: 8, window: meanWindow, flatRange: flatRange)
     }
 
     /// Finder-pattern candidates in `gray` outside the rectangles `ignoring` (pixels), at most

@@ -110,7 +110,7 @@ while let a = arguments.next() {
     case "--no-code-level": codeLevel = false
     case "--flat-range":
         let v = arguments.next() ?? ""
-        flatRange = v == "none" ? nil : Int32(v)
+        flatRange = v == "none" ? nil : Int32(v) ?? flatRange
     case "--no-measured-outlines": measuredOutlines = false
     case "--no-aztec-data": aztecData = false
     case "--rescue-costs": rescueFolders = true
