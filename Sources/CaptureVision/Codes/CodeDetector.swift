@@ -132,6 +132,15 @@ public final class CodeDetector: Sendable {
         /// its surroundings past its light modules (`ScanRun.readAtCodeLevel`). Images under 360
         /// px, read whole, are then also read around their finder triples when nothing else read.
         public var codeLevel = true
+        /// QR and Micro QR in an image under 360 px (a still, read whole) that no pass read but
+        /// where a finder look saw a finder: zxing-cpp reads it again at twice its size
+        /// (bilinear), as the other 2-D types' small images are. zxing-cpp 1.4's binarizer loses
+        /// a small photo's 2–3-px modules softened by its JPEG; twice the pixels keeps them.
+        public var doubledSmallRead = true
+        /// QR and Micro QR in a camera-sized frame (360 px and more) in which nothing was read
+        /// but the half- or quarter-size look saw a finder of large modules: zxing-cpp reads that
+        /// smaller image (`ScanRun.readWhereLargeFinders`).
+        public var largeModuleRead = true
         /// Aztec: where zxing-cpp reads nothing it can vouch for in a symbol whose core was read,
         /// cvcam decodes the symbol's data itself (`AztecData`). Needs `locate`.
         public var aztecData = true

@@ -122,8 +122,53 @@ struct ScanRun {
         if found.isEmpty, passes.codeLevel, passes.finderLocate, types.contains(.qr), min(gray.width, gray.height) < 360 {
             try readAroundSeenFinders(gray, try halfImage(gray))
         }
+        try readDoubledSmallImage(gray)
         try readLargeTriples(gray)
         if found.isEmpty { try readMeasuredTriples() }
+        if finderGated { try readWhereLargeFinders(gray) }
+    }
+
+    /// A frame in which nothing was read although the half- or quarter-size look saw a finder
+    /// of large modules, read by zxing-cpp at that size (`Passes.largeModuleRead`); QR and Micro
+    /// QR. zxing-cpp 1.4 thresholds each 8-pixel block by the 40 pixels around it: inside wide,
+    /// soft modules (a code held close to the camera) that neighbourhood holds no edge to set a
+    /// level by. A QR code there is mostly ZBar's; a Micro QR code (one finder, no ZBar reader)
+    /// had no other pass.
+    mutating func readWhereLargeFinders(_ gray: PixelBuffer) throws(CaptureError) {
+        guard passes.largeModuleRead, found.isEmpty, let half = looks.half else { return }
+        let qrTypes = zxingTypes.intersection(Self.qrTypes)
+        guard !qrTypes.isEmpty else { return }
+        let sx = Double(gray.width) / Double(half.width), sy = Double(gray.height) / Double(half.height)
+        if let quarterFinders = looks.quarterFinders, !quarterFinders.isEmpty {
+            let quarter = try CodeImaging.resized(half, width: half.width / 2, height: half.height / 2)
+            let qx = sx * Double(half.width) / Double(quarter.width), qy = sy * Double(half.height) / Double(quarter.height)
+            if try zxingRead(quarter, mapping: .scaling(qx, qy), hints: .defaults(qrTypes)) { return }
+        }
+        if let halfFinders = looks.halfFinders, halfFinders.contains(where: { $0.module >= Self.largeHalfModule }) {
+            _ = try zxingRead(half, mapping: .scaling(sx, sy), hints: .defaults(qrTypes))
+        }
+    }
+
+    /// The module (pixels of the half-size frame) from which a finder there counts as large for
+    /// `readWhereLargeFinders`: 8 pixels at full size, a 24-pixel centre.
+    static let largeHalfModule = 4.0
+
+    /// An image under the gate's size in which nothing was read and a finder look saw a
+    /// finder, read by zxing-cpp at twice its size (`Passes.doubledSmallRead`); QR and Micro QR.
+    /// Besides the frame's looks, a full-size look on every row: a small, soft finder's diagonal
+    /// cross-checks pass only through its centre row, which every second row can miss.
+    mutating func readDoubledSmallImage(_ gray: PixelBuffer) throws(CaptureError) {
+        let qrTypes = zxingTypes.intersection(Self.qrTypes)
+        guard passes.doubledSmallRead, found.isEmpty, !qrTypes.isEmpty, min(gray.width, gray.height) < Self.gateSize,
+            max(gray.width, gray.height) <= Self.upscaleLimit
+        else { return }
+        if try seenFinders(gray, try halfImage(gray)).isEmpty {
+            counts.finderChecks += 1
+            guard try !FinderEvidence.finders(gray, mean: try fullSizeMean(gray), rowStep: 1).isEmpty else { return }
+        }
+        let double = try CodeImaging.resized(
+            gray, width: gray.width * 2, height: gray.height * 2, interpolation: Int32(CVB_INTER_LINEAR))
+        _ = try zxingRead(double, mapping: .scaling(0.5, 0.5), hints: .defaults(qrTypes))
     }
 
     /// The triples `scanUpright` set aside (`largeTriples`) that no code read explains, read
