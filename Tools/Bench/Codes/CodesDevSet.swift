@@ -37,6 +37,26 @@ func loadCodesDevSet(_ directory: String) -> [CodesDevSetImage]? {
     return out
 }
 
+/// The images of a folder laid out as zxing-cpp's test samples (`NAME.png`, `.jpg` or `.webp`
+/// beside `NAME.txt`, or `NAME.bin` for bytes), all of `symbology`; nil when it cannot be read.
+func loadCodesFolder(_ directory: String, symbology: String) -> [CodesDevSetImage]? {
+    guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return nil }
+    var out: [CodesDevSetImage] = []
+    for name in names.sorted() where [".png", ".jpg", ".webp"].contains(where: { name.lowercased().hasSuffix($0) }) {
+        let stem = directory + "/" + (name as NSString).deletingPathExtension
+        if let text = FileManager.default.contents(atPath: stem + ".txt") {
+            out.append(
+                CodesDevSetImage(
+                    path: directory + "/" + name, symbology: symbology, expectedText: String(decoding: text, as: UTF8.self),
+                    expectedBytes: [UInt8](text)))
+        } else if let bytes = FileManager.default.contents(atPath: stem + ".bin") {
+            out.append(
+                CodesDevSetImage(path: directory + "/" + name, symbology: symbology, expectedText: nil, expectedBytes: [UInt8](bytes)))
+        }
+    }
+    return out
+}
+
 /// Second codes the dev set's README names in pictures whose ground truth is another code: a
 /// read of one is a real code, counted apart from wrong payloads ("other code").
 func isKnownSecondCode(_ path: String, _ text: String?) -> Bool {
@@ -149,16 +169,31 @@ struct CodesDevSetScore {
 }
 
 let codesSymbologies = [
-    "aztec", "datamatrix", "pdf417", "ean13", "ean8", "upca", "upce", "code128", "code39", "code93", "itf", "codabar",
+    "qr", "microqr", "aztec", "datamatrix", "pdf417", "ean13", "ean8", "upca", "upce", "code128", "code39", "code93", "itf", "codabar",
     "databar",
 ]
 
-@MainActor func runCodesDevSet(directory: String, only: Set<String>?) throws {
-    guard let all = loadCodesDevSet(directory) else {
-        print("Barcode dev set: no manifest at \(directory) (pass --codes-devset DIR); skipped.")
-        print("")
-        return
+/// The barcode dev set at `directory` (nil: none) and the images of `folders` (symbology,
+/// folder: `--codes-folder`), each reader beside the others.
+@MainActor func runCodesDevSet(directory: String?, only: Set<String>?, folders: [(String, String)] = []) throws {
+    var all: [CodesDevSetImage] = []
+    if let directory {
+        if let devset = loadCodesDevSet(directory) {
+            all = devset
+        } else {
+            print("Barcode dev set: no manifest at \(directory) (pass --codes-devset DIR); skipped.")
+            print("")
+        }
     }
+    for (symbology, folder) in folders {
+        guard let images = loadCodesFolder(folder, symbology: symbology), !images.isEmpty else {
+            print("--codes-folder \(symbology)=\(folder): no image with a .txt or .bin payload there; skipped.")
+            print("")
+            continue
+        }
+        all += images
+    }
+    guard !all.isEmpty else { return }
     let images = all.filter { only?.contains($0.symbology) ?? true }
     let types = Set(CodeDetector.availableMetadataObjectTypes)
     let detector = try CodeDetector(metadataObjectTypes: types, passes: cvcamPasses)
@@ -216,7 +251,8 @@ let codesSymbologies = [
             }
         }
     }
-    print("## Barcode dev set: \(images.count) real images, one expected code each")
+    let folderNote = folders.isEmpty ? "" : " (with " + folders.map { "\($0.1) as \($0.0)" }.joined(separator: ", ") + ")"
+    print("## Barcode dev set: \(images.count) real images, one expected code each\(folderNote)")
     print("")
     print("Each reader with every format it has on (cvcam: every type it reads, `--types all`). A cell is codes read (in the canonical form or another common one), [the canonical form only], wrong payloads, and +N other: reads of a second code the README names in that picture (a real code outside the ground truth). ZBar has no Aztec, Data Matrix or PDF417 reader; zxing-cpp 1.4 runs in a child process because it aborts on some images.")
     print("")

@@ -53,6 +53,7 @@ var looseSmallFinders = true
 var areaModule: Double?
 var perspective = true
 var codeLevel = true
+var smallImageReads = true
 var flatRange: Int32? = CodeDetector.Passes().flatBlockRange
 var measuredOutlines = true
 var aztecData = true
@@ -64,6 +65,7 @@ var zxing3Python: String?
 var codesDevsetPath: String?
 var noCodesDevset = false
 var codesOnly: Set<String>?
+var codesFolders: [(String, String)] = []
 var saveMissesPath: String?
 var onlyCategories: Set<String>?
 if CommandLine.arguments.dropFirst().first == "--zxing14-worker" { runZXing14Worker() }
@@ -108,6 +110,7 @@ while let a = arguments.next() {
     case "--area-module": areaModule = Double(arguments.next() ?? "")
     case "--no-perspective": perspective = false
     case "--no-code-level": codeLevel = false
+    case "--no-small-large-reads": smallImageReads = false
     case "--flat-range":
         let v = arguments.next() ?? ""
         flatRange = v == "none" ? nil : Int32(v) ?? flatRange
@@ -121,9 +124,17 @@ while let a = arguments.next() {
     case "--zxing3": zxing3Python = arguments.next()
     case "--codes-devset": codesDevsetPath = arguments.next()
     case "--no-codes-devset": noCodesDevset = true
+    case "--codes-folder":
+        // SYMBOLOGY=DIR: images laid out as zxing-cpp's test samples, read beside the dev set.
+        let spec = arguments.next() ?? ""
+        guard let eq = spec.firstIndex(of: "="), eq != spec.startIndex else {
+            FileHandle.standardError.write("bench-codes: --codes-folder takes SYMBOLOGY=DIR (e.g. microqr=DIR)\n".data(using: .utf8)!)
+            exit(64)
+        }
+        codesFolders.append((String(spec[..<eq]), String(spec[spec.index(after: eq)...])))
     case "--codes-only": codesOnly = Set((arguments.next() ?? "").split(separator: ",").map(String.init))
     default:
-        FileHandle.standardError.write("usage: bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--no-zxing-gate] [--gate-offset LEVELS|none] [--gate-row-step N] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--no-loose-small-finders] [--area-module PX] [--no-perspective] [--no-code-level] [--flat-range LEVELS|none] [--no-measured-outlines] [--no-aztec-data] [--rescue-costs DIR...] [--finders] [--profile [--only CATEGORIES]] [--profile-code-free] [--devset DIR] [--devset-only] [--no-devset] [--misses] [--zxing3 PYTHON] [--codes-devset DIR] [--no-codes-devset] [--codes-only SYMBOLOGIES] [--only CATEGORIES] [--save-misses DIR] [--small-turned] [--framed-faint]\n".data(using: .utf8)!)
+        FileHandle.standardError.write("usage: bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--no-zxing-gate] [--gate-offset LEVELS|none] [--gate-row-step N] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--no-loose-small-finders] [--area-module PX] [--no-perspective] [--no-code-level] [--no-small-large-reads] [--flat-range LEVELS|none] [--no-measured-outlines] [--no-aztec-data] [--rescue-costs DIR...] [--finders] [--profile [--only CATEGORIES]] [--profile-code-free] [--devset DIR] [--devset-only] [--no-devset] [--misses] [--zxing3 PYTHON] [--codes-devset DIR] [--no-codes-devset] [--codes-folder SYMBOLOGY=DIR] [--codes-only SYMBOLOGIES] [--only CATEGORIES] [--save-misses DIR] [--small-turned] [--framed-faint]\n".data(using: .utf8)!)
         exit(64)
     }
 }
@@ -251,6 +262,8 @@ cvcamPasses.looseSmallFinders = looseSmallFinders
 if let areaModule { cvcamPasses.areaModuleSize = areaModule }
 cvcamPasses.perspective = perspective
 cvcamPasses.codeLevel = codeLevel
+cvcamPasses.doubledSmallRead = smallImageReads
+cvcamPasses.largeModuleRead = smallImageReads
 cvcamPasses.flatBlockRange = flatRange
 cvcamPasses.measuredOutlines = measuredOutlines
 cvcamPasses.aztecData = aztecData
@@ -279,9 +292,9 @@ if CommandLine.arguments.contains("--small-turned") {
     try runSmallTurned()
     exit(0)
 }
-if !noCodesDevset {
+if !noCodesDevset || !codesFolders.isEmpty {
     let dir = codesDevsetPath ?? root.deletingLastPathComponent().appendingPathComponent("shared/devsets/codes").path
-    try runCodesDevSet(directory: dir, only: codesOnly)
+    try runCodesDevSet(directory: noCodesDevset ? nil : dir, only: codesOnly, folders: codesFolders)
 }
 if codesOnly != nil { exit(0) }
 if !noDevset {
