@@ -135,9 +135,14 @@ func codesMatch(_ image: CodesDevSetImage, bytes: [UInt8], text: String?) -> Cod
     if got == want { return .literal }
     switch image.symbology {
     case "upca":
-        if got == "0" + want { return .otherForm }
+        // zxing-cpp's sample folders (`--codes-folder`) write UPC-A in its 13-digit EAN-13 form.
+        if got == "0" + want || (want.count == 13 && want.hasPrefix("0") && got == String(want.dropFirst())) {
+            return .otherForm
+        }
     case "upce":
+        // The same folders write UPC-E as the EAN-13 form of its UPC-A expansion.
         if let a = upcEToA(want), got == a || got == "0" + a { return .otherForm }
+        if let a = upcEToA(got), want == a || want == "0" + a { return .otherForm }
     case "ean13":
         // A UPC-A printed as such carries the EAN-13 number without its leading 0.
         if want.hasPrefix("0"), got == String(want.dropFirst()) { return .otherForm }
