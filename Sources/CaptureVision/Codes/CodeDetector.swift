@@ -141,9 +141,11 @@ public final class CodeDetector: Sendable {
         /// but the half- or quarter-size look saw a finder of large modules: zxing-cpp reads that
         /// smaller image (`ScanRun.readWhereLargeFinders`).
         public var largeModuleRead = true
-        /// EAN/UPC: a number ZBar read on few scan lines is read again by zxing-cpp over its bars,
-        /// and zxing-cpp's different number replaces it (`ScanRun.checkWeakRetailReads`).
-        public var weakRetailCheck = true
+        /// ZBar's linear reads it may have wrong (an EAN/UPC number read on few scan lines, every
+        /// Code 128: ZBar drops FNC4) are checked against zxing-cpp's read of the frame, and
+        /// zxing-cpp's different payload over the same bars replaces them
+        /// (`ScanRun.checkDoubtfulLinearReads`).
+        public var linearReadCheck = true
         /// Aztec: where zxing-cpp reads nothing it can vouch for in a symbol whose core was read,
         /// cvcam decodes the symbol's data itself (`AztecData`). Needs `locate`.
         public var aztecData = true

@@ -418,42 +418,52 @@ struct ScanRun {
         if !zxingLinearTypes.isEmpty && !found.contains(where: { zxingLinearTypes.contains($0.type) }) {
             _ = try zxingRead(gray, mapping: nil, hints: .defaults(zxingLinearTypes))
         }
-        try checkWeakRetailReads(gray)
+        try checkDoubtfulLinearReads(gray)
         try resolveRetailConflicts(gray)
     }
 
-    /// A retail number ZBar read on fewer than `weakRetailLines` scan lines is checked against
-    /// zxing-cpp's read of the whole frame: where zxing-cpp reads another number over the same
-    /// bars (and not ZBar's), zxing-cpp's stays and ZBar's goes; where it reads nothing there,
-    /// ZBar's stays. A digit misjudged on a few blurred or recompressed lines can still satisfy
-    /// the single check digit; zxing-cpp decodes the same bars on rows of its own (the bars' own
-    /// crop was tried first: zxing-cpp read nothing in it where it read the whole photo).
-    /// One read per frame, only in frames with such a read (`Passes.weakRetailCheck`).
-    mutating func checkWeakRetailReads(_ gray: PixelBuffer) throws(CaptureError) {
-        guard passes.weakRetailCheck, passes.zxing else { return }
-        let retailTypes = CodeConventions.retailTypes.intersection(requested)
+    /// Linear reads ZBar may have wrong, checked against zxing-cpp's read of the whole frame: a
+    /// retail number read on fewer than `weakRetailLines` scan lines (a digit misjudged on a few
+    /// blurred or recompressed lines can still satisfy the single check digit), and every Code
+    /// 128 (ZBar drops FNC4, so extended Latin-1 such as `ó` comes out as `s`). Where zxing-cpp
+    /// reads another payload over the same bars (and not ZBar's), zxing-cpp's stays and ZBar's
+    /// goes; where it reads nothing there, ZBar's stays. The bars' own crop was tried first:
+    /// zxing-cpp read nothing in it where it read the whole photo. One read per frame, only in
+    /// frames with such a read (`Passes.linearReadCheck`).
+    mutating func checkDoubtfulLinearReads(_ gray: PixelBuffer) throws(CaptureError) {
+        guard passes.linearReadCheck, passes.zxing else { return }
         // zxing-cpp's own reads carry its text; ZBar's do not.
-        let weak = found.indices.filter {
-            CodeConventions.retailTypes.contains(found[$0].type) && found[$0].decoderText == nil
-                && found[$0].quality < Self.weakRetailLines
+        let doubtful = found.indices.filter {
+            let read = found[$0]
+            guard read.decoderText == nil, requested.contains(read.type) || CodeConventions.retailTypes.contains(read.type)
+            else { return false }
+            return read.type == .code128
+                || (CodeConventions.retailTypes.contains(read.type) && read.quality < Self.weakRetailLines)
         }
-        guard !retailTypes.isEmpty, !weak.isEmpty else { return }
+        guard !doubtful.isEmpty else { return }
+        var types = Set(doubtful.map { found[$0].type })
+        if !types.isDisjoint(with: CodeConventions.retailTypes) { types.formUnion(CodeConventions.retailTypes.intersection(requested)) }
+        types.formIntersection(ZXingFormat.linearTypes.union(CodeConventions.retailTypes))
+        guard !types.isEmpty else { return }
         counts.zxingReads += 1
-        let reads = try zxing.read(gray, hints: .defaults(retailTypes)).map { CodeConventions.normalised($0, requested: requested) }
-            .filter { CodeConventions.retailTypes.contains($0.type) }
-        for i in weak {
-            let box = DeviceSpace.boundingBox(of: found[i].points)
-            let there = reads.filter { Self.overBarsOfOneCode(box, DeviceSpace.boundingBox(of: $0.points)) }
-            let number = CodeConventions.gtin(found[i])
-            guard !there.contains(where: { CodeConventions.gtin($0) == number }),
-                let other = there.first(where: { r in !found.contains { $0.isSameCode(as: r) } })
+        let reads = try zxing.read(gray, hints: .defaults(types)).map { CodeConventions.normalised($0, requested: requested) }
+        for i in doubtful {
+            let read = found[i]
+            let retail = CodeConventions.retailTypes.contains(read.type)
+            let box = DeviceSpace.boundingBox(of: read.points)
+            let there = reads.filter {
+                (retail ? CodeConventions.retailTypes.contains($0.type) : $0.type == read.type)
+                    && Self.overBarsOfOneCode(box, DeviceSpace.boundingBox(of: $0.points))
+            }
+            let same = { (r: ScannedSymbol) in retail ? CodeConventions.gtin(r) == CodeConventions.gtin(read) : r.bytes == read.bytes }
+            guard !there.contains(where: same), let other = there.first(where: { r in !found.contains { $0.isSameCode(as: r) } })
             else { continue }
             found[i] = other
         }
     }
 
     /// ZBar's scan lines under which a retail read is checked by zxing-cpp
-    /// (`checkWeakRetailReads`): the misreads seen on recompressed photos decoded on 5–9 lines.
+    /// (`checkDoubtfulLinearReads`): the misreads seen on recompressed photos decoded on 5–9 lines.
     static let weakRetailLines = 10
 
     /// One zxing-cpp read, counted; true when it read a new symbol.

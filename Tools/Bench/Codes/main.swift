@@ -54,7 +54,7 @@ var areaModule: Double?
 var perspective = true
 var codeLevel = true
 var smallImageReads = true
-var weakRetailCheck = true
+var linearReadCheck = true
 var flatRange: Int32? = CodeDetector.Passes().flatBlockRange
 var measuredOutlines = true
 var aztecData = true
@@ -112,7 +112,7 @@ while let a = arguments.next() {
     case "--no-perspective": perspective = false
     case "--no-code-level": codeLevel = false
     case "--no-small-large-reads": smallImageReads = false
-    case "--no-weak-retail-check": weakRetailCheck = false
+    case "--no-linear-read-check": linearReadCheck = false
     case "--flat-range":
         let v = arguments.next() ?? ""
         flatRange = v == "none" ? nil : Int32(v) ?? flatRange
@@ -136,7 +136,7 @@ while let a = arguments.next() {
         codesFolders.append((String(spec[..<eq]), String(spec[spec.index(after: eq)...])))
     case "--codes-only": codesOnly = Set((arguments.next() ?? "").split(separator: ",").map(String.init))
     default:
-        FileHandle.standardError.write("usage: bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--no-zxing-gate] [--gate-offset LEVELS|none] [--gate-row-step N] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--no-loose-small-finders] [--area-module PX] [--no-perspective] [--no-code-level] [--no-small-large-reads] [--no-weak-retail-check] [--flat-range LEVELS|none] [--no-measured-outlines] [--no-aztec-data] [--rescue-costs DIR...] [--finders] [--profile [--only CATEGORIES]] [--profile-code-free] [--devset DIR] [--devset-only] [--no-devset] [--misses] [--zxing3 PYTHON] [--codes-devset DIR] [--no-codes-devset] [--codes-folder SYMBOLOGY=DIR] [--codes-only SYMBOLOGIES] [--only CATEGORIES] [--save-misses DIR] [--small-turned] [--framed-faint]\n".data(using: .utf8)!)
+        FileHandle.standardError.write("usage: bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--no-zxing-gate] [--gate-offset LEVELS|none] [--gate-row-step N] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--no-loose-small-finders] [--area-module PX] [--no-perspective] [--no-code-level] [--no-small-large-reads] [--no-linear-read-check] [--flat-range LEVELS|none] [--no-measured-outlines] [--no-aztec-data] [--rescue-costs DIR...] [--finders] [--profile [--only CATEGORIES]] [--profile-code-free] [--devset DIR] [--devset-only] [--no-devset] [--misses] [--zxing3 PYTHON] [--codes-devset DIR] [--no-codes-devset] [--codes-folder SYMBOLOGY=DIR] [--codes-only SYMBOLOGIES] [--only CATEGORIES] [--save-misses DIR] [--small-turned] [--framed-faint]\n".data(using: .utf8)!)
         exit(64)
     }
 }
@@ -266,7 +266,7 @@ cvcamPasses.perspective = perspective
 cvcamPasses.codeLevel = codeLevel
 cvcamPasses.doubledSmallRead = smallImageReads
 cvcamPasses.largeModuleRead = smallImageReads
-cvcamPasses.weakRetailCheck = weakRetailCheck
+cvcamPasses.linearReadCheck = linearReadCheck
 cvcamPasses.flatBlockRange = flatRange
 cvcamPasses.measuredOutlines = measuredOutlines
 cvcamPasses.aztecData = aztecData
