@@ -134,3 +134,17 @@ import CaptureKitTesting
         #expect(try zbarOnly.detections(in: frame).map(\.stringValue) == ["cafi 12"])
     }
 }
+
+/// A strip under 8 pixels (a line-scan crop) holds no 2-D code: a detector for every type reads
+/// its linear codes there and skips the 2-D passes, which would halve it to nothing.
+@Suite struct LinearStripTests {
+    @Test func aStripOfAFewRowsIsReadForItsBarsWithEveryTypeAsked() throws {
+        let symbol = try DoubtfulLinearReadTests.ean13("4006381333931")
+        let strip = try CodeImaging.crop(symbol, PixelRect(x: 0, y: 78, width: 400, height: 4))
+        let every = try CodeDetector(metadataObjectTypes: Set(CodeDetector.availableMetadataObjectTypes))
+        #expect(try every.detections(in: strip).map(\.stringValue) == ["4006381333931"])
+        // One row: nothing to read for ZBar or zxing-cpp 1.4 at 3 px per module, and no error.
+        let row = try CodeImaging.crop(symbol, PixelRect(x: 0, y: 80, width: 400, height: 1))
+        _ = try every.detections(in: row)
+    }
+}

@@ -286,7 +286,10 @@ public final class CodeDetector: Sendable {
             // QR and Micro QR (finder patterns: gated passes), then the other types (one read
             // each), merged; each part runs only for the types asked for.
             var found: [ScannedSymbol] = []
-            let qr = s.types.intersection(ScanRun.qrTypes), others = s.types.subtracting(ScanRun.qrTypes)
+            // A strip under 8 pixels (a line-scan crop) holds no 2-D code: only the linear types
+            // are read there (the 2-D passes would halve it to nothing).
+            let types = min(roi.width, roi.height) >= 8 ? s.types : s.types.subtracting(ZXingFormat.matrixTypes)
+            let qr = types.intersection(ScanRun.qrTypes), others = types.subtracting(ScanRun.qrTypes)
             // One set of finder looks per frame: the QR run notes the other 2-D types' cues on its rows.
             var looks = FrameLooks()
             if s.passes.typeGate && s.passes.zxing { looks.cueKinds = SymbolCues.Kinds(others) }
