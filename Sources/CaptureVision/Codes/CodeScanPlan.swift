@@ -435,16 +435,15 @@ struct ScanRun {
         // zxing-cpp's own reads carry its text; ZBar's do not.
         let doubtful = found.indices.filter {
             let read = found[$0]
-            guard read.decoderText == nil, requested.contains(read.type) || CodeConventions.retailTypes.contains(read.type)
-            else { return false }
-            return read.type == .code128
-                || (CodeConventions.retailTypes.contains(read.type) && read.quality < Self.weakRetailLines)
+            return read.decoderText == nil
+                && (read.type == .code128
+                    || (CodeConventions.retailTypes.contains(read.type) && read.quality < Self.weakRetailLines))
         }
         guard !doubtful.isEmpty else { return }
-        var types = Set(doubtful.map { found[$0].type })
-        if !types.isDisjoint(with: CodeConventions.retailTypes) { types.formUnion(CodeConventions.retailTypes.intersection(requested)) }
-        types.formIntersection(ZXingFormat.linearTypes.union(CodeConventions.retailTypes))
-        guard !types.isEmpty else { return }
+        // zxing-cpp's formats for them (ISBN is EAN-13 there).
+        var types: Set<MetadataObjectType> = []
+        if doubtful.contains(where: { found[$0].type == .code128 }) { types.insert(.code128) }
+        if doubtful.contains(where: { found[$0].type != .code128 }) { types.formUnion([.ean13, .ean8, .upca, .upce]) }
         counts.zxingReads += 1
         let reads = try zxing.read(gray, hints: .defaults(types)).map { CodeConventions.normalised($0, requested: requested) }
         for i in doubtful {
