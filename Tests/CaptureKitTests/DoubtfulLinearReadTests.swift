@@ -42,40 +42,35 @@ import CaptureKitTesting
             orientation: 0)
     }
 
-    @Test func aNumberReadOnFewLinesGivesWayToZXingsReadOfTheSameBars() throws {
-        let frame = try Self.ean13("4006381333931")
-        // A misread that satisfies the check digit, as a damaged line's can.
-        var run = try Self.run()
-        run.found = [Self.zbarRead("4006381333948", lines: 3)]
+    /// What `checkDoubtfulLinearReads` leaves of ZBar's read of `number` on `lines` scan lines
+    /// in `frame`: the payloads found, and how many zxing-cpp reads it took.
+    static func checked(
+        _ number: String, lines: Int, in frame: PixelBuffer, passes: CodeDetector.Passes = CodeDetector.Passes()
+    ) throws -> (payloads: [String], zxingReads: Int) {
+        var run = try Self.run(passes)
+        run.found = [Self.zbarRead(number, lines: lines)]
         try run.checkDoubtfulLinearReads(frame)
-        #expect(run.found.map { String(decoding: $0.bytes, as: UTF8.self) } == ["4006381333931"])
-        #expect(run.counts.zxingReads == 1)
+        return (run.found.map { String(decoding: $0.bytes, as: UTF8.self) }, run.counts.zxingReads)
+    }
+
+    @Test func aNumberReadOnFewLinesGivesWayToZXingsReadOfTheSameBars() throws {
+        // A misread that satisfies the check digit, as a damaged line's can.
+        let result = try Self.checked("4006381333948", lines: 3, in: try Self.ean13("4006381333931"))
+        #expect(result.payloads == ["4006381333931"] && result.zxingReads == 1)
     }
 
     @Test func aNumberReadOnManyLinesOrConfirmedOrUnreadByZXingStays() throws {
         let frame = try Self.ean13("4006381333931")
-        var strong = try Self.run()
-        strong.found = [Self.zbarRead("4006381333948", lines: 30)]
-        try strong.checkDoubtfulLinearReads(frame)
-        #expect(strong.found.map { String(decoding: $0.bytes, as: UTF8.self) } == ["4006381333948"])
-        #expect(strong.counts.zxingReads == 0)
-        var confirmed = try Self.run()
-        confirmed.found = [Self.zbarRead("4006381333931", lines: 3)]
-        try confirmed.checkDoubtfulLinearReads(frame)
-        #expect(confirmed.found.map { String(decoding: $0.bytes, as: UTF8.self) } == ["4006381333931"])
+        let strong = try Self.checked("4006381333948", lines: 30, in: frame)
+        #expect(strong.payloads == ["4006381333948"] && strong.zxingReads == 0)
+        #expect(try Self.checked("4006381333931", lines: 3, in: frame).payloads == ["4006381333931"])
         // No bars for zxing-cpp to read: ZBar's number stays.
         let blank = try PixelBuffer(width: 400, height: 160, pixelFormat: .gray)
         try Imaging.fill(blank, x: 0, y: 0, width: 400, height: 160, red: 255, green: 255, blue: 255, "test frame")
-        var unread = try Self.run()
-        unread.found = [Self.zbarRead("4006381333948", lines: 3)]
-        try unread.checkDoubtfulLinearReads(blank)
-        #expect(unread.found.map { String(decoding: $0.bytes, as: UTF8.self) } == ["4006381333948"])
+        #expect(try Self.checked("4006381333948", lines: 3, in: blank).payloads == ["4006381333948"])
         var passes = CodeDetector.Passes()
         passes.linearReadCheck = false
-        var off = try Self.run(passes)
-        off.found = [Self.zbarRead("4006381333948", lines: 3)]
-        try off.checkDoubtfulLinearReads(frame)
-        #expect(off.found.map { String(decoding: $0.bytes, as: UTF8.self) } == ["4006381333948"])
+        #expect(try Self.checked("4006381333948", lines: 3, in: frame, passes: passes).payloads == ["4006381333948"])
     }
 }
 
