@@ -62,14 +62,21 @@ extension ScanRun {
 
     /// The core around `bullseye`, read from the frame thresholded at a scale where its modules
     /// are at most 8 pixels (the local mean's 31-pixel window then spans several of them), or
-    /// half that scale.
+    /// half that scale, or twice it.
     mutating func aztecCore(_ gray: PixelBuffer, around bullseye: FinderEvidence.Finder) throws(CaptureError) -> AztecCore.Symbol? {
         var factor = 1
         while bullseye.module / Double(factor) > 8, min(gray.width, gray.height) / (2 * factor) >= 32 { factor *= 2 }
         if let symbol = try aztecCore(gray, around: bullseye, reducedBy: factor) { return symbol }
         // Blur and noise at this scale: the next one down.
-        guard bullseye.module / Double(factor) >= 3, min(gray.width, gray.height) / (2 * factor) >= 32 else { return nil }
-        return try aztecCore(gray, around: bullseye, reducedBy: factor * 2)
+        if bullseye.module / Double(factor) >= 3, min(gray.width, gray.height) / (2 * factor) >= 32,
+            let symbol = try aztecCore(gray, around: bullseye, reducedBy: factor * 2)
+        {
+            return symbol
+        }
+        // A recompressed photo's soft rings (WebP, JPEG) merge when reduced: the next one up,
+        // where the window spans fewer modules (zxing-cpp's aztec-2 samples: 11-px modules).
+        guard passes.aztecSoftScales, factor > 1 else { return nil }
+        return try aztecCore(gray, around: bullseye, reducedBy: factor / 2)
     }
 
     mutating func aztecCore(_ gray: PixelBuffer, around bullseye: FinderEvidence.Finder, reducedBy factor: Int) throws(CaptureError)
@@ -143,6 +150,14 @@ extension ScanRun {
         hints.tryRotate = false
         hints.tryDownscale = false
         if try zxingRead(upright, mapping: back, hints: hints) { return true }
+        // A photo recompressed (WebP, JPEG) leaves soft module edges that zxing-cpp 1.4's
+        // binarizer splits at 5 pixels per module and keeps at twice that (real photos of
+        // zxing-cpp's aztec-2 samples).
+        if passes.aztecSoftScales {
+            let doubled = try CodeImaging.resized(
+                upright, width: upright.width * 2, height: upright.height * 2, interpolation: Int32(CVB_INTER_LINEAR))
+            if try zxingRead(doubled, mapping: back.afterScaling(0.5), hints: hints) { return true }
+        }
         let module = 3.0
         let values = Self.moduleValues(upright, module: s, dimension: dim, quiet: q)
         let clean = try Self.moduleImage(dark: Self.darkByLocalMean(values, dimension: dim), dimension: dim, drawnAt: module)

@@ -149,6 +149,10 @@ public final class CodeDetector: Sendable {
         /// Aztec: where zxing-cpp reads nothing it can vouch for in a symbol whose core was read,
         /// cvcam decodes the symbol's data itself (`AztecData`). Needs `locate`.
         public var aztecData = true
+        /// Aztec in a recompressed photo (WebP, JPEG): a core that reads at no coarser scale is
+        /// read at the next finer one, and the symbol warped upright is read at 10 pixels per
+        /// module where 5 read nothing (`ScanRun.aztecCore`, `readRectified`). Needs `locate`.
+        public var aztecSoftScales = true
         /// Data Matrix: where zxing-cpp read none in an image below the gate's size, cvcam's own
         /// locator fits the symbol's sides and zxing-cpp reads a clean image of its modules
         /// (`DataMatrixLocator`). Needs `locate`.

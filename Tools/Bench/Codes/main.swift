@@ -55,6 +55,7 @@ var perspective = true
 var codeLevel = true
 var smallImageReads = true
 var linearReadCheck = true
+var aztecSoftScales = true
 var flatRange: Int32? = CodeDetector.Passes().flatBlockRange
 var measuredOutlines = true
 var aztecData = true
@@ -113,6 +114,7 @@ while let a = arguments.next() {
     case "--no-code-level": codeLevel = false
     case "--no-small-large-reads": smallImageReads = false
     case "--no-linear-read-check": linearReadCheck = false
+    case "--no-aztec-soft-scales": aztecSoftScales = false
     case "--flat-range":
         let v = arguments.next() ?? ""
         flatRange = v == "none" ? nil : Int32(v) ?? flatRange
@@ -136,7 +138,7 @@ while let a = arguments.next() {
         codesFolders.append((String(spec[..<eq]), String(spec[spec.index(after: eq)...])))
     case "--codes-only": codesOnly = Set((arguments.next() ?? "").split(separator: ",").map(String.init))
     default:
-        FileHandle.standardError.write("usage: bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--no-zxing-gate] [--gate-offset LEVELS|none] [--gate-row-step N] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--no-loose-small-finders] [--area-module PX] [--no-perspective] [--no-code-level] [--no-small-large-reads] [--no-linear-read-check] [--flat-range LEVELS|none] [--no-measured-outlines] [--no-aztec-data] [--rescue-costs DIR...] [--finders] [--profile [--only CATEGORIES]] [--profile-code-free] [--devset DIR] [--devset-only] [--no-devset] [--misses] [--zxing3 PYTHON] [--codes-devset DIR] [--no-codes-devset] [--codes-folder SYMBOLOGY=DIR] [--codes-only SYMBOLOGIES] [--only CATEGORIES] [--save-misses DIR] [--small-turned] [--framed-faint]\n".data(using: .utf8)!)
+        FileHandle.standardError.write("usage: bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--no-zxing-gate] [--gate-offset LEVELS|none] [--gate-row-step N] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--no-loose-small-finders] [--area-module PX] [--no-perspective] [--no-code-level] [--no-small-large-reads] [--no-linear-read-check] [--no-aztec-soft-scales] [--flat-range LEVELS|none] [--no-measured-outlines] [--no-aztec-data] [--rescue-costs DIR...] [--finders] [--profile [--only CATEGORIES]] [--profile-code-free] [--devset DIR] [--devset-only] [--no-devset] [--misses] [--zxing3 PYTHON] [--codes-devset DIR] [--no-codes-devset] [--codes-folder SYMBOLOGY=DIR] [--codes-only SYMBOLOGIES] [--only CATEGORIES] [--save-misses DIR] [--small-turned] [--framed-faint]\n".data(using: .utf8)!)
         exit(64)
     }
 }
@@ -267,6 +269,7 @@ cvcamPasses.codeLevel = codeLevel
 cvcamPasses.doubledSmallRead = smallImageReads
 cvcamPasses.largeModuleRead = smallImageReads
 cvcamPasses.linearReadCheck = linearReadCheck
+cvcamPasses.aztecSoftScales = aztecSoftScales
 cvcamPasses.flatBlockRange = flatRange
 cvcamPasses.measuredOutlines = measuredOutlines
 cvcamPasses.aztecData = aztecData
