@@ -1,5 +1,6 @@
 import CaptureKit
 import Foundation
+import Synchronization
 import Testing
 
 @testable import CaptureJobs
@@ -57,6 +58,42 @@ import AppTestSupport
                 size: .init(width: 320, height: 240), frameRate: 10, frameCount: 1, background: .color(red: 0, green: 0, blue: 0)))
         let fixture = try UnstartedPreviewCamera(device: device)
         return (fixture.camera, fixture.metadata, fixture.connection)
+    }
+
+    /// A drawing is computed at one reading of the connection: while another thread turns
+    /// mirroring on and off, every geometry's boxes are the conversion for the rotation and
+    /// mirroring the same geometry names (a layer following the connection read it again at
+    /// every call, and a page then drew a face box mirrored against its own settings).
+    @Test func aDrawingIsConvertedForTheSettingsItNames() throws {
+        let (camera, metadata, connection) = try Self.camera()
+        let region = CGRect(x: 0.1, y: 0.2, width: 0.2, height: 0.3)
+        camera.observer.metadataOutput(
+            metadata, didOutput: [MetadataMotionObject(regions: [region], changedFraction: 0.1, time: .zero, inputID: camera.input.id)],
+            from: connection)
+        let view = PreviewCamera.View(width: 640, height: 480, gravity: .resizeAspect)
+        let stop = Mutex(false)
+        let flipping = Thread {
+            var mirrored = false
+            while !stop.withLock({ $0 }) {
+                mirrored.toggle()
+                try? camera.setConnection(rotation: 90, mirrored: mirrored)
+            }
+        }
+        flipping.start()
+        defer { stop.withLock { $0 = true } }
+        var mismatches: [String] = []
+        for _ in 0..<3000 {
+            let g = try camera.geometry(for: view)
+            let drawn = try #require(g.motion?.regions.first).bounds
+            let layer = try CaptureVideoPreviewLayer(
+                bounds: CGRect(x: 0, y: 0, width: 640, height: 480), videoGravity: .resizeAspect, videoRotationAngle: g.rotation,
+                isVideoMirrored: g.mirrored, frameDimensions: .init(width: 320, height: 240))
+            let expected = layer.layerRectConverted(fromMetadataOutputRect: region)
+            if !PreviewEndToEnd.PreviewBrowserTests.within(CGRect(x: drawn.x, y: drawn.y, width: drawn.width, height: drawn.height), expected, 1e-9) {
+                mismatches.append("mirrored \(g.mirrored): \(drawn) is not \(expected)")
+            }
+        }
+        #expect(mismatches.isEmpty, "\(mismatches.count) of 3000: \(mismatches.prefix(2))")
     }
 
     /// In process: each region is `layerRectConverted(fromMetadataOutputRect:)` of its device
