@@ -154,9 +154,7 @@ extension ScanRun {
         // binarizer splits at 5 pixels per module and keeps at twice that (real photos of
         // zxing-cpp's aztec-2 samples).
         if passes.aztecSoftScales {
-            let doubled = try CodeImaging.resized(
-                upright, width: upright.width * 2, height: upright.height * 2, interpolation: Int32(CVB_INTER_LINEAR))
-            if try zxingRead(doubled, mapping: back.afterScaling(0.5), hints: hints) { return true }
+            if try zxingRead(try CodeImaging.doubled(upright), mapping: back.afterScaling(0.5), hints: hints) { return true }
         }
         let module = 3.0
         let values = Self.moduleValues(upright, module: s, dimension: dim, quiet: q)

@@ -42,6 +42,12 @@ package enum CodeImaging {
         return out
     }
 
+    /// `buffer` at twice its width and height, bilinear (`cvb_image_resize`): where zxing-cpp
+    /// 1.4's binarizer loses modules of a few soft pixels, twice the pixels keeps them.
+    static func doubled(_ buffer: PixelBuffer) throws(CaptureError) -> PixelBuffer {
+        try resized(buffer, width: buffer.width * 2, height: buffer.height * 2, interpolation: Int32(CVB_INTER_LINEAR))
+    }
+
     /// `saturate(pixel * alpha + beta)` (`cvb_image_scale`); alpha -1, beta 255 inverts.
     package static func scaled(_ buffer: PixelBuffer, alpha: Double, beta: Double) throws(CaptureError) -> PixelBuffer {
         let out = try PixelBuffer(width: buffer.width, height: buffer.height, pixelFormat: buffer.pixelFormat)

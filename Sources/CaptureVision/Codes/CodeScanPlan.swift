@@ -139,8 +139,7 @@ struct ScanRun {
         let qrTypes = zxingTypes.intersection(Self.qrTypes)
         guard !qrTypes.isEmpty else { return }
         let sx = Double(gray.width) / Double(half.width), sy = Double(gray.height) / Double(half.height)
-        if let quarterFinders = looks.quarterFinders, !quarterFinders.isEmpty {
-            let quarter = try CodeImaging.resized(half, width: half.width / 2, height: half.height / 2)
+        if let quarter = looks.quarter, !(looks.quarterFinders ?? []).isEmpty {
             let qx = sx * Double(half.width) / Double(quarter.width), qy = sy * Double(half.height) / Double(quarter.height)
             if try zxingRead(quarter, mapping: .scaling(qx, qy), hints: .defaults(qrTypes)) { return }
         }
@@ -166,9 +165,7 @@ struct ScanRun {
             counts.finderChecks += 1
             guard try !FinderEvidence.finders(gray, mean: try fullSizeMean(gray), rowStep: 1).isEmpty else { return }
         }
-        let double = try CodeImaging.resized(
-            gray, width: gray.width * 2, height: gray.height * 2, interpolation: Int32(CVB_INTER_LINEAR))
-        _ = try zxingRead(double, mapping: .scaling(0.5, 0.5), hints: .defaults(qrTypes))
+        _ = try zxingRead(try CodeImaging.doubled(gray), mapping: .scaling(0.5, 0.5), hints: .defaults(qrTypes))
     }
 
     /// The triples `scanUpright` set aside (`largeTriples`) that no code read explains, read
@@ -205,7 +202,7 @@ struct ScanRun {
                         x: Int(area.minX), y: Int(area.minY), width: Int(area.width.rounded(.down)),
                         height: Int(area.height.rounded(.down)))
                     counts.zxingReads += 1
-                    let reads = try zxing.read(try CodeImaging.crop(gray, region), hints: .defaults([.ean13, .ean8, .upca, .upce]))
+                    let reads = try zxing.read(try CodeImaging.crop(gray, region), hints: .defaults(Self.zxingRetailTypes))
                         .map { CodeConventions.gtin(CodeConventions.normalised($0, requested: requested)) }
                     confirmed = [a, b].map { reads.contains(CodeConventions.gtin(found[$0])) }
                 }
@@ -381,9 +378,9 @@ struct ScanRun {
                 if !found.contains(where: { readTypes.contains($0.type) }), passes.locate,
                     max(gray.width, gray.height) <= Self.upscaleLimit
                 {
-                    let double = try CodeImaging.resized(
-                        base, width: base.width * 2, height: base.height * 2, interpolation: Int32(CVB_INTER_LINEAR))
-                    _ = try zxingRead(double, mapping: .scaling(0.5, 0.5, offsetX: -margin, offsetY: -margin), hints: .defaults(readTypes))
+                    _ = try zxingRead(
+                        try CodeImaging.doubled(base), mapping: .scaling(0.5, 0.5, offsetX: -margin, offsetY: -margin),
+                        hints: .defaults(readTypes))
                 }
                 // Symbols zxing-cpp 1.4's detector does not find (a stray speck, a slight turn,
                 // uneven stretching, a bent surface): cvcam's own locator, in an image read whole;
@@ -440,10 +437,10 @@ struct ScanRun {
                     || (CodeConventions.retailTypes.contains(read.type) && read.quality < Self.weakRetailLines))
         }
         guard !doubtful.isEmpty else { return }
-        // zxing-cpp's formats for them (ISBN is EAN-13 there).
+        // zxing-cpp's formats for them.
         var types: Set<MetadataObjectType> = []
         if doubtful.contains(where: { found[$0].type == .code128 }) { types.insert(.code128) }
-        if doubtful.contains(where: { found[$0].type != .code128 }) { types.formUnion([.ean13, .ean8, .upca, .upce]) }
+        if doubtful.contains(where: { found[$0].type != .code128 }) { types.formUnion(Self.zxingRetailTypes) }
         counts.zxingReads += 1
         let reads = try zxing.read(gray, hints: .defaults(types)).map { CodeConventions.normalised($0, requested: requested) }
         for i in doubtful {
@@ -460,6 +457,10 @@ struct ScanRun {
             found[i] = other
         }
     }
+
+    /// The retail formats zxing-cpp reads (ISBN is EAN-13 there), for the checks of ZBar's
+    /// retail reads (`checkDoubtfulLinearReads`, `resolveRetailConflicts`).
+    static let zxingRetailTypes: Set<MetadataObjectType> = [.ean13, .ean8, .upca, .upce]
 
     /// ZBar's scan lines under which a retail read is checked by zxing-cpp
     /// (`checkDoubtfulLinearReads`): the misreads seen on recompressed photos decoded on 5–9 lines.
@@ -598,6 +599,7 @@ struct ScanRun {
         guard min(half.width, half.height) >= 64 else { return [] }
         counts.finderChecks += 1
         let quarter = try CodeImaging.resized(half, width: half.width / 2, height: half.height / 2)
+        looks.quarter = quarter
         let look = try FinderEvidence.look(quarter, offset: passes.finderThresholdOffset, cues: looks.cueKinds)
         counts.findersSeen += look.finders.count
         looks.quarterFinders = look.finders
@@ -1049,6 +1051,8 @@ struct FrameLooks {
     /// The cues each look collects (the 2-D types besides QR the detector reads, when gated).
     var cueKinds: SymbolCues.Kinds = []
     var half: PixelBuffer?
+    /// The half-size frame halved again, once its look was taken (`ScanRun.quarterSizeFinders`).
+    var quarter: PixelBuffer?
     /// Full-size pixels per half-size pixel.
     var halfScale = 2.0
     var fullMean: PixelBuffer?
