@@ -45,10 +45,12 @@ import CaptureKitTesting
     /// What `checkDoubtfulLinearReads` leaves of ZBar's read of `number` on `lines` scan lines
     /// in `frame`: the payloads found, and how many zxing-cpp reads it took.
     static func checked(
-        _ number: String, lines: Int, in frame: PixelBuffer, passes: CodeDetector.Passes = CodeDetector.Passes()
+        _ number: String, lines: Int, in frame: PixelBuffer, passes: CodeDetector.Passes = CodeDetector.Passes(),
+        sharpened: Bool = false
     ) throws -> (payloads: [String], zxingReads: Int) {
         var run = try Self.run(passes)
         run.found = [Self.zbarRead(number, lines: lines)]
+        run.found[0].onSharpenedCopy = sharpened
         try run.checkDoubtfulLinearReads(frame)
         return (run.found.map { String(decoding: $0.bytes, as: UTF8.self) }, run.counts.zxingReads)
     }
@@ -57,6 +59,14 @@ import CaptureKitTesting
         // A misread that satisfies the check digit, as a damaged line's can.
         let result = try Self.checked("4006381333948", lines: 3, in: try Self.ean13("4006381333931"))
         #expect(result.payloads == ["4006381333931"] && result.zxingReads == 1)
+    }
+
+    @Test func aNumberReadOnManyLinesOfTheSharpenedCopyIsCheckedToo() throws {
+        let frame = try Self.ean13("4006381333931")
+        #expect(try Self.checked("4006381333948", lines: 30, in: frame, sharpened: true).payloads == ["4006381333931"])
+        var passes = CodeDetector.Passes()
+        passes.sharpenedReadCheck = false
+        #expect(try Self.checked("4006381333948", lines: 30, in: frame, passes: passes, sharpened: true).payloads == ["4006381333948"])
     }
 
     @Test func aNumberReadOnManyLinesOrConfirmedOrUnreadByZXingStays() throws {

@@ -146,6 +146,14 @@ public final class CodeDetector: Sendable {
         /// zxing-cpp's different payload over the same bars replaces them
         /// (`ScanRun.checkDoubtfulLinearReads`).
         public var linearReadCheck = true
+        /// A retail number ZBar read only on the unsharp-masked copy of the frame is checked as a
+        /// weak one is (`linearReadCheck`): the mask's overshoot moves bar edges. Needs
+        /// `linearReadCheck`.
+        public var sharpenedReadCheck = true
+        /// A UPC-E or EAN-8 ZBar read whose scan lines cross a longer symbol's bars (more bars
+        /// than its own, no quiet zone between) is dropped: the first half of a UPC-A or EAN-13
+        /// read as a short symbol (`RetailFragment`).
+        public var retailFragmentCheck = true
         /// Aztec: where zxing-cpp reads nothing it can vouch for in a symbol whose core was read,
         /// cvcam decodes the symbol's data itself (`AztecData`). Needs `locate`.
         public var aztecData = true

@@ -409,13 +409,19 @@ struct ScanRun {
                 add(try zbarScan(half), mapping: scale)
             }
             if !linear(found), passes.binarize {
-                add(try zbarScan(try CodeImaging.sharpened(gray, sigma: 2, amount: 1.5)), mapping: nil)
+                let sharpened = try zbarScan(try CodeImaging.sharpened(gray, sigma: 2, amount: 1.5)).map {
+                    var s = $0
+                    s.onSharpenedCopy = true
+                    return s
+                }
+                add(sharpened, mapping: nil)
             }
         }
         if !zxingLinearTypes.isEmpty && !found.contains(where: { zxingLinearTypes.contains($0.type) }) {
             _ = try zxingRead(gray, mapping: nil, hints: .defaults(zxingLinearTypes))
         }
         try checkDoubtfulLinearReads(gray)
+        dropRetailFragments(gray)
         try resolveRetailConflicts(gray)
     }
 
@@ -434,7 +440,8 @@ struct ScanRun {
             let read = found[$0]
             return read.decoderText == nil
                 && (read.type == .code128
-                    || (CodeConventions.retailTypes.contains(read.type) && read.quality < Self.weakRetailLines))
+                    || (CodeConventions.retailTypes.contains(read.type)
+                        && (read.quality < Self.weakRetailLines || (read.onSharpenedCopy && passes.sharpenedReadCheck))))
         }
         guard !doubtful.isEmpty else { return }
         // zxing-cpp's formats for them.
@@ -456,6 +463,13 @@ struct ScanRun {
             else { continue }
             found[i] = other
         }
+    }
+
+    /// ZBar's UPC-E and EAN-8 reads that are parts of a longer symbol's bars, dropped
+    /// (`RetailFragment`, `Passes.retailFragmentCheck`).
+    mutating func dropRetailFragments(_ gray: PixelBuffer) {
+        guard passes.retailFragmentCheck else { return }
+        found.removeAll { $0.decoderText == nil && RetailFragment.isFragment($0, in: gray) }
     }
 
     /// The retail formats zxing-cpp reads (ISBN is EAN-13 there), for the checks of ZBar's

@@ -35,6 +35,10 @@ struct ScannedSymbol: Sendable {
     var eci: [CodeText.ECISegment]? = nil
     /// zxing-cpp's own text for the symbol, when zxing-cpp read it and calls the content text.
     var decoderText: String? = nil
+    /// Read on an unsharp-masked copy of the frame (`ScanRun.scanOtherTypes`), not the frame:
+    /// the mask's overshoot moves bar edges, so a retail number read there is checked as a weak
+    /// read is (`ScanRun.checkDoubtfulLinearReads`).
+    var onSharpenedCopy = false
 
     /// The payload as text (`CodeText`), or nil when binary.
     var text: String? { CodeText.string(from: bytes, eci: eci, secondOpinion: decoderText) }

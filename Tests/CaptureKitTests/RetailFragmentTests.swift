@@ -1,0 +1,74 @@
+import Foundation
+import Testing
+
+@testable import CaptureKit
+@_spi(Benchmark) @testable import CaptureVision
+import CaptureKitTesting
+
+/// A UPC-E or EAN-8 read over part of a longer symbol's bars is dropped (`RetailFragment`,
+/// `Passes.retailFragmentCheck`); one with its quiet zones stays. ZBar's reads are stated, as
+/// ZBar makes them (points at the symbol's ends on each scan line); the fragments this was
+/// built for are photos recompressed by zxing-cpp's sample folders (`bench-codes --codes-folder`).
+@Suite struct RetailFragmentTests {
+    /// A UPC-E symbol of `digits` (number system 0, six digits, check digit), 3 px per module,
+    /// bars 60 px tall, centred on a white 400x160 GRAY frame; and where it starts.
+    static func upce(_ digits: String) throws -> (frame: PixelBuffer, x0: Int) {
+        let l = ["0001101", "0011001", "0010011", "0111101", "0100011", "0110001", "0101111", "0111011", "0110111", "0001011"]
+        let g = ["0100111", "0110011", "0011011", "0100001", "0011101", "0111001", "0000101", "0010001", "0001001", "0010111"]
+        // Number system 0: the check digit picks each digit's parity (E: G codes, O: L codes).
+        let parity = ["EEEOOO", "EEOEOO", "EEOOEO", "EEOOOE", "EOEEOO", "EOOEEO", "EOOOEE", "EOEOEO", "EOEOOE", "EOOEOE"]
+        let d = digits.compactMap { $0.wholeNumberValue }
+        var bits = "101"
+        for (i, p) in parity[d[7]].enumerated() { bits += p == "E" ? g[d[i + 1]] : l[d[i + 1]] }
+        bits += "010101"
+        let frame = try PixelBuffer(width: 400, height: 160, pixelFormat: .gray)
+        try Imaging.fill(frame, x: 0, y: 0, width: 400, height: 160, red: 255, green: 255, blue: 255, "test frame")
+        let x0 = (400 - bits.count * 3) / 2
+        for (i, bit) in bits.enumerated() where bit == "1" {
+            try Imaging.fill(frame, x: x0 + i * 3, y: 50, width: 3, height: 60, red: 0, green: 0, blue: 0, "bar")
+        }
+        return (frame, x0)
+    }
+
+    /// ZBar's UPC-E read of `number` spanning `x0...x1`, decoded on six rows scanned in turn
+    /// left to right and right to left.
+    static func read(_ number: String, from x0: Int, to x1: Int) -> ScannedSymbol {
+        let points = (0..<6).map { k in CGPoint(x: k % 2 == 0 ? x1 : x0, y: 60 + 8 * k) }
+        return ScannedSymbol(type: .upce, bytes: Array(number.utf8), points: points, quality: 6, orientation: 0)
+    }
+
+    @Test func aUPCEReadOverTheFirstHalfOfAUPCAIsAFragment() throws {
+        // UPC-A 036000291452 as its EAN-13 form; the UPC-E read spans its first 51 modules.
+        let frame = try DoubtfulLinearReadTests.ean13("0036000291452")
+        let x0 = (400 - 95 * 3) / 2
+        #expect(RetailFragment.isFragment(Self.read("01234565", from: x0, to: x0 + 51 * 3), in: frame))
+        // The same read's span reaching to the UPC-A's end on the right.
+        #expect(RetailFragment.isFragment(Self.read("01234565", from: x0 + 44 * 3, to: x0 + 95 * 3), in: frame))
+    }
+
+    @Test func aUPCEWithItsQuietZonesStaysAndTheDetectorKeepsIt() throws {
+        let (frame, x0) = try Self.upce("01234565")
+        let read = Self.read("01234565", from: x0, to: x0 + 51 * 3)
+        #expect(!RetailFragment.isFragment(read, in: frame))
+        // Other types are not this check's.
+        var ean13 = read
+        ean13.type = .ean13
+        #expect(!RetailFragment.isFragment(ean13, in: try DoubtfulLinearReadTests.ean13("0036000291452")))
+        // End to end: ZBar's own read of the drawn symbol survives the check.
+        let detector = try CodeDetector(metadataObjectTypes: [.upce, .ean13])
+        #expect(try detector.detections(in: frame).map { String(decoding: $0.payload, as: UTF8.self) } == ["01234565"])
+    }
+
+    @Test func theDetectorDropsAFragmentAndKeepsItWithTheCheckOff() throws {
+        let frame = try DoubtfulLinearReadTests.ean13("0036000291452")
+        let x0 = (400 - 95 * 3) / 2
+        for on in [true, false] {
+            var passes = CodeDetector.Passes()
+            passes.retailFragmentCheck = on
+            var run = ScanRun(scanner: try ZBarScanner(), zxing: try ZXingReader(), passes: passes, types: [.upce])
+            run.found = [Self.read("01234565", from: x0, to: x0 + 51 * 3)]
+            run.dropRetailFragments(frame)
+            #expect(run.found.isEmpty == on)
+        }
+    }
+}
