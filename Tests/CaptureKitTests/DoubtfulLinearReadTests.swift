@@ -148,8 +148,24 @@ import CaptureKitTesting
         let strip = try CodeImaging.crop(symbol, PixelRect(x: 0, y: 78, width: 400, height: 4))
         let every = try CodeDetector(metadataObjectTypes: Set(CodeDetector.availableMetadataObjectTypes))
         #expect(try every.detections(in: strip).map(\.stringValue) == ["4006381333931"])
-        // One row: nothing to read for ZBar or zxing-cpp 1.4 at 3 px per module, and no error.
+    }
+
+    @Test func oneRowOrColumnOfBarsIsReadWithItsLinesRepeated() throws {
+        // ZBar and zxing-cpp 1.4 each want a linear symbol on two or more scan lines: one row
+        // read nothing until its line was repeated (`ScanRun.readStretchedStrip`).
+        let symbol = try DoubtfulLinearReadTests.ean13("4006381333931")
         let row = try CodeImaging.crop(symbol, PixelRect(x: 0, y: 80, width: 400, height: 1))
-        _ = try every.detections(in: row)
+        let every = try CodeDetector(metadataObjectTypes: Set(CodeDetector.availableMetadataObjectTypes))
+        #expect(try every.detections(in: row).map(\.stringValue) == ["4006381333931"])
+        // The same row standing upright (bars across a one-pixel column).
+        let column = try PixelBuffer(width: 1, height: 400, pixelFormat: .gray)
+        withExtendedLifetime((row, column)) {
+            for y in 0..<400 { column.baseAddress.storeBytes(of: row.pixel(x: y, y: 0)[0], toByteOffset: y * column.bytesPerRow, as: UInt8.self) }
+        }
+        #expect(try every.detections(in: column).map(\.stringValue) == ["4006381333931"])
+        var passes = CodeDetector.Passes()
+        passes.stripRead = false
+        let without = try CodeDetector(metadataObjectTypes: Set(CodeDetector.availableMetadataObjectTypes), passes: passes)
+        #expect(try without.detections(in: row).isEmpty, "read without the repeated lines: the test shows nothing")
     }
 }

@@ -154,6 +154,10 @@ public final class CodeDetector: Sendable {
         /// than its own, no quiet zone between) is dropped: the first half of a UPC-A or EAN-13
         /// read as a short symbol (`RetailFragment`).
         public var retailFragmentCheck = true
+        /// A strip under 32 pixels across its bars in which no linear code was read is read again
+        /// with its lines repeated to 32 (`ScanRun.readStretchedStrip`): each decoder wants a
+        /// linear symbol on two or more of its scan lines.
+        public var stripRead = true
         /// Aztec: where zxing-cpp reads nothing it can vouch for in a symbol whose core was read,
         /// cvcam decodes the symbol's data itself (`AztecData`). Needs `locate`.
         public var aztecData = true

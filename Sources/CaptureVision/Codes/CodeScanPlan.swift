@@ -420,6 +420,7 @@ struct ScanRun {
         if !zxingLinearTypes.isEmpty && !found.contains(where: { zxingLinearTypes.contains($0.type) }) {
             _ = try zxingRead(gray, mapping: nil, hints: .defaults(zxingLinearTypes))
         }
+        try readStretchedStrip(gray)
         try checkDoubtfulLinearReads(gray)
         dropRetailFragments(gray)
         try resolveRetailConflicts(gray)
@@ -464,6 +465,33 @@ struct ScanRun {
             found[i] = other
         }
     }
+
+    /// A strip fewer than `stripLines` pixels across its bars (a line-scan crop, one row of a
+    /// symbol) in which no linear code was read, read again with its lines repeated to
+    /// `stripLines` (nearest neighbour), by ZBar and zxing-cpp (`Passes.stripRead`). Each decoder
+    /// wants a linear symbol on two or more of its scan lines (zxing-cpp 1.4's `minLineCount`,
+    /// ZBar's consistency check), more than such a strip offers; a repeated line adds no evidence,
+    /// so the symbol's own check (digit, start and stop patterns) is all that confirms it, as in
+    /// a single scan line of a laser scanner. Bars run across the strip's short side.
+    mutating func readStretchedStrip(_ gray: PixelBuffer) throws(CaptureError) {
+        let linearTypes = types.union(zxingLinearTypes).subtracting(ZXingFormat.matrixTypes)
+        guard passes.stripRead, !linearTypes.isEmpty, min(gray.width, gray.height) < Self.stripLines,
+            !found.contains(where: { linearTypes.contains($0.type) })
+        else { return }
+        let across = gray.height <= gray.width
+        let stretched = try CodeImaging.resized(
+            gray, width: across ? gray.width : Self.stripLines, height: across ? Self.stripLines : gray.height,
+            interpolation: Interpolation.nearest)
+        let back = Homography.scaling(
+            Double(gray.width) / Double(stretched.width), Double(gray.height) / Double(stretched.height))
+        if !types.isEmpty { add(try zbarScan(stretched), mapping: back) }
+        if !zxingLinearTypes.isEmpty && !found.contains(where: { zxingLinearTypes.contains($0.type) }) {
+            _ = try zxingRead(stretched, mapping: back, hints: .defaults(zxingLinearTypes))
+        }
+    }
+
+    /// The lines across a strip's bars under which `readStretchedStrip` repeats them.
+    static let stripLines = 32
 
     /// ZBar's UPC-E and EAN-8 reads that are parts of a longer symbol's bars, dropped
     /// (`RetailFragment`, `Passes.retailFragmentCheck`).
