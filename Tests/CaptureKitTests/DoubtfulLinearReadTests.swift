@@ -169,3 +169,19 @@ import CaptureKitTesting
         #expect(try without.detections(in: row).isEmpty, "read without the repeated lines: the test shows nothing")
     }
 }
+
+/// Code 128 blurred below a module's width in a small still: read by zxing-cpp at twice its size,
+/// unsharp-masked, where the frame, its sharpened copy and its double read nothing
+/// (`ScanRun.readDoubledSharpened`, `Passes.doubledLinearRead`).
+@Suite struct DoubledLinearReadTests {
+    @Test(arguments: [(0.7, 0.8), (0.8, 1.0)])
+    func aBlurredCode128IsReadAtTwiceItsSizeSharpened(scale: Double, sigma: Double) throws {
+        let drawn = try Code128FNC4Tests.symbol("CVCAM 15182881", module: 2)
+        let small = try CodeImaging.resized(drawn, width: Int(480 * scale), height: Int(160 * scale))
+        let frame = try CodeImaging.blurred(small, sigma: sigma)
+        #expect(try CodeDetector(metadataObjectTypes: [.code128]).detections(in: frame).map(\.stringValue) == ["CVCAM 15182881"])
+        var passes = CodeDetector.Passes()
+        passes.doubledLinearRead = false
+        #expect(try CodeDetector(metadataObjectTypes: [.code128], passes: passes).detections(in: frame).isEmpty)
+    }
+}

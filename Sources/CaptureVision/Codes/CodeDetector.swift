@@ -158,6 +158,10 @@ public final class CodeDetector: Sendable {
         /// with its lines repeated to 32 (`ScanRun.readStretchedStrip`): each decoder wants a
         /// linear symbol on two or more of its scan lines.
         public var stripRead = true
+        /// A still under 360 px in which no linear code was read is read by zxing-cpp at
+        /// twice its size, unsharp-masked, for Code 128, Code 93 and DataBar
+        /// (`ScanRun.readDoubledSharpened`).
+        public var doubledLinearRead = true
         /// Aztec: where zxing-cpp reads nothing it can vouch for in a symbol whose core was read,
         /// cvcam decodes the symbol's data itself (`AztecData`). Needs `locate`.
         public var aztecData = true

@@ -421,6 +421,7 @@ struct ScanRun {
             _ = try zxingRead(gray, mapping: nil, hints: .defaults(zxingLinearTypes))
         }
         try readStretchedStrip(gray)
+        try readDoubledSharpened(gray)
         try checkDoubtfulLinearReads(gray)
         dropRetailFragments(gray)
         try resolveRetailConflicts(gray)
@@ -489,6 +490,27 @@ struct ScanRun {
             _ = try zxingRead(stretched, mapping: back, hints: .defaults(zxingLinearTypes))
         }
     }
+
+    /// A still under the gate's size (`gateSize`) in which no linear code was read, read by
+    /// zxing-cpp at twice its size and unsharp-masked (`Passes.doubledLinearRead`): bars blurred
+    /// below a module's width in a small photo, which neither the frame nor its sharpened copy
+    /// nor its double alone give zxing-cpp 1.4's edge-to-edge measures back. Only the types
+    /// whose check characters vouch for every bar (Code 128, Code 93, DataBar): the mask's
+    /// overshoot moves edges, and a single check digit (EAN/UPC) or none (ITF, Code 39,
+    /// Codabar) would let a moved edge through.
+    mutating func readDoubledSharpened(_ gray: PixelBuffer) throws(CaptureError) {
+        let checked = zxingLinearTypes.intersection(Self.fullyCheckedLinearTypes)
+        guard passes.doubledLinearRead, !checked.isEmpty, min(gray.width, gray.height) < Self.gateSize,
+            !found.contains(where: { zxingLinearTypes.contains($0.type) || types.contains($0.type) })
+        else { return }
+        _ = try zxingRead(
+            try CodeImaging.sharpened(try CodeImaging.doubled(gray), sigma: 2, amount: 1.5), mapping: .scaling(0.5, 0.5),
+            hints: .defaults(checked))
+    }
+
+    /// Linear types whose check characters cover every symbol character with more than one
+    /// digit's worth of checking.
+    static let fullyCheckedLinearTypes: Set<MetadataObjectType> = [.code128, .code93, .dataBar, .dataBarExpanded]
 
     /// The lines across a strip's bars under which `readStretchedStrip` repeats them.
     static let stripLines = 32
