@@ -185,3 +185,30 @@ import CaptureKitTesting
         #expect(try CodeDetector(metadataObjectTypes: [.code128], passes: passes).detections(in: frame).isEmpty)
     }
 }
+
+/// Two EAN/UPC numbers over the same bars (`ScanRun.resolveRetailConflicts`): zxing-cpp's read
+/// of their area decides; where it confirms neither, neither stays.
+@Suite struct RetailConflictTests {
+    static func conflict(in frame: PixelBuffer, passes: CodeDetector.Passes = CodeDetector.Passes()) throws -> [String] {
+        var run = try DoubtfulLinearReadTests.run(passes)
+        run.found = [
+            DoubtfulLinearReadTests.zbarRead("4006381333948", lines: 37),
+            DoubtfulLinearReadTests.zbarRead("4006381333931", lines: 16),
+        ]
+        try run.resolveRetailConflicts(frame)
+        return run.found.map { String(decoding: $0.bytes, as: UTF8.self) }
+    }
+
+    @Test func theNumberZXingReadsThereStays() throws {
+        #expect(try Self.conflict(in: try DoubtfulLinearReadTests.ean13("4006381333931")) == ["4006381333931"])
+    }
+
+    @Test func neitherStaysWhereZXingConfirmsNeither() throws {
+        let blank = try PixelBuffer(width: 400, height: 160, pixelFormat: .gray)
+        try Imaging.fill(blank, x: 0, y: 0, width: 400, height: 160, red: 255, green: 255, blue: 255, "test frame")
+        #expect(try Self.conflict(in: blank).isEmpty)
+        var passes = CodeDetector.Passes()
+        passes.unconfirmedConflictDropped = false
+        #expect(try Self.conflict(in: blank, passes: passes) == ["4006381333948"])
+    }
+}

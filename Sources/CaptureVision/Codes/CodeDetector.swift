@@ -162,6 +162,10 @@ public final class CodeDetector: Sendable {
         /// twice its size, unsharp-masked, for Code 128, Code 93 and DataBar
         /// (`ScanRun.readDoubledSharpened`).
         public var doubledLinearRead = true
+        /// Two EAN/UPC numbers read over the same bars that zxing-cpp's read of their area
+        /// confirms neither of are both dropped (one is a misread, nothing says which); off, the
+        /// one read on more scan lines stays (`ScanRun.resolveRetailConflicts`).
+        public var unconfirmedConflictDropped = true
         /// Aztec: where zxing-cpp reads nothing it can vouch for in a symbol whose core was read,
         /// cvcam decodes the symbol's data itself (`AztecData`). Needs `locate`.
         public var aztecData = true

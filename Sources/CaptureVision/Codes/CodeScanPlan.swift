@@ -181,8 +181,9 @@ struct ScanRun {
 
     /// Two different EAN/UPC numbers read over the same bars are one misread: a symbol holds one
     /// number, and a digit or parity misjudged on a damaged line can still satisfy the single
-    /// check digit. zxing-cpp reads the area around both; the number it reads stays, or, when it
-    /// reads neither, the one ZBar read on more scan lines (its quality).
+    /// check digit. zxing-cpp reads the area around both; the number it reads stays; when it
+    /// reads neither, neither stays (`Passes.unconfirmedConflictDropped`; off: the one ZBar read
+    /// on more scan lines).
     mutating func resolveRetailConflicts(_ gray: PixelBuffer) throws(CaptureError) {
         let retail = found.indices.filter { CodeConventions.retailTypes.contains(found[$0].type) }
         guard retail.count >= 2 else { return }
@@ -208,6 +209,10 @@ struct ScanRun {
                 }
                 if confirmed[0] != confirmed[1] {
                     dropped.insert(confirmed[0] ? b : a)
+                } else if !confirmed[0] && passes.unconfirmedConflictDropped {
+                    // Neither confirmed: one is a misread and nothing says which (a misread can
+                    // hold on more lines than the true number: a glare across the bars' top).
+                    dropped.formUnion([a, b])
                 } else {
                     dropped.insert(found[a].quality >= found[b].quality ? b : a)
                 }

@@ -59,6 +59,7 @@ var sharpenedReadCheck = true
 var retailFragmentCheck = true
 var stripRead = true
 var doubledLinearRead = true
+var unconfirmedConflictDropped = true
 var aztecSoftScales = true
 var flatRange: Int32? = CodeDetector.Passes().flatBlockRange
 var measuredOutlines = true
@@ -122,6 +123,7 @@ while let a = arguments.next() {
     case "--no-retail-fragment-check": retailFragmentCheck = false
     case "--no-strip-read": stripRead = false
     case "--no-doubled-linear-read": doubledLinearRead = false
+    case "--keep-unconfirmed-conflicts": unconfirmedConflictDropped = false
     case "--no-aztec-soft-scales": aztecSoftScales = false
     case "--flat-range":
         let v = arguments.next() ?? ""
@@ -146,7 +148,7 @@ while let a = arguments.next() {
         codesFolders.append((String(spec[..<eq]), String(spec[spec.index(after: eq)...])))
     case "--codes-only": codesOnly = Set((arguments.next() ?? "").split(separator: ",").map(String.init))
     default:
-        FileHandle.standardError.write("usage: bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--no-zxing-gate] [--gate-offset LEVELS|none] [--gate-row-step N] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--no-loose-small-finders] [--area-module PX] [--no-perspective] [--no-code-level] [--no-small-large-reads] [--no-linear-read-check] [--no-sharpened-read-check] [--no-retail-fragment-check] [--no-strip-read] [--no-doubled-linear-read] [--no-aztec-soft-scales] [--flat-range LEVELS|none] [--no-measured-outlines] [--no-aztec-data] [--rescue-costs DIR...] [--finders] [--profile [--only CATEGORIES]] [--profile-code-free] [--devset DIR] [--devset-only] [--no-devset] [--misses] [--zxing3 PYTHON] [--codes-devset DIR] [--no-codes-devset] [--codes-folder SYMBOLOGY=DIR] [--codes-only SYMBOLOGIES] [--only CATEGORIES] [--save-misses DIR] [--small-turned] [--framed-faint]\n".data(using: .utf8)!)
+        FileHandle.standardError.write("usage: bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--no-zxing-gate] [--gate-offset LEVELS|none] [--gate-row-step N] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--no-loose-small-finders] [--area-module PX] [--no-perspective] [--no-code-level] [--no-small-large-reads] [--no-linear-read-check] [--no-sharpened-read-check] [--no-retail-fragment-check] [--no-strip-read] [--no-doubled-linear-read] [--keep-unconfirmed-conflicts] [--no-aztec-soft-scales] [--flat-range LEVELS|none] [--no-measured-outlines] [--no-aztec-data] [--rescue-costs DIR...] [--finders] [--profile [--only CATEGORIES]] [--profile-code-free] [--devset DIR] [--devset-only] [--no-devset] [--misses] [--zxing3 PYTHON] [--codes-devset DIR] [--no-codes-devset] [--codes-folder SYMBOLOGY=DIR] [--codes-only SYMBOLOGIES] [--only CATEGORIES] [--save-misses DIR] [--small-turned] [--framed-faint]\n".data(using: .utf8)!)
         exit(64)
     }
 }
@@ -281,6 +283,7 @@ cvcamPasses.sharpenedReadCheck = sharpenedReadCheck
 cvcamPasses.retailFragmentCheck = retailFragmentCheck
 cvcamPasses.stripRead = stripRead
 cvcamPasses.doubledLinearRead = doubledLinearRead
+cvcamPasses.unconfirmedConflictDropped = unconfirmedConflictDropped
 cvcamPasses.aztecSoftScales = aztecSoftScales
 cvcamPasses.flatBlockRange = flatRange
 cvcamPasses.measuredOutlines = measuredOutlines
