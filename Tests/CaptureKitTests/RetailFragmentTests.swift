@@ -42,6 +42,10 @@ import CaptureKitTesting
         let frame = try DoubtfulLinearReadTests.ean13("0036000291452")
         let x0 = (400 - 95 * 3) / 2
         #expect(RetailFragment.isFragment(Self.read("01234565", from: x0, to: x0 + 51 * 3), in: frame))
+        // Its points all at the fragment's right end, inside the UPC-A's bars.
+        var oneEnd = Self.read("01234565", from: x0, to: x0 + 51 * 3)
+        oneEnd.points = oneEnd.points.map { CGPoint(x: Double(x0 + 51 * 3), y: $0.y) }
+        #expect(RetailFragment.isFragment(oneEnd, in: frame))
         // The same read's span reaching to the UPC-A's end on the right.
         #expect(RetailFragment.isFragment(Self.read("01234565", from: x0 + 44 * 3, to: x0 + 95 * 3), in: frame))
     }
@@ -50,6 +54,14 @@ import CaptureKitTesting
         let (frame, x0) = try Self.upce("01234565")
         let read = Self.read("01234565", from: x0, to: x0 + 51 * 3)
         #expect(!RetailFragment.isFragment(read, in: frame))
+        // A camera's sensor noise in the quiet zones makes no bars there.
+        let (noisy, _) = try Self.upce("01234565")
+        try CodeImaging.addNoise(noisy, seed: 5, standardDeviation: 8)
+        #expect(!RetailFragment.isFragment(read, in: noisy))
+        // Nor does a read whose points all lie at one end (lines scanned one way).
+        var oneEnd = read
+        oneEnd.points = oneEnd.points.map { CGPoint(x: Double(x0), y: $0.y) }
+        #expect(!RetailFragment.isFragment(oneEnd, in: noisy))
         // Other types are not this check's.
         var ean13 = read
         ean13.type = .ean13

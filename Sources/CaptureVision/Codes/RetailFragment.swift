@@ -11,7 +11,8 @@ import Foundation
 /// symbol's modules, and the zone from 1.5 to 8 modules beyond each end is looked at (any 7
 /// modules of a symbol's data hold two bars); where
 /// they give one end, both sides of it are (one must be the quiet zone). A zone holds bars when
-/// it crosses two or more dark runs deeper than a third of the symbol's contrast. A read is a
+/// it crosses two or more dark runs deeper than a quarter of the symbol's contrast (the
+/// fine bars beyond a fragment's end in a recompressed photo can be that faint). A read is a
 /// fragment when two thirds of its lines (at most `linesChecked`) show bars there: the digits
 /// printed beside a UPC symbol reach only its lowest lines.
 ///
@@ -93,7 +94,7 @@ enum RetailFragment {
         return v[v.count * 95 / 100] - v[v.count * 5 / 100]
     }
 
-    /// Dark runs in `range`: pixels below the range's brightest by more than a third of
+    /// Dark runs in `range`: pixels below the range's brightest by more than a quarter of
     /// `contrast`, one run per stretch (3-pixel means: one noisy pixel is no bar).
     static func darkRuns(_ line: [Int], in range: Range<Int>, contrast: Int) -> Int {
         guard range.count >= 3, contrast > 0 else { return 0 }
@@ -101,7 +102,7 @@ enum RetailFragment {
         let top = smooth.max()!
         var runs = 0, inRun = false
         for v in smooth {
-            let dark = 3 * (top - v) > contrast
+            let dark = 4 * (top - v) > contrast
             if dark && !inRun { runs += 1 }
             inRun = dark
         }
