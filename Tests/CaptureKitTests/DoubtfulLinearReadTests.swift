@@ -9,12 +9,25 @@ import CaptureKitTesting
 /// (`ScanRun.checkDoubtfulLinearReads`, `Passes.linearReadCheck`). The misreads it was built for are photos recompressed by
 /// zxing-cpp's sample folders (`bench-codes --codes-folder`); here the ZBar read is stated.
 @Suite struct DoubtfulLinearReadTests {
-    /// An EAN-13 symbol of `digits` (13, check digit included), `module` px per module, bars
-    /// 60 px tall, on a white 400x160 GRAY frame.
+    /// EAN/UPC digit patterns (modules, 1 dark): L (odd parity), G (even), R (right half).
+    static let l = ["0001101", "0011001", "0010011", "0111101", "0100011", "0110001", "0101111", "0111011", "0110111", "0001011"]
+    static let g = ["0100111", "0110011", "0011011", "0100001", "0011101", "0111001", "0000101", "0010001", "0001001", "0010111"]
+    static let r = ["1110010", "1100110", "1101100", "1000010", "1011100", "1001110", "1010000", "1000100", "1001000", "1110100"]
+
+    /// `bits` (one per module, 1 dark) at `module` px per module, bars 60 px tall, centred on a
+    /// white 400x160 GRAY frame; and where the first module starts.
+    static func drawn(_ bits: String, module: Int) throws -> (frame: PixelBuffer, x0: Int) {
+        let frame = try PixelBuffer(width: 400, height: 160, pixelFormat: .gray)
+        try Imaging.fill(frame, x: 0, y: 0, width: 400, height: 160, red: 255, green: 255, blue: 255, "test frame")
+        let x0 = (400 - bits.count * module) / 2
+        for (i, bit) in bits.enumerated() where bit == "1" {
+            try Imaging.fill(frame, x: x0 + i * module, y: 50, width: module, height: 60, red: 0, green: 0, blue: 0, "bar")
+        }
+        return (frame, x0)
+    }
+
+    /// An EAN-13 symbol of `digits` (13, check digit included), `module` px per module (`drawn`).
     static func ean13(_ digits: String, module: Int = 3) throws -> PixelBuffer {
-        let l = ["0001101", "0011001", "0010011", "0111101", "0100011", "0110001", "0101111", "0111011", "0110111", "0001011"]
-        let g = ["0100111", "0110011", "0011011", "0100001", "0011101", "0111001", "0000101", "0010001", "0001001", "0010111"]
-        let r = ["1110010", "1100110", "1101100", "1000010", "1011100", "1001110", "1010000", "1000100", "1001000", "1110100"]
         let parity = ["LLLLLL", "LLGLGG", "LLGGLG", "LLGGGL", "LGLLGG", "LGGLLG", "LGGGLL", "LGLGLG", "LGLGGL", "LGGLGL"]
         let d = digits.compactMap { $0.wholeNumberValue }
         var bits = "101"
@@ -22,13 +35,7 @@ import CaptureKitTesting
         bits += "01010"
         for i in 7..<13 { bits += r[d[i]] }
         bits += "101"
-        let frame = try PixelBuffer(width: 400, height: 160, pixelFormat: .gray)
-        try Imaging.fill(frame, x: 0, y: 0, width: 400, height: 160, red: 255, green: 255, blue: 255, "test frame")
-        let x0 = (400 - bits.count * module) / 2
-        for (i, bit) in bits.enumerated() where bit == "1" {
-            try Imaging.fill(frame, x: x0 + i * module, y: 50, width: module, height: 60, red: 0, green: 0, blue: 0, "bar")
-        }
-        return frame
+        return try drawn(bits, module: module).frame
     }
 
     static func run(_ passes: CodeDetector.Passes = CodeDetector.Passes()) throws -> ScanRun {

@@ -27,11 +27,7 @@ import CaptureKitTesting
         }
     }
 
-    @Test(arguments: [
-        ("Tests/Fixtures/codes/datamatrix.png", MetadataObjectType.dataMatrix, "cvcam Data Matrix 1"),
-        ("Tests/Fixtures/codes/aztec.png", .aztec, "cvcam Aztec 1"),
-        ("Tests/Fixtures/codes/pdf417.png", .pdf417, "cvcam PDF417 1"),
-    ])
+    @Test(arguments: SymbolCueTests.cuedFixtures)
     func aSymbolBesideAReadQRCodeIsReadToo(_ path: String, _ type: MetadataObjectType, _ text: String) throws {
         // The QR run reads the code; the other type's cues still open its read. The Data Matrix
         // turned 5° shows its cue only to the gate's own look (offset 15): skipping that look in

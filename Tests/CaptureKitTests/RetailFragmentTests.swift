@@ -13,21 +13,15 @@ import CaptureKitTesting
     /// A UPC-E symbol of `digits` (number system 0, six digits, check digit), 3 px per module,
     /// bars 60 px tall, centred on a white 400x160 GRAY frame; and where it starts.
     static func upce(_ digits: String) throws -> (frame: PixelBuffer, x0: Int) {
-        let l = ["0001101", "0011001", "0010011", "0111101", "0100011", "0110001", "0101111", "0111011", "0110111", "0001011"]
-        let g = ["0100111", "0110011", "0011011", "0100001", "0011101", "0111001", "0000101", "0010001", "0001001", "0010111"]
         // Number system 0: the check digit picks each digit's parity (E: G codes, O: L codes).
         let parity = ["EEEOOO", "EEOEOO", "EEOOEO", "EEOOOE", "EOEEOO", "EOOEEO", "EOOOEE", "EOEOEO", "EOEOOE", "EOOEOE"]
         let d = digits.compactMap { $0.wholeNumberValue }
         var bits = "101"
-        for (i, p) in parity[d[7]].enumerated() { bits += p == "E" ? g[d[i + 1]] : l[d[i + 1]] }
-        bits += "010101"
-        let frame = try PixelBuffer(width: 400, height: 160, pixelFormat: .gray)
-        try Imaging.fill(frame, x: 0, y: 0, width: 400, height: 160, red: 255, green: 255, blue: 255, "test frame")
-        let x0 = (400 - bits.count * 3) / 2
-        for (i, bit) in bits.enumerated() where bit == "1" {
-            try Imaging.fill(frame, x: x0 + i * 3, y: 50, width: 3, height: 60, red: 0, green: 0, blue: 0, "bar")
+        for (i, p) in parity[d[7]].enumerated() {
+            bits += p == "E" ? DoubtfulLinearReadTests.g[d[i + 1]] : DoubtfulLinearReadTests.l[d[i + 1]]
         }
-        return (frame, x0)
+        bits += "010101"
+        return try DoubtfulLinearReadTests.drawn(bits, module: 3)
     }
 
     /// ZBar's UPC-E read of `number` spanning `x0...x1`, decoded on six rows scanned in turn

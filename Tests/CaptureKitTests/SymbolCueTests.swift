@@ -122,11 +122,14 @@ import CaptureKitTesting
         }
     }
 
-    @Test(arguments: [
-        ("Tests/Fixtures/codes/datamatrix.png", MetadataObjectType.dataMatrix, "cvcam Data Matrix 1"),
+    /// The fixture symbols of the 2-D types with a cue: path, type, text.
+    static let cuedFixtures: [(String, MetadataObjectType, String)] = [
+        ("Tests/Fixtures/codes/datamatrix.png", .dataMatrix, "cvcam Data Matrix 1"),
         ("Tests/Fixtures/codes/aztec.png", .aztec, "cvcam Aztec 1"),
         ("Tests/Fixtures/codes/pdf417.png", .pdf417, "cvcam PDF417 1"),
-    ])
+    ]
+
+    @Test(arguments: cuedFixtures)
     func eachTypeOpensItsGateInACameraFrame(_ path: String, _ type: MetadataObjectType, _ text: String) throws {
         let detector = try CodeDetector(metadataObjectTypes: CodeDetector.twoDimensionalTypes)
         for angle in [0.0, 5] {
