@@ -218,4 +218,12 @@ import CaptureKitTesting
         passes.unconfirmedConflictDropped = false
         #expect(try Self.conflict(in: blank, passes: passes) == ["4006381333948"])
     }
+
+    @Test func whereZXingDoesNotLookTheNumberReadOnMoreLinesStays() throws {
+        // zxing-cpp off (and ZBar alone): nothing was asked, so nothing is unconfirmed.
+        var passes = CodeDetector.Passes()
+        passes.zxing = false
+        #expect(try Self.conflict(in: try DoubtfulLinearReadTests.ean13("4006381333931"), passes: passes) == ["4006381333948"])
+        #expect(try Self.conflict(in: try DoubtfulLinearReadTests.ean13("4006381333931"), passes: .zbarOnly) == ["4006381333948"])
+    }
 }

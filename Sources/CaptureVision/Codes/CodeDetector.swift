@@ -158,8 +158,8 @@ public final class CodeDetector: Sendable {
         /// with its lines repeated to 32 (`ScanRun.readStretchedStrip`): each decoder wants a
         /// linear symbol on two or more of its scan lines.
         public var stripRead = true
-        /// A still under 360 px in which no linear code was read is read by zxing-cpp at
-        /// twice its size, unsharp-masked, for Code 128, Code 93 and DataBar
+        /// An image under 360 px (long side at most 640) in which no linear code was read is
+        /// read by zxing-cpp at twice its size, unsharp-masked, for Code 128 and Code 93
         /// (`ScanRun.readDoubledSharpened`).
         public var doubledLinearRead = true
         /// Two EAN/UPC numbers read over the same bars that zxing-cpp's read of their area
@@ -216,6 +216,9 @@ public final class CodeDetector: Sendable {
             p.finderLocate = false
             p.areaModuleSize = 0
             p.zxing = false
+            p.stripRead = false
+            p.retailFragmentCheck = false
+            p.unconfirmedConflictDropped = false
             return p
         }
     }

@@ -182,8 +182,8 @@ struct ScanRun {
     /// Two different EAN/UPC numbers read over the same bars are one misread: a symbol holds one
     /// number, and a digit or parity misjudged on a damaged line can still satisfy the single
     /// check digit. zxing-cpp reads the area around both; the number it reads stays; when it
-    /// reads neither, neither stays (`Passes.unconfirmedConflictDropped`; off: the one ZBar read
-    /// on more scan lines).
+    /// reads neither, neither stays (`Passes.unconfirmedConflictDropped`); where zxing-cpp did not
+    /// look (off, or an area under 8 px), the one ZBar read on more scan lines.
     mutating func resolveRetailConflicts(_ gray: PixelBuffer) throws(CaptureError) {
         let retail = found.indices.filter { CodeConventions.retailTypes.contains(found[$0].type) }
         guard retail.count >= 2 else { return }
@@ -198,7 +198,9 @@ struct ScanRun {
                 let pad = max(union.width, union.height) / 2 + 8
                 let area = union.insetBy(dx: -pad, dy: -pad).intersection(CGRect(x: 0, y: 0, width: gray.width, height: gray.height))
                 var confirmed: [Bool] = [false, false]
+                var looked = false
                 if zxingLinearTypes.isEmpty == false || passes.zxing, area.width >= 8, area.height >= 1 {
+                    looked = true
                     let region = PixelRect(
                         x: Int(area.minX), y: Int(area.minY), width: Int(area.width.rounded(.down)),
                         height: Int(area.height.rounded(.down)))
@@ -209,7 +211,7 @@ struct ScanRun {
                 }
                 if confirmed[0] != confirmed[1] {
                     dropped.insert(confirmed[0] ? b : a)
-                } else if !confirmed[0] && passes.unconfirmedConflictDropped {
+                } else if looked && !confirmed[0] && passes.unconfirmedConflictDropped {
                     // Neither confirmed: one is a misread and nothing says which (a misread can
                     // hold on more lines than the true number: a glare across the bars' top).
                     dropped.formUnion([a, b])
@@ -340,8 +342,12 @@ struct ScanRun {
 
     /// Every type but QR and Micro QR: zxing-cpp reads the frame once for the 2-D ones (Data
     /// Matrix, Aztec, PDF417) and, when it read none, its negative (zxing-cpp 1.4 has no
-    /// inversion of its own); ZBar scans it once for the linear ones, and zxing-cpp reads a
-    /// linear code where ZBar read none (one per read); then EAN/UPC misreads are resolved.
+    /// inversion of its own); ZBar scans it for the linear ones (then at half size and
+    /// sharpened while none is read), UPC-E and EAN-8 fragments of longer symbols are dropped
+    /// (`RetailFragment`), zxing-cpp reads a linear code where ZBar read none (one per read), a
+    /// strip is read with its lines repeated (`readStretchedStrip`) and a small image doubled and
+    /// sharpened (`readDoubledSharpened`); then ZBar's doubtful reads are checked and EAN/UPC
+    /// misreads resolved.
     mutating func scanOtherTypes(_ gray: PixelBuffer) throws(CaptureError) {
         if !zxingTypes.isEmpty {
             // Frames of the gate's size: zxing-cpp reads only the types whose cue a finder look
@@ -422,19 +428,21 @@ struct ScanRun {
                 add(sharpened, mapping: nil)
             }
         }
+        // A fragment read as a short symbol is no read: the passes below may read the whole one.
+        dropRetailFragments(gray)
         if !zxingLinearTypes.isEmpty && !found.contains(where: { zxingLinearTypes.contains($0.type) }) {
             _ = try zxingRead(gray, mapping: nil, hints: .defaults(zxingLinearTypes))
         }
         try readStretchedStrip(gray)
         try readDoubledSharpened(gray)
         try checkDoubtfulLinearReads(gray)
-        dropRetailFragments(gray)
         try resolveRetailConflicts(gray)
     }
 
     /// Linear reads ZBar may have wrong, checked against zxing-cpp's read of the whole frame: a
     /// retail number read on fewer than `weakRetailLines` scan lines (a digit misjudged on a few
-    /// blurred or recompressed lines can still satisfy the single check digit), and every Code
+    /// blurred or recompressed lines can still satisfy the single check digit) or only on the
+    /// sharpened copy (`Passes.sharpenedReadCheck`: the mask moves bar edges), and every Code
     /// 128 (ZBar drops FNC4, so extended Latin-1 such as `ó` comes out as `s`). Where zxing-cpp
     /// reads another payload over the same bars (and not ZBar's), zxing-cpp's stays and ZBar's
     /// goes; where it reads nothing there, ZBar's stays. The bars' own crop was tried first:
@@ -490,22 +498,32 @@ struct ScanRun {
             interpolation: Interpolation.nearest)
         let back = Homography.scaling(
             Double(gray.width) / Double(stretched.width), Double(gray.height) / Double(stretched.height))
-        if !types.isEmpty { add(try zbarScan(stretched), mapping: back) }
+        // ZBar's quality counts the repeated lines: the strip's own lines are what it read.
+        let lines = min(gray.width, gray.height)
+        if !types.isEmpty {
+            add(
+                try zbarScan(stretched).map {
+                    var s = $0
+                    s.quality = max(1, s.quality * lines / Self.stripLines)
+                    return s
+                }, mapping: back)
+        }
         if !zxingLinearTypes.isEmpty && !found.contains(where: { zxingLinearTypes.contains($0.type) }) {
             _ = try zxingRead(stretched, mapping: back, hints: .defaults(zxingLinearTypes))
         }
     }
 
-    /// A still under the gate's size (`gateSize`) in which no linear code was read, read by
-    /// zxing-cpp at twice its size and unsharp-masked (`Passes.doubledLinearRead`): bars blurred
-    /// below a module's width in a small photo, which neither the frame nor its sharpened copy
-    /// nor its double alone give zxing-cpp 1.4's edge-to-edge measures back. Only the types
-    /// whose check characters vouch for every bar (Code 128, Code 93, DataBar): the mask's
-    /// overshoot moves edges, and a single check digit (EAN/UPC) or none (ITF, Code 39,
-    /// Codabar) would let a moved edge through.
+    /// An image under the gate's size (`gateSize`; long side at most `upscaleLimit`) in which no
+    /// linear code was read, read by zxing-cpp at twice its size and unsharp-masked
+    /// (`Passes.doubledLinearRead`): bars blurred below a module's width in a small photo, which
+    /// neither the frame nor its sharpened copy nor its double alone give zxing-cpp 1.4's
+    /// edge-to-edge measures back. Only the types whose check characters vouch for every bar
+    /// (Code 128, Code 93; DataBar is ZBar's alone here): the mask's overshoot moves edges, and a
+    /// single check digit (EAN/UPC) or none (ITF, Code 39, Codabar) would let a moved edge through.
     mutating func readDoubledSharpened(_ gray: PixelBuffer) throws(CaptureError) {
         let checked = zxingLinearTypes.intersection(Self.fullyCheckedLinearTypes)
         guard passes.doubledLinearRead, !checked.isEmpty, min(gray.width, gray.height) < Self.gateSize,
+            max(gray.width, gray.height) <= Self.upscaleLimit,
             !found.contains(where: { zxingLinearTypes.contains($0.type) || types.contains($0.type) })
         else { return }
         _ = try zxingRead(
@@ -513,9 +531,9 @@ struct ScanRun {
             hints: .defaults(checked))
     }
 
-    /// Linear types whose check characters cover every symbol character with more than one
-    /// digit's worth of checking.
-    static let fullyCheckedLinearTypes: Set<MetadataObjectType> = [.code128, .code93, .dataBar, .dataBarExpanded]
+    /// Linear types zxing-cpp reads whose check characters cover every symbol character with
+    /// more than one digit's worth of checking.
+    static let fullyCheckedLinearTypes: Set<MetadataObjectType> = [.code128, .code93]
 
     /// The lines across a strip's bars under which `readStretchedStrip` repeats them.
     static let stripLines = 32

@@ -9,7 +9,8 @@ import Foundation
 /// on each side. ZBar's points lie on the scan lines that decoded the read, at the symbol's end
 /// in each line's direction: where they give both ends, the module is the span over the
 /// symbol's modules, and the zone from 1.5 to 8 modules beyond each end is looked at (any 7
-/// modules of a symbol's data hold two bars); where
+/// modules of a symbol's data hold two bars; an add-on 7 or more modules away shows at most
+/// its first bar there); where
 /// they give one end, both sides of it are (one must be the quiet zone). A zone holds bars when
 /// it crosses two or more dark runs deeper than a quarter of the symbol's contrast (the
 /// fine bars beyond a fragment's end in a recompressed photo can be that faint). A read is a
@@ -32,7 +33,9 @@ enum RetailFragment {
 
     /// Whether `symbol` (a ZBar read) lies inside a longer run of bars in `gray`.
     static func isFragment(_ symbol: ScannedSymbol, in gray: PixelBuffer) -> Bool {
-        guard let modules = modules(of: symbol.type), gray.pixelFormat == .gray, !symbol.points.isEmpty else { return false }
+        guard let modules = modules(of: symbol.type), gray.pixelFormat == .gray, !symbol.points.isEmpty,
+            symbol.points.allSatisfy({ $0.x.isFinite && $0.y.isFinite })
+        else { return false }
         // ZBar's orientation 1 and 3: read top to bottom or bottom to top (scan lines are columns).
         let alongColumns = symbol.orientation == 1 || symbol.orientation == 3
         let along = symbol.points.map { Int((alongColumns ? $0.y : $0.x).rounded()) }
