@@ -410,16 +410,15 @@ struct ScanRun {
             }
         }
         if !types.isEmpty {
-            let linear = { (s: [ScannedSymbol]) in s.contains { !ZXingFormat.matrixTypes.contains($0.type) } }
             add(try zbarScan(gray), mapping: nil)
             // Bars that are too fine or too soft at full size: the half-size frame (its area
             // filter averages out print and sensor noise), then an unsharp-masked copy.
-            if !linear(found), passes.halfScale, min(gray.width, gray.height) >= 360 {
+            if !linearRead, passes.halfScale, min(gray.width, gray.height) >= 360 {
                 let half = try halfImage(gray)
                 let scale = Homography.scaling(Double(gray.width) / Double(half.width), Double(gray.height) / Double(half.height))
                 add(try zbarScan(half), mapping: scale)
             }
-            if !linear(found), passes.binarize {
+            if !linearRead, passes.binarize {
                 let sharpened = try zbarScan(try CodeImaging.sharpened(gray, sigma: 2, amount: 1.5)).map {
                     var s = $0
                     s.onSharpenedCopy = true
@@ -488,9 +487,8 @@ struct ScanRun {
     /// so the symbol's own check (digit, start and stop patterns) is all that confirms it, as in
     /// a single scan line of a laser scanner. Bars run across the strip's short side.
     mutating func readStretchedStrip(_ gray: PixelBuffer) throws(CaptureError) {
-        let linearTypes = types.union(zxingLinearTypes).subtracting(ZXingFormat.matrixTypes)
-        guard passes.stripRead, !linearTypes.isEmpty, min(gray.width, gray.height) < Self.stripLines,
-            !found.contains(where: { linearTypes.contains($0.type) })
+        guard passes.stripRead, !types.union(zxingLinearTypes).subtracting(ZXingFormat.matrixTypes).isEmpty,
+            min(gray.width, gray.height) < Self.stripLines, !linearRead
         else { return }
         let across = gray.height <= gray.width
         let stretched = try CodeImaging.resized(
@@ -523,13 +521,16 @@ struct ScanRun {
     mutating func readDoubledSharpened(_ gray: PixelBuffer) throws(CaptureError) {
         let checked = zxingLinearTypes.intersection(Self.fullyCheckedLinearTypes)
         guard passes.doubledLinearRead, !checked.isEmpty, min(gray.width, gray.height) < Self.gateSize,
-            max(gray.width, gray.height) <= Self.upscaleLimit,
-            !found.contains(where: { zxingLinearTypes.contains($0.type) || types.contains($0.type) })
+            max(gray.width, gray.height) <= Self.upscaleLimit, !linearRead
         else { return }
         _ = try zxingRead(
             try CodeImaging.sharpened(try CodeImaging.doubled(gray), sigma: 2, amount: 1.5), mapping: .scaling(0.5, 0.5),
             hints: .defaults(checked))
     }
+
+    /// Whether a linear code (any type but the 2-D ones) was read: the linear passes after the
+    /// first run only while none was.
+    var linearRead: Bool { found.contains { !ZXingFormat.matrixTypes.contains($0.type) } }
 
     /// Linear types zxing-cpp reads whose check characters cover every symbol character with
     /// more than one digit's worth of checking.
