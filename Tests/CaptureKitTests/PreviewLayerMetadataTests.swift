@@ -219,6 +219,62 @@ struct PreviewLayerMetadataTests {
         #expect(layer.transformedMetadataObject(for: previewLayerFace(input: otherInput)) == nil)
     }
 
+    /// `snapshot()`: one reading of a live layer, kept while the connection and format change;
+    /// its conversions are the live layer's at that moment.
+    @Test func snapshotKeepsOneReading() throws {
+        let scene = SyntheticScene(
+            size: .init(width: 640, height: 480), frameCount: 1, additionalSizes: [.init(width: 640, height: 360)])
+        let device = try CaptureDevice(syntheticScene: scene, pacing: .asFastAsPossible)
+        let deviceInput = try CaptureDeviceInput(device: device)
+        let session = CaptureSession()
+        try session.addInput(deviceInput)
+        let output = CaptureVideoDataOutput()
+        try session.addOutput(output)
+        let connection = try #require(output.connection(with: .video))
+        connection.videoRotationAngle = 90
+        connection.isVideoMirrored = true
+        let bounds = CGRect(x: 0, y: 0, width: 640, height: 480)
+        for live in [
+            try CaptureVideoPreviewLayer(connection: connection, input: deviceInput, bounds: bounds, videoGravity: .resizeAspectFill),
+            {
+                let l = CaptureVideoPreviewLayer(session: session)
+                l.frame = bounds
+                l.videoGravity = .resizeAspectFill
+                return l
+            }(),
+        ] {
+            let fixed = live.snapshot()
+            let p = CGPoint(x: 0.25, y: 0.125)
+            let face = previewLayerFace(input: deviceInput.id)
+            #expect(fixed.layerPointConverted(fromCaptureDevicePoint: p) == live.layerPointConverted(fromCaptureDevicePoint: p))
+            #expect(fixed.transformedMetadataObject(for: face) == live.transformedMetadataObject(for: face))
+            #expect(fixed.inputID == deviceInput.id && fixed.connection == nil && fixed.session == nil)
+            #expect(fixed.description == live.description)
+            let before = fixed.layerPointConverted(fromCaptureDevicePoint: p)
+
+            connection.videoRotationAngle = 0
+            connection.isVideoMirrored = false
+            try device.lockForConfiguration()
+            try device.setActiveFormat(try #require(device.formats.first { $0.dimensions == .init(width: 640, height: 360) }))
+            device.unlockForConfiguration()
+            #expect(live.layerPointConverted(fromCaptureDevicePoint: p) != before)
+            #expect(fixed.layerPointConverted(fromCaptureDevicePoint: p) == before)
+            #expect(fixed.videoRotationAngle == 90 && fixed.isVideoMirrored && fixed.frameDimensions == .init(width: 640, height: 480))
+            #expect(fixed.transformedMetadataObject(for: previewLayerFace(input: otherInput)) == nil)
+
+            connection.videoRotationAngle = 90
+            connection.isVideoMirrored = true
+            try device.lockForConfiguration()
+            try device.setActiveFormat(try #require(device.formats.first { $0.dimensions == .init(width: 640, height: 480) }))
+            device.unlockForConfiguration()
+        }
+        // Without geometry (no size yet): a snapshot without geometry, not a guess.
+        let unsized = CaptureVideoPreviewLayer(session: session).snapshot()
+        #expect(!unsized.hasGeometry)
+        #expect(unsized.layerPointConverted(fromCaptureDevicePoint: .zero).x.isNaN)
+        #expect(!CaptureVideoPreviewLayer().snapshot().hasGeometry)
+    }
+
     @Test func liveLayerRejectsAnotherInput() throws {
         let scene = SyntheticScene(size: .init(width: 320, height: 240), frameCount: 1)
         let inSession = try CaptureDeviceInput(device: try CaptureDevice(syntheticScene: scene, pacing: .asFastAsPossible))

@@ -97,7 +97,9 @@ package final class PreviewCamera: Sendable {
     /// The overlay for `view`: the current faces, codes and moving regions, the frame's rect and
     /// the rect of interest, all converted by one `CaptureVideoPreviewLayer`.
     package func geometry(for view: View) throws -> PreviewMessage.Geometry {
-        let layer = try Self.fixed(try self.layer(for: view))
+        // One reading of the connection for the whole drawing: a page turning mirroring on
+        // between two conversions got boxes converted one way and labelled the other.
+        let layer = try self.layer(for: view).snapshot()
         let scene = observer.current
         let faces = scene.faces.compactMap { face -> PreviewMessage.Face? in
             guard let converted = layer.transformedMetadataObject(for: face) else { return nil }
@@ -118,18 +120,6 @@ package final class PreviewCamera: Sendable {
             video: .init(layer.layerRectConverted(fromMetadataOutputRect: CGRect(x: 0, y: 0, width: 1, height: 1))),
             faces: faces, codes: codes, motion: scene.motion.flatMap { Self.motion($0, on: layer) },
             rectOfInterest: .init(layer.layerRectConverted(fromMetadataOutputRect: roi)), deviceRectOfInterest: .init(roi))
-    }
-
-    /// `live` held at one reading of its connection: a layer following a connection reads its
-    /// rotation and mirroring again at every call, so a page turning mirroring on between two
-    /// calls got a drawing whose boxes were converted one way and labelled the other (a browser
-    /// test on a loaded machine saw a face box mirrored). `live` itself without a frame size yet.
-    static func fixed(_ live: CaptureVideoPreviewLayer) throws -> CaptureVideoPreviewLayer {
-        let frame = live.frameDimensions
-        guard frame.width > 0, frame.height > 0 else { return live }
-        return try CaptureVideoPreviewLayer(
-            bounds: live.bounds, videoGravity: live.videoGravity, videoRotationAngle: live.videoRotationAngle,
-            isVideoMirrored: live.isVideoMirrored, frameDimensions: frame, inputID: live.inputID)
     }
 
     /// `motion`'s regions in layer space, the largest `PreviewMessage.maximumMotionRegions`,

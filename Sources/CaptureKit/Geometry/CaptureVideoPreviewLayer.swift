@@ -172,6 +172,27 @@ public final class CaptureVideoPreviewLayer: Sendable, CustomStringConvertible {
         state = Mutex(State(source: .live(connection, input), bounds: bounds, videoGravity: videoGravity))
     }
 
+    /// A layer fixed at this one's settings as they are now, read once: its rotation,
+    /// mirroring, frame size, input, bounds and gravity stay as they were whatever the
+    /// connection, session or this layer do next. Convert a frame's objects and rects with one
+    /// snapshot so that they all agree: a layer following a connection reads it afresh at every
+    /// call, so a rotation or mirroring changed between two calls would convert some objects one
+    /// way and the rest the other. Without geometry (no usable size or no frame yet), a layer
+    /// without geometry either.
+    public func snapshot() -> CaptureVideoPreviewLayer {
+        let s = state.withLock { $0 }
+        let r = Self.reading(of: s)
+        var copy = State(source: .empty, position: s.position, bounds: s.bounds, videoGravity: s.videoGravity)
+        if let frame = r.frame, frame.width > 0, frame.height > 0 {
+            copy.source = .fixed(quarterTurns: r.quarterTurns, mirrored: r.mirrored, frame: frame, inputID: r.inputID)
+        }
+        return CaptureVideoPreviewLayer(state: copy)
+    }
+
+    private init(state: State) {
+        self.state = Mutex(state)
+    }
+
     private static func validate(_ bounds: CGRect) throws(CaptureError) {
         guard isUsable(bounds) else {
             throw CaptureError(
@@ -278,28 +299,31 @@ public final class CaptureVideoPreviewLayer: Sendable, CustomStringConvertible {
         var quarterTurns: Int
         var mirrored: Bool
         var frame: CaptureDevice.Dimensions?
+        var inputID: CaptureInput.ID? = nil
     }
 
-    private var reading: Reading {
-        let s = state.withLock { $0 }
+    private var reading: Reading { Self.reading(of: state.withLock { $0 }) }
+
+    private static func reading(of s: State) -> Reading {
         switch s.source {
         case .empty:
             return Reading(bounds: s.bounds, gravity: s.videoGravity, quarterTurns: 0, mirrored: false, frame: nil)
-        case let .fixed(turns, mirrored, frame, _):
-            return Reading(bounds: s.bounds, gravity: s.videoGravity, quarterTurns: turns, mirrored: mirrored, frame: frame)
+        case let .fixed(turns, mirrored, frame, inputID):
+            return Reading(
+                bounds: s.bounds, gravity: s.videoGravity, quarterTurns: turns, mirrored: mirrored, frame: frame, inputID: inputID)
         case let .live(connection, input):
             // `transform` reads rotation and mirroring under one lock; the angle is always
             // 0/90/180/270 (the connection traps on anything else).
             let (rotation, mirrored) = connection.transform
             return Reading(
                 bounds: s.bounds, gravity: s.videoGravity, quarterTurns: (Int(rotation) / 90) & 3, mirrored: mirrored,
-                frame: input.device.activeFormat.dimensions)
+                frame: input.device.activeFormat.dimensions, inputID: input.id)
         case let .session(session):
             let input = session.inputs.first as? CaptureDeviceInput
-            let (rotation, mirrored) = Self.videoConnection(of: session)?.transform ?? (0, false)
+            let (rotation, mirrored) = videoConnection(of: session)?.transform ?? (0, false)
             return Reading(
                 bounds: s.bounds, gravity: s.videoGravity, quarterTurns: (Int(rotation) / 90) & 3, mirrored: mirrored,
-                frame: input?.device.activeFormat.dimensions)
+                frame: input?.device.activeFormat.dimensions, inputID: input?.id)
         }
     }
 
