@@ -411,4 +411,37 @@ private func frame(width: Int, height: Int, codes: [(PixelBuffer, Int, Int)]) th
         }
         #expect(compared > 50)
     }
+
+    /// The looks the run of the other types takes after the QR run read a code leave its pixels
+    /// flat (`ScanRun.readBefore`): neither the full look nor the gate's sparse one sees the
+    /// code's finders again; without the code's outline both do.
+    @Test func looksLeaveACodeReadBeforeFlat() throws {
+        let gray = try CodeImaging.gray(try QRTestCorpus.turnedCode(version: 3, module: 4, degrees: 30, seed: 9).frame)
+        let mean = try FinderEvidence.localMean(gray)
+        // A 12-gon of radius 110 around the code (148 px with its quiet zone, turned 30°).
+        let outline = (0..<12).map { i in
+            CGPoint(x: 320 + 110 * cos(Double(i) * .pi / 6), y: 240 + 110 * sin(Double(i) * .pi / 6))
+        }
+        #expect(try FinderEvidence.look(gray, mean: mean, cues: []).finders.count >= 3)
+        #expect(try FinderEvidence.look(gray, mean: mean, ignoringCodes: [outline], cues: []).finders.isEmpty)
+        let sparse = { (codes: [[CGPoint]]) throws in
+            try FinderEvidence.lookInScannedRows(gray, mean: mean, ignoringCodes: codes, rowStep: 2, cues: []).finders
+        }
+        #expect(try sparse([]).count >= 3)
+        #expect(try sparse([outline]).isEmpty)
+    }
+
+    /// `flatSpans`: the columns whose pixel centres lie inside each polygon, clipped to the row.
+    @Test func flatSpansAreThePixelCentresInside() {
+        let box = [CGPoint(x: 0, y: 0), CGPoint(x: 4, y: 0), CGPoint(x: 4, y: 3), CGPoint(x: 0, y: 3)]
+        #expect(FinderEvidence.flatSpans([box], y: 1, width: 10) == [0..<4])
+        #expect(FinderEvidence.flatSpans([box], y: 3, width: 10).isEmpty)
+        #expect(FinderEvidence.flatSpans([box], y: 1, width: 3) == [0..<3])
+        // A triangle (either winding): row 1's centre line y = 1.5 lies inside from x = 1.5 (on
+        // the edge: in) to 8.
+        let triangle = [CGPoint(x: 0, y: 0), CGPoint(x: 8, y: 0), CGPoint(x: 8, y: 8)].reversed().map { $0 }
+        #expect(FinderEvidence.flatSpans([triangle], y: 1, width: 10) == [1..<8])
+        #expect(FinderEvidence.flatSpans([box, triangle], y: 1, width: 10) == [0..<4, 1..<8])
+        #expect(FinderEvidence.flatSpans([box], y: -1, width: 10).isEmpty)
+    }
 }

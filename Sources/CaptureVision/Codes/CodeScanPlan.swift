@@ -60,7 +60,8 @@ struct ScanRun {
     /// Whether ZBar has scanned around the finders seen (`readAroundSeenFinders`).
     var scannedAroundFinders = false
     /// The corners of the codes an earlier run of this frame read (the QR run's, for the run of
-    /// the other types): no cue inside them opens a read (`cuesSeen`).
+    /// the other types): no cue inside them opens a read (`cuesSeen`), and the finder looks this
+    /// run takes leave them flat (`FinderEvidence.flatSpans`).
     var readBefore: [[CGPoint]] = []
     /// Finder triples `scanUpright` left for `readLargeTriples`: their upright image is over the
     /// half-size scan's budget, but their modules are too small for that scan.
@@ -662,7 +663,7 @@ struct ScanRun {
         var kinds = looks.cueKinds
         if gateRows > 0 { kinds.remove(.pdf417) }
         let look = try FinderEvidence.look(
-            gray, mean: try fullSizeMean(gray), ignoring: read, offset: passes.fullSizeFinderThresholdOffset,
+            gray, mean: try fullSizeMean(gray), ignoring: read, ignoringCodes: readBefore, offset: passes.fullSizeFinderThresholdOffset,
             cues: kinds, cuesElsewhere: (gateRows, .dataMatrix), pixelSlack: true, rowSlack: passes.looseSmallFinders)
         let finders = Self.keepingLooseFindersInTriples(look.finders)
         counts.findersSeen += finders.count
@@ -688,7 +689,9 @@ struct ScanRun {
         counts.finderChecks += 1
         let quarter = try CodeImaging.resized(half, width: half.width / 2, height: half.height / 2)
         looks.quarter = quarter
-        let look = try FinderEvidence.look(quarter, offset: passes.finderThresholdOffset, cues: looks.cueKinds)
+        let toQuarter = 1 / (2 * looks.halfScale)
+        let codes = readBefore.map { $0.map { CGPoint(x: $0.x * toQuarter, y: $0.y * toQuarter) } }
+        let look = try FinderEvidence.look(quarter, ignoringCodes: codes, offset: passes.finderThresholdOffset, cues: looks.cueKinds)
         counts.findersSeen += look.finders.count
         looks.quarterFinders = look.finders
         looks.cues = looks.cues + look.cues.scaled(by: 2 * looks.halfScale)
@@ -722,7 +725,8 @@ struct ScanRun {
         guard let offset = passes.zxingGateFullSizeOffset else { return [] }
         counts.finderChecks += 1
         let look = try FinderEvidence.lookInScannedRows(
-            gray, mean: try fullSizeMean(gray), offset: offset, rowStep: passes.zxingGateRowStep, cues: looks.cueKinds)
+            gray, mean: try fullSizeMean(gray), ignoringCodes: readBefore, offset: offset, rowStep: passes.zxingGateRowStep,
+            cues: looks.cueKinds)
         counts.findersSeen += look.finders.count
         looks.gateFinders = look.finders
         looks.cues = looks.cues + look.cues

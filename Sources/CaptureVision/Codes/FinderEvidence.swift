@@ -83,7 +83,8 @@ enum FinderEvidence {
     /// (`ratioWithinAPixel`), for the full-size look, where modules are smallest; `rowSlack`:
     /// the row test too, its finders marked `looseRow`.
     static func look(
-        _ gray: PixelBuffer, mean: PixelBuffer? = nil, ignoring: [CGRect] = [], limit: Int = 64, offset: Double = 0,
+        _ gray: PixelBuffer, mean: PixelBuffer? = nil, ignoring: [CGRect] = [], ignoringCodes codes: [[CGPoint]] = [],
+        limit: Int = 64, offset: Double = 0,
         rowStep: Int = 2, cues kinds: SymbolCues.Kinds, cuesElsewhere: (rows: Int, kinds: SymbolCues.Kinds) = (0, []),
         pixelSlack: Bool = false, rowSlack: Bool = false
     ) throws(CaptureError) -> (finders: [Finder], cues: SymbolCues) {
@@ -100,6 +101,12 @@ enum FinderEvidence {
             guard !c.isNull, c.width >= 1, c.height >= 1 else { continue }
             let x0 = Int(c.minX), x1 = Int(c.maxX), y0 = Int(c.minY), y1 = Int(c.maxY)
             for y in y0..<y1 { memset(image.baseAddress + y * stride + x0, 0, x1 - x0) }
+        }
+        let polygons = codes.filter { $0.count >= 3 }
+        if !polygons.isEmpty {
+            for y in 0..<h {
+                for span in flatSpans(polygons, y: y, width: w) { memset(image.baseAddress + y * stride + span.lowerBound, 0, span.count) }
+            }
         }
         return withExtendedLifetime(image) {
             var cues = SymbolCues()
@@ -120,10 +127,11 @@ enum FinderEvidence {
         try lookInScannedRows(gray, mean: mean, limit: limit, offset: offset, rowStep: rowStep, cues: []).finders
     }
 
-    /// `findersInScannedRows`, and on the same rows the `SymbolCues` of `cues`.
+    /// `findersInScannedRows`, and on the same rows the `SymbolCues` of `cues`; the scanned rows
+    /// are flat inside `ignoringCodes` (see `flatSpans`).
     static func lookInScannedRows(
-        _ gray: PixelBuffer, mean: PixelBuffer, limit: Int = 64, offset: Double = 0, rowStep: Int,
-        cues kinds: SymbolCues.Kinds
+        _ gray: PixelBuffer, mean: PixelBuffer, ignoringCodes codes: [[CGPoint]] = [], limit: Int = 64, offset: Double = 0,
+        rowStep: Int, cues kinds: SymbolCues.Kinds
     ) throws(CaptureError) -> (finders: [Finder], cues: SymbolCues) {
         guard gray.pixelFormat == .gray, mean.pixelFormat == .gray, gray.width == mean.width,
             gray.height == mean.height
@@ -132,12 +140,35 @@ enum FinderEvidence {
                 .conversionFailed, "comparing an image with its local mean failed: comparisons take GRAY images of one size")
         }
         return withExtendedLifetime((gray, mean)) {
-            let binary = ThresholdedOnDemand(gray, mean: mean, offset: offset)
+            let binary = ThresholdedOnDemand(gray, mean: mean, offset: offset, flat: codes.filter { $0.count >= 3 })
             defer { binary.release() }
             var cues = SymbolCues()
             let finders = scan(binary, limit: limit, rowStep: rowStep, cues: kinds, into: &cues)
             return (finders, cues)
         }
+    }
+
+    /// The columns of row `y` (of an image `width` wide) whose pixel centres lie inside each of
+    /// `polygons` (convex, either winding; pixels), one range per polygon crossing the row. The
+    /// looks taken after a code was read leave its pixels flat: its modules make finder-like
+    /// runs and `SymbolCues` of their own, which cost the scan and could never open a read.
+    static func flatSpans(_ polygons: [[CGPoint]], y: Int, width: Int) -> [Range<Int>] {
+        let yc = Double(y) + 0.5
+        var spans: [Range<Int>] = []
+        for corners in polygons {
+            var lo = Double.infinity, hi = -Double.infinity
+            for i in corners.indices {
+                let a = corners[i], b = corners[(i + 1) % corners.count]
+                guard (a.y <= yc && b.y >= yc) || (b.y <= yc && a.y >= yc), a.y != b.y else { continue }
+                let x = a.x + (yc - a.y) * (b.x - a.x) / (b.y - a.y)
+                lo = min(lo, x)
+                hi = max(hi, x)
+            }
+            guard lo.isFinite, hi.isFinite else { continue }
+            let x0 = max(0, Int((lo - 0.5).rounded(.up))), x1 = min(width, Int((hi - 0.5).rounded(.down)) + 1)
+            if x1 > x0 { spans.append(x0..<x1) }
+        }
+        return spans
     }
 
     /// The row-by-row search behind `finders` and `findersInScannedRows`.
@@ -410,8 +441,11 @@ struct ThresholdedOnDemand: FinderBinaryImage {
     private let grayStride: Int, meanStride: Int
     private let offset: UInt8
     private let scratch: UnsafeMutablePointer<UInt8>
+    /// Codes whose pixels `row` returns flat (`FinderEvidence.flatSpans`); `pixel` sees them.
+    private let flat: [[CGPoint]]
 
-    init(_ gray: PixelBuffer, mean: PixelBuffer, offset: Double) {
+    init(_ gray: PixelBuffer, mean: PixelBuffer, offset: Double, flat: [[CGPoint]] = []) {
+        self.flat = flat
         width = gray.width
         height = gray.height
         self.gray = UnsafePointer(gray.baseAddress.assumingMemoryBound(to: UInt8.self))
@@ -430,6 +464,9 @@ struct ThresholdedOnDemand: FinderBinaryImage {
         for x in 0..<width {
             let t = m[x] > off ? m[x] &- off : 0
             scratch[x] = g[x] > t ? 255 : 0
+        }
+        if !flat.isEmpty {
+            for span in FinderEvidence.flatSpans(flat, y: y, width: width) { memset(scratch + span.lowerBound, 0, span.count) }
         }
         return UnsafePointer(scratch)
     }

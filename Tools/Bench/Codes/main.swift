@@ -412,7 +412,7 @@ if CommandLine.arguments.contains("--profile") {
     let (typesArgument, cvcam) = try profiledDetector()
     var times: [Double] = []
     // Per category: times, and the passes one detection of each frame ran (behaviour, not time).
-    var byCategory: [String: (times: [Double], scans: Int, pixels: Int, finderChecks: Int, rescues: Int, zxingReads: Int, frames: Int)] = [:]
+    var byCategory: [String: (times: [Double], scans: Int, pixels: Int, finderChecks: Int, rescues: Int, zxingReads: Int, cues: (Int, Int, Int), frames: Int)] = [:]
     let end = Date().addingTimeInterval(20)
     var first = true
     while Date() < end {
@@ -423,13 +423,16 @@ if CommandLine.arguments.contains("--profile") {
             let t = milliseconds { _ = try? cvcam.detect(in: frame) }
             times.append(t)
             let after = cvcam.passCounts
-            byCategory[category, default: ([], 0, 0, 0, 0, 0, 0)].times.append(t)
+            byCategory[category, default: ([], 0, 0, 0, 0, 0, (0, 0, 0), 0)].times.append(t)
             if first {
                 byCategory[category]!.scans += after.zbarScans - before.zbarScans
                 byCategory[category]!.pixels += after.zbarPixels - before.zbarPixels
                 byCategory[category]!.finderChecks += after.finderChecks - before.finderChecks
                 byCategory[category]!.rescues += after.rescues - before.rescues
                 byCategory[category]!.zxingReads += after.zxingReads - before.zxingReads
+                byCategory[category]!.cues.0 += after.aztecCues - before.aztecCues
+                byCategory[category]!.cues.1 += after.pdf417Cues - before.pdf417Cues
+                byCategory[category]!.cues.2 += after.dataMatrixCues - before.dataMatrixCues
                 byCategory[category]!.frames += 1
             }
         }
@@ -437,12 +440,12 @@ if CommandLine.arguments.contains("--profile") {
     }
     print("640x480 with codes (\(typesArgument ?? "qr")): \(frames.count) frames, \(times.count) detections, median \(f(median(times))) ms")
     print("")
-    print("| category | median ms | ZBar scans per frame | ZBar kilopixels per frame | finder checks per frame | rescues per frame | zxing-cpp reads per frame |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("| category | median ms | ZBar scans per frame | ZBar kilopixels per frame | finder checks per frame | rescues per frame | zxing-cpp reads per frame | frames whose cues opened a read (Aztec, PDF417, Data Matrix) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for (category, _) in samplesByCategory {
         guard let c = byCategory[category.rawValue], c.frames > 0 else { continue }
         let n = Double(c.frames)
-        print("| \(category.rawValue) | \(f(median(c.times))) | \(f(Double(c.scans) / n)) | \(f(Double(c.pixels) / n / 1000, 0)) | \(f(Double(c.finderChecks) / n)) | \(f(Double(c.rescues) / n)) | \(f(Double(c.zxingReads) / n)) |")
+        print("| \(category.rawValue) | \(f(median(c.times))) | \(f(Double(c.scans) / n)) | \(f(Double(c.pixels) / n / 1000, 0)) | \(f(Double(c.finderChecks) / n)) | \(f(Double(c.rescues) / n)) | \(f(Double(c.zxingReads) / n)) | \(c.cues.0), \(c.cues.1), \(c.cues.2) of \(c.frames) |")
     }
     exit(0)
 }
