@@ -24,7 +24,9 @@ import CaptureKitTesting
             var k = dark(4) ? 0 : 1
             while k + 9 <= n {
                 let c = k + 4
-                if let inner = SymbolCues.equalRuns(7, from: k + 1, len), 14 * len(k) >= inner, 14 * len(k + 8) >= inner {
+                if let inner = SymbolCues.equalRuns(7, from: k + 1, len), 14 * len(k) >= inner, 14 * len(k + 8) >= inner,
+                    (1...3).allSatisfy({ SymbolCues.ringsMirrored(len(c - $0), len(c + $0)) })
+                {
                     let total = inner * 9 / 7
                     let cx = starts[c] + len(c) / 2
                     if !cues.bullseyes.contains(where: { abs(Int($0.centre.x) - cx) < total / 2 && abs(Int($0.centre.y) - y) < total / 2 }),

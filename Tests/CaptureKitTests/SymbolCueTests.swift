@@ -139,6 +139,37 @@ import CaptureKitTesting
         }
     }
 
+    /// An Aztec symbol seen in perspective, its near side up to 1.6 times its far one: the
+    /// bullseye's rings are crossed wider on one side of its centre than on the other, and the
+    /// cue still opens the read (`SymbolCues.ringsMirrored` allows 5:3 between the two).
+    @Test(arguments: [1.0, 1.3, 1.55])
+    func anAztecSymbolInPerspectiveOpensItsRead(_ near: Double) throws {
+        let printed = try Self.fixture("Tests/Fixtures/codes/aztec.png")
+        let box = Self.darkBox(printed)
+        let r = CGRect(x: Double(box.x) - 8, y: Double(box.y) - 8, width: Double(box.width) + 16, height: Double(box.height) + 16)
+        // 3 px per module at the far (left) side; the right side `near` times as tall.
+        let side = r.width * 3 / 4, far = r.height * 3 / 4
+        let to = [
+            CGPoint(x: 320 - side / 2, y: 240 - far / 2), CGPoint(x: 320 + side / 2, y: 240 - near * far / 2),
+            CGPoint(x: 320 + side / 2, y: 240 + near * far / 2), CGPoint(x: 320 - side / 2, y: 240 + far / 2),
+        ]
+        let from = [CGPoint(x: r.minX, y: r.minY), CGPoint(x: r.maxX, y: r.minY), CGPoint(x: r.maxX, y: r.maxY), CGPoint(x: r.minX, y: r.maxY)]
+        let frame = try CodeImaging.gray(try QRTestCorpus.background(width: 640, height: 480, seed: 8))
+        try CodeImaging.warp(printed, into: frame, homography: try CodeImaging.homography(from: from, to: to))
+        let detector = try CodeDetector(metadataObjectTypes: CodeDetector.twoDimensionalTypes)
+        let codes = try detector.detections(in: frame)
+        #expect(detector.passCounts.aztecCues == 1, "near side \(near)x")
+        #expect(codes.contains { $0.type == .aztec && $0.stringValue == "cvcam Aztec 1" }, "near side \(near)x")
+    }
+
+    /// `SymbolCues.ringsMirrored`: within 2 px (blur at 2-px modules) or 5:3; a one-module run
+    /// against a two-module one from 3 px per module is not.
+    @Test func ringsCrossedOnBothSidesAreMirrored() {
+        #expect(SymbolCues.ringsMirrored(3, 3) && SymbolCues.ringsMirrored(1, 3) && SymbolCues.ringsMirrored(4, 2))
+        #expect(SymbolCues.ringsMirrored(10, 6) && SymbolCues.ringsMirrored(6, 10))
+        #expect(!SymbolCues.ringsMirrored(3, 6) && !SymbolCues.ringsMirrored(8, 4) && !SymbolCues.ringsMirrored(5, 10))
+    }
+
     @Test func codeFreePhotosRarelyOpenTheGate() throws {
         // Every face fixture photo at two camera sizes: an open gate costs a zxing-cpp read of
         // the whole frame, so texture must rarely pass for a symbol.
