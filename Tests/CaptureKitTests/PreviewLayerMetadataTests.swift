@@ -179,7 +179,9 @@ struct PreviewLayerMetadataTests {
 
     /// A layer made from a connection follows later changes to the connection and the
     /// device's active format.
-    @Test func liveLayerFollowsConnectionAndActiveFormat() throws {
+    /// A synthetic 640×480 camera (with a 640×360 format too) in a session with a video data
+    /// output, and that output's connection.
+    func syntheticCamera() throws -> (CaptureDevice, CaptureDeviceInput, CaptureSession, CaptureConnection) {
         let scene = SyntheticScene(
             size: .init(width: 640, height: 480), frameCount: 1, additionalSizes: [.init(width: 640, height: 360)])
         let device = try CaptureDevice(syntheticScene: scene, pacing: .asFastAsPossible)
@@ -189,6 +191,11 @@ struct PreviewLayerMetadataTests {
         let output = CaptureVideoDataOutput()
         try session.addOutput(output)
         let connection = try #require(output.connection(with: .video))
+        return (device, deviceInput, session, connection)
+    }
+
+    @Test func liveLayerFollowsConnectionAndActiveFormat() throws {
+        let (device, deviceInput, _, connection) = try syntheticCamera()
 
         let layer = try CaptureVideoPreviewLayer(
             connection: connection, input: deviceInput, bounds: CGRect(x: 0, y: 0, width: 640, height: 480))
@@ -222,15 +229,7 @@ struct PreviewLayerMetadataTests {
     /// `snapshot()`: one reading of a live layer, kept while the connection and format change;
     /// its conversions are the live layer's at that moment.
     @Test func snapshotKeepsOneReading() throws {
-        let scene = SyntheticScene(
-            size: .init(width: 640, height: 480), frameCount: 1, additionalSizes: [.init(width: 640, height: 360)])
-        let device = try CaptureDevice(syntheticScene: scene, pacing: .asFastAsPossible)
-        let deviceInput = try CaptureDeviceInput(device: device)
-        let session = CaptureSession()
-        try session.addInput(deviceInput)
-        let output = CaptureVideoDataOutput()
-        try session.addOutput(output)
-        let connection = try #require(output.connection(with: .video))
+        let (device, deviceInput, session, connection) = try syntheticCamera()
         connection.videoRotationAngle = 90
         connection.isVideoMirrored = true
         let bounds = CGRect(x: 0, y: 0, width: 640, height: 480)
