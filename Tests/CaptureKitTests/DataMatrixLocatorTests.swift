@@ -61,6 +61,28 @@ import CaptureKitTesting
         }
     }
 
+    /// `ScanRun.readDataMatrixAroundEdges`: rows a few pixels apart cross a turned timing edge for
+    /// different lengths; a crop sized by a short crossing cuts the symbol off, and the longer
+    /// crossing, whose middle lies in that crop, is still tried (a turned symbol in
+    /// `bench-codes --other-types` was missed so).
+    @Test func aLongerCrossingOfAnEdgeTriedIsTriedToo() throws {
+        let gray = try SymbolCueTests.placed(
+            "Tests/Fixtures/codes/datamatrix.png", module: 3, angle: 0, centre: CGPoint(x: 200, y: 280), seed: 3)
+        var cued = ScanRun(scanner: try ZBarScanner(), zxing: try ZXingReader(), passes: CodeDetector.Passes(), types: [.dataMatrix])
+        cued.looks.cueKinds = [.dataMatrix]
+        _ = try cued.cuesSeen(gray)
+        let long = try #require(cued.looks.cues.dataMatrix.max { $0.width < $1.width })
+        let short = CGRect(x: long.minX, y: long.minY, width: (0.4 * long.width).rounded(), height: 0)
+        func read(_ edges: [CGRect]) throws -> [String] {
+            var run = ScanRun(scanner: try ZBarScanner(), zxing: try ZXingReader(), passes: CodeDetector.Passes(), types: [.dataMatrix])
+            run.looks.cues.dataMatrix = edges
+            try run.readDataMatrixAroundEdges(gray)
+            return run.found.compactMap(\.text)
+        }
+        #expect(try read([short]).isEmpty)
+        #expect(try read([short, long]) == [Self.text])
+    }
+
     @Test func theLocatorFindsTheSymbolsSizeAndModules() throws {
         let gray = try Self.distorted(bend: 2)
         let symbols = try DataMatrixLocator.locate(gray)

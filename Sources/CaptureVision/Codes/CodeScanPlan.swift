@@ -255,15 +255,20 @@ struct ScanRun {
     /// is the edge: up to 36 modules against 8). Where zxing-cpp reads nothing in a crop, cvcam's
     /// own locator (`readLocatedDataMatrix`) tries it, thresholded halfway between the edge's
     /// light and dark modules: the crop's clutter, not the symbol, decides a threshold taken
-    /// from the whole crop (Otsu), and a faint symbol then vanishes. At most four crops a frame.
+    /// from the whole crop (Otsu), and a faint symbol then vanishes. An edge whose first crop
+    /// lies inside one tried already is skipped; a longer crossing of the same turned edge (rows a
+    /// few pixels apart cross it for different lengths) is not: a crop sized by a short crossing
+    /// cuts the symbol off. At most four crops a frame.
     mutating func readDataMatrixAroundEdges(_ gray: PixelBuffer) throws(CaptureError) {
         var tried: [CGRect] = []
         let frame = CGRect(x: 0, y: 0, width: gray.width, height: gray.height)
-        for edge in looks.cues.dataMatrix where !tried.contains(where: { $0.contains(CGPoint(x: edge.midX, y: edge.midY)) }) {
+        func crop(_ edge: CGRect, reach: Double) -> CGRect {
             let l = max(edge.width, 16)
+            return CGRect(x: edge.midX - 1.5 * l, y: edge.midY - reach * l, width: 3 * l, height: 2 * reach * l).intersection(frame)
+        }
+        for edge in looks.cues.dataMatrix where !tried.contains(where: { $0.contains(crop(edge, reach: Self.edgeCropReaches[0])) }) {
             for reach in Self.edgeCropReaches where tried.count < 4 {
-                let area = CGRect(x: edge.midX - 1.5 * l, y: edge.midY - reach * l, width: 3 * l, height: 2 * reach * l)
-                    .intersection(frame)
+                let area = crop(edge, reach: reach)
                 guard !area.isNull, area.width >= 16, area.height >= 16,
                     !found.contains(where: { $0.type == .dataMatrix && DeviceSpace.boundingBox(of: $0.points).intersects(area) })
                 else { break }
