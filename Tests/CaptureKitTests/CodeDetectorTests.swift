@@ -443,5 +443,12 @@ private func frame(width: Int, height: Int, codes: [(PixelBuffer, Int, Int)]) th
         #expect(FinderEvidence.flatSpans([triangle], y: 1, width: 10) == [1..<8])
         #expect(FinderEvidence.flatSpans([box, triangle], y: 1, width: 10) == [0..<4, 1..<8])
         #expect(FinderEvidence.flatSpans([box], y: -1, width: 10).isEmpty)
+        // Corners far outside the image (or not numbers) clip to the row, never trap.
+        let far = [CGPoint(x: -1e300, y: 0), CGPoint(x: 1e300, y: 0), CGPoint(x: 1e300, y: 4), CGPoint(x: -1e300, y: 4)]
+        #expect(FinderEvidence.flatSpans([far], y: 2, width: 10) == [0..<10])
+        let beyond = [CGPoint(x: 50, y: 0), CGPoint(x: 1e300, y: 0), CGPoint(x: 1e300, y: 4), CGPoint(x: 50, y: 4)]
+        #expect(FinderEvidence.flatSpans([beyond], y: 2, width: 10).isEmpty)
+        let nan = [CGPoint(x: CGFloat.nan, y: 0), CGPoint(x: 4, y: CGFloat.nan), CGPoint(x: 4, y: 3)]
+        #expect(FinderEvidence.flatSpans([nan], y: 1, width: 10).count <= 1)
     }
 }

@@ -164,7 +164,11 @@ enum FinderEvidence {
                 lo = min(lo, x)
                 hi = max(hi, x)
             }
+            // Clamped before conversion: a corner mapped back from a steep warp may lie far outside.
             guard lo.isFinite, hi.isFinite else { continue }
+            lo = max(lo, -1)
+            hi = min(hi, Double(width) + 1)
+            guard hi >= lo else { continue }
             let x0 = max(0, Int((lo - 0.5).rounded(.up))), x1 = min(width, Int((hi - 0.5).rounded(.down)) + 1)
             if x1 > x0 { spans.append(x0..<x1) }
         }
