@@ -431,6 +431,29 @@ private func frame(width: Int, height: Int, codes: [(PixelBuffer, Int, Int)]) th
         #expect(try sparse([outline]).isEmpty)
     }
 
+    /// A code's outline over the rows' first pixels (a code cut off by the frame's left edge):
+    /// the gate's sparse look blanks its rows only, and the runs right of the code keep their
+    /// colours (`scanRow` takes them from the row, not from `pixel`): an Aztec symbol there keeps
+    /// its cue.
+    @Test func aCodeAtTheRowsStartLeavesTheCuesRightOfIt() throws {
+        let printed = try SymbolCueTests.fixture("Tests/Fixtures/codes/aztec.png")
+        let box = SymbolCueTests.darkBox(printed)
+        let gray = try PixelBuffer(width: 640, height: 480, pixelFormat: .gray)
+        try Imaging.fill(gray, x: 0, y: 0, width: 640, height: 480, red: 200, green: 200, blue: 200, "test frame")
+        let (from, to) = Placement.turned(
+            CGRect(x: Double(box.x) - 8, y: Double(box.y) - 8, width: Double(box.width) + 16, height: Double(box.height) + 16),
+            scale: 0.75, degrees: 0, centre: CGPoint(x: 420, y: 240))
+        try CodeImaging.warp(printed, into: gray, homography: try CodeImaging.homography(from: from, to: to))
+        let mean = try FinderEvidence.localMean(gray)
+        let code = [CGPoint(x: -10, y: -10), CGPoint(x: 60, y: -10), CGPoint(x: 60, y: 490), CGPoint(x: -10, y: 490)]
+        let look = { (codes: [[CGPoint]]) throws in
+            try FinderEvidence.lookInScannedRows(gray, mean: mean, ignoringCodes: codes, offset: 15, rowStep: 1, cues: [.aztec]).cues
+        }
+        let plain = try look([]).bullseyes.map(\.centre)
+        #expect(!plain.isEmpty)
+        #expect(try look([code]).bullseyes.map(\.centre) == plain)
+    }
+
     /// `flatSpans`: the columns whose pixel centres lie inside each polygon, clipped to the row.
     @Test func flatSpansAreThePixelCentresInside() {
         let box = [CGPoint(x: 0, y: 0), CGPoint(x: 4, y: 0), CGPoint(x: 4, y: 3), CGPoint(x: 0, y: 3)]

@@ -177,8 +177,6 @@ struct PreviewLayerMetadataTests {
         #expect(layer.transformedMetadataObject(for: other) == nil)
     }
 
-    /// A layer made from a connection follows later changes to the connection and the
-    /// device's active format.
     /// A synthetic 640×480 camera (with a 640×360 format too) in a session with a video data
     /// output, and that output's connection.
     func syntheticCamera() throws -> (CaptureDevice, CaptureDeviceInput, CaptureSession, CaptureConnection) {
@@ -194,6 +192,8 @@ struct PreviewLayerMetadataTests {
         return (device, deviceInput, session, connection)
     }
 
+    /// A layer made from a connection follows later changes to the connection and the
+    /// device's active format.
     @Test func liveLayerFollowsConnectionAndActiveFormat() throws {
         let (device, deviceInput, _, connection) = try syntheticCamera()
 

@@ -128,7 +128,7 @@ import CaptureKitTesting
             }
             starts[n] = binary.width
             referenceScanRow(binary, y: y, starts: starts, runs: n, kinds: kinds, into: &old)
-            SymbolCues.scanRow(binary, y: y, starts: starts, runs: n, kinds: kinds, into: &new)
+            SymbolCues.scanRow(binary, y: y, starts: starts, runs: n, firstDark: binary.pixel(0, y) == 0, kinds: kinds, into: &new)
         }
         return (old, new)
     }

@@ -255,28 +255,33 @@ struct ScanRun {
     /// is the edge: up to 36 modules against 8). Where zxing-cpp reads nothing in a crop, cvcam's
     /// own locator (`readLocatedDataMatrix`) tries it, thresholded halfway between the edge's
     /// light and dark modules: the crop's clutter, not the symbol, decides a threshold taken
-    /// from the whole crop (Otsu), and a faint symbol then vanishes. An edge whose first crop
-    /// lies inside one tried already is skipped; a longer crossing of the same turned edge (rows a
-    /// few pixels apart cross it for different lengths) is not: a crop sized by a short crossing
-    /// cuts the symbol off. At most four crops a frame.
+    /// from the whole crop (Otsu), and a faint symbol then vanishes. An edge whose middle lies in
+    /// a crop tried already is skipped unless it is at least `longerCrossing` times as long as
+    /// the edge that crop was cut for: rows a few pixels apart cross a turned edge for different
+    /// lengths, and a crop sized by a short crossing cuts the symbol off. At most four crops a
+    /// frame.
     mutating func readDataMatrixAroundEdges(_ gray: PixelBuffer) throws(CaptureError) {
-        var tried: [CGRect] = []
+        var tried: [(area: CGRect, edge: Double)] = []
         let frame = CGRect(x: 0, y: 0, width: gray.width, height: gray.height)
-        func crop(_ edge: CGRect, reach: Double) -> CGRect {
+        for edge in looks.cues.dataMatrix
+        where !tried.contains(where: { $0.area.contains(CGPoint(x: edge.midX, y: edge.midY)) && edge.width < Self.longerCrossing * $0.edge }) {
             let l = max(edge.width, 16)
-            return CGRect(x: edge.midX - 1.5 * l, y: edge.midY - reach * l, width: 3 * l, height: 2 * reach * l).intersection(frame)
-        }
-        for edge in looks.cues.dataMatrix where !tried.contains(where: { $0.contains(crop(edge, reach: Self.edgeCropReaches[0])) }) {
             for reach in Self.edgeCropReaches where tried.count < 4 {
-                let area = crop(edge, reach: reach)
+                let area = CGRect(x: edge.midX - 1.5 * l, y: edge.midY - reach * l, width: 3 * l, height: 2 * reach * l)
+                    .intersection(frame)
                 guard !area.isNull, area.width >= 16, area.height >= 16,
                     !found.contains(where: { $0.type == .dataMatrix && DeviceSpace.boundingBox(of: $0.points).intersects(area) })
                 else { break }
-                tried.append(area)
+                tried.append((area, edge.width))
                 if try readDataMatrix(in: area, of: gray, edge: edge) { break }
             }
         }
     }
+
+    /// How much longer than the edge a crop was cut for another crossing inside that crop must
+    /// be to get crops of its own (`readDataMatrixAroundEdges`): the same edge crossed a pixel
+    /// longer would only spend the frame's four crops again.
+    static let longerCrossing = 1.25
 
     /// How far the crops of `readDataMatrixAroundEdges` reach across the edge each way, in edge
     /// lengths: a square symbol's side, then a rectangular one's long side (8×36 modules: 4.5).

@@ -78,7 +78,9 @@ enum FinderEvidence {
     }
 
     /// `finders`, and on the same rows the `SymbolCues` of `cues` (none: the QR scan alone),
-    /// except those another look notes on some rows (`cuesElsewhere`, see `scan`); `pixelSlack`:
+    /// except those another look notes on some rows (`cuesElsewhere`, see `scan`). The pixels in
+    /// `ignoring` and inside `ignoringCodes` (the corners of codes read: `flatSpans`) are flat,
+    /// for the cross-checks too. `pixelSlack`:
     /// the cross-checks of patterns up to 17 px allow half a pixel more per ring
     /// (`ratioWithinAPixel`), for the full-size look, where modules are smallest; `rowSlack`:
     /// the row test too, its finders marked `looseRow`.
@@ -231,7 +233,9 @@ enum FinderEvidence {
             }
             starts[n] = w
             let rowKinds = cuesElsewhere.rows > 0 && (y &- 1) % cuesElsewhere.rows == 0 ? elsewhereRowKinds : kinds
-            if !rowKinds.isEmpty { SymbolCues.scanRow(binary, y: y, starts: starts, runs: n, kinds: rowKinds, into: &cues) }
+            if !rowKinds.isEmpty {
+                SymbolCues.scanRow(binary, y: y, starts: starts, runs: n, firstDark: row[0] == 0, kinds: rowKinds, into: &cues)
+            }
             var i = 0
             while i &+ 4 < n {
                 let s0 = starts[i], s1 = starts[i &+ 1], s2 = starts[i &+ 2]
@@ -445,7 +449,9 @@ struct ThresholdedOnDemand: FinderBinaryImage {
     private let grayStride: Int, meanStride: Int
     private let offset: UInt8
     private let scratch: UnsafeMutablePointer<UInt8>
-    /// Codes whose pixels `row` returns flat (`FinderEvidence.flatSpans`); `pixel` sees them.
+    /// Codes whose pixels `row` returns flat (`FinderEvidence.flatSpans`); `pixel` does not
+    /// blank them: a cross-check reaching into a code sees its modules (no candidate starts
+    /// there, its rows having no runs).
     private let flat: [[CGPoint]]
 
     init(_ gray: PixelBuffer, mean: PixelBuffer, offset: Double, flat: [[CGPoint]] = []) {

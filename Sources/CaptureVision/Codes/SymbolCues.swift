@@ -171,8 +171,10 @@ struct SymbolCues: Sendable {
     /// At most this many cues of each kind per image (a textured frame does not grow the lists).
     static let limit = 16
 
-    /// Tests the runs of row `y` (run `k` spans `starts[k]..<starts[k + 1]`, `n` runs) for the
-    /// cues of `kinds`, appending what it finds.
+    /// Tests the runs of row `y` (run `k` spans `starts[k]..<starts[k + 1]`, `n` runs; the first
+    /// dark when `firstDark`) for the cues of `kinds`, appending what it finds. The runs' colours
+    /// come from the scanned row, not from `binary.pixel`: a look may leave a code's pixels flat
+    /// in its rows only (`ThresholdedOnDemand`), the row's first pixel among them.
     ///
     /// Two passes over the runs (this runs on every scanned row of every finder look, and
     /// texture under the full-size look's threshold makes many short runs). The first tests
@@ -185,7 +187,8 @@ struct SymbolCues: Sendable {
     /// testing every window of every kind in turn (`SymbolCueScanTests` compares both on random
     /// runs and placed symbols).
     static func scanRow<Binary: FinderBinaryImage>(
-        _ binary: Binary, y: Int, starts: UnsafeMutablePointer<Int>, runs n: Int, kinds: Kinds, into cues: inout SymbolCues
+        _ binary: Binary, y: Int, starts: UnsafeMutablePointer<Int>, runs n: Int, firstDark: Bool, kinds: Kinds,
+        into cues: inout SymbolCues
     ) {
         guard n >= 7 else { return }
         let aztec = kinds.contains(.aztec) && cues.bullseyes.count < limit && n >= 9
@@ -193,7 +196,6 @@ struct SymbolCues: Sendable {
         var dm = kinds.contains(.dataMatrix) && cues.dataMatrix.count < limit && n >= 10
         guard aztec || pdf || dm else { return }
         // Run k is dark when its first pixel is: runs alternate from the row's first pixel.
-        let firstDark = binary.pixel(0, y) == 0
         @inline(__always) func dark(_ k: Int) -> Bool { (k & 1 == 0) == firstDark }
         @inline(__always) func len(_ k: Int) -> Int { starts[k &+ 1] &- starts[k] }
         // PDF417 crossings of this row, kept until the end so that they are noted pattern by
