@@ -162,6 +162,20 @@ import CaptureKitTesting
         #expect(codes.contains { $0.type == .aztec && $0.stringValue == "cvcam Aztec 1" }, "near side \(near)x")
     }
 
+    /// A faint PDF417 of 2-px modules turned 5° in a camera frame: its cue opens the read, and
+    /// zxing-cpp 1.4 reads it only in the area around its start and stop patterns at twice the
+    /// size, sharpened (`ScanRun.readPDF417AroundPatterns`); in the frame its modules merge.
+    @Test func aFaintSmallPDF417IsReadAroundItsPatterns() throws {
+        let detector = try CodeDetector(metadataObjectTypes: CodeDetector.twoDimensionalTypes)
+        let frame = try Self.placed(
+            "Tests/Fixtures/codes/pdf417.png", module: 2, angle: 5, centre: CGPoint(x: 400, y: 250), seed: 5, faint: true)
+        let gray = try CodeImaging.gray(frame)
+        #expect(try ZXingReader().read(gray, hints: .defaults([.pdf417])).isEmpty)
+        let codes = try detector.detections(in: frame)
+        #expect(detector.passCounts.pdf417Cues == 1)
+        #expect(codes.contains { $0.type == .pdf417 && $0.stringValue == "cvcam PDF417 1" })
+    }
+
     /// `SymbolCues.ringsMirrored`: within 2 px (blur at 2-px modules) or 5:3; a one-module run
     /// against a two-module one from 3 px per module is not.
     @Test func ringsCrossedOnBothSidesAreMirrored() {

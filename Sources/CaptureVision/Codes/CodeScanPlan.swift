@@ -278,6 +278,30 @@ struct ScanRun {
         }
     }
 
+    /// A PDF417 symbol whose start or stop pattern a cue saw and that zxing-cpp 1.4 did not read
+    /// in the frame: the area around the patterns' crossings (their box, and half its longer
+    /// side or 64 px more each way), at twice its size and unsharp-masked, as the doubled linear
+    /// read does for bars of about two pixels (a PDF417 row is a barcode); faint 2-px modules
+    /// merge in the frame. Not over `pdf417CropLimit` px a side.
+    mutating func readPDF417AroundPatterns(_ gray: PixelBuffer) throws(CaptureError) {
+        let points = looks.cues.pdf417
+        guard let x0 = points.map(\.x).min(), let x1 = points.map(\.x).max(), let y0 = points.map(\.y).min(),
+            let y1 = points.map(\.y).max()
+        else { return }
+        let margin = max(64, max(x1 - x0, y1 - y0) / 2)
+        let area = CGRect(x: x0, y: y0, width: x1 - x0, height: y1 - y0).insetBy(dx: -margin, dy: -margin)
+            .intersection(CGRect(x: 0, y: 0, width: gray.width, height: gray.height))
+        guard !area.isNull, area.width >= 16, area.height >= 16, max(area.width, area.height) <= Double(Self.pdf417CropLimit) else { return }
+        let region = PixelRect(
+            x: Int(area.minX), y: Int(area.minY), width: Int(area.width.rounded(.down)), height: Int(area.height.rounded(.down)))
+        let doubled = try CodeImaging.sharpened(try CodeImaging.doubled(try CodeImaging.crop(gray, region)), sigma: 2, amount: 1.5)
+        _ = try zxingRead(
+            doubled, mapping: .scaling(0.5, 0.5, offsetX: Double(region.x), offsetY: Double(region.y)), hints: .defaults([.pdf417]))
+    }
+
+    /// The longest side of `readPDF417AroundPatterns`' crop (doubled: 1280 px).
+    static let pdf417CropLimit = 640
+
     /// How much longer than the edge a crop was cut for another crossing inside that crop must
     /// be to get crops of its own (`readDataMatrixAroundEdges`): the same edge crossed a pixel
     /// longer would only spend the frame's four crops again.
@@ -379,6 +403,9 @@ struct ScanRun {
                 }
                 if gated && readTypes.contains(.dataMatrix) && passes.locate {
                     try readDataMatrixAroundEdges(gray)
+                }
+                if gated && readTypes.contains(.pdf417) && passes.locate && !found.contains(where: { $0.type == .pdf417 }) {
+                    try readPDF417AroundPatterns(gray)
                 }
                 // A still cropped to the symbol's edge has no quiet zone, which zxing-cpp 1.4's
                 // Data Matrix detector needs to find the L; a light margin of a tenth of the
