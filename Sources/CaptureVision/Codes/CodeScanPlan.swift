@@ -280,15 +280,16 @@ struct ScanRun {
 
     /// A PDF417 symbol whose start or stop pattern a cue saw and that zxing-cpp 1.4 did not read
     /// in the frame: the area around the patterns' crossings (their box, and half its longer
-    /// side or 64 px more each way), at twice its size and unsharp-masked, as the doubled linear
-    /// read does for bars of about two pixels (a PDF417 row is a barcode); faint 2-px modules
-    /// merge in the frame. Not over `pdf417CropLimit` px a side.
+    /// side or 160 px more each way: one pattern seen says not which side the symbol lies on,
+    /// and this pass is for modules of about 2 px), at twice its size and unsharp-masked, as
+    /// the doubled linear read does for bars of about two pixels (a PDF417 row is a barcode);
+    /// faint 2-px modules merge in the frame. Not over `pdf417CropLimit` px a side.
     mutating func readPDF417AroundPatterns(_ gray: PixelBuffer) throws(CaptureError) {
         let points = looks.cues.pdf417
         guard let x0 = points.map(\.x).min(), let x1 = points.map(\.x).max(), let y0 = points.map(\.y).min(),
             let y1 = points.map(\.y).max()
         else { return }
-        let margin = max(64, max(x1 - x0, y1 - y0) / 2)
+        let margin = max(160, max(x1 - x0, y1 - y0) / 2)
         let area = CGRect(x: x0, y: y0, width: x1 - x0, height: y1 - y0).insetBy(dx: -margin, dy: -margin)
             .intersection(CGRect(x: 0, y: 0, width: gray.width, height: gray.height))
         guard !area.isNull, area.width >= 16, area.height >= 16, max(area.width, area.height) <= Double(Self.pdf417CropLimit) else { return }
