@@ -285,19 +285,15 @@ struct ScanRun {
     /// the doubled linear read does for bars of about two pixels (a PDF417 row is a barcode);
     /// faint 2-px modules merge in the frame. Not over `pdf417CropLimit` px a side.
     mutating func readPDF417AroundPatterns(_ gray: PixelBuffer) throws(CaptureError) {
-        let points = looks.cues.pdf417
-        guard let x0 = points.map(\.x).min(), let x1 = points.map(\.x).max(), let y0 = points.map(\.y).min(),
-            let y1 = points.map(\.y).max()
-        else { return }
-        let margin = max(160, max(x1 - x0, y1 - y0) / 2)
-        let area = CGRect(x: x0, y: y0, width: x1 - x0, height: y1 - y0).insetBy(dx: -margin, dy: -margin)
-            .intersection(CGRect(x: 0, y: 0, width: gray.width, height: gray.height))
+        let box = DeviceSpace.boundingBox(of: looks.cues.pdf417)
+        guard !box.isNull else { return }
+        let margin = max(160, max(box.width, box.height) / 2)
+        let area = box.insetBy(dx: -margin, dy: -margin).intersection(CGRect(x: 0, y: 0, width: gray.width, height: gray.height))
         guard !area.isNull, area.width >= 16, area.height >= 16, max(area.width, area.height) <= Double(Self.pdf417CropLimit) else { return }
         let region = PixelRect(
             x: Int(area.minX), y: Int(area.minY), width: Int(area.width.rounded(.down)), height: Int(area.height.rounded(.down)))
-        let doubled = try CodeImaging.sharpened(try CodeImaging.doubled(try CodeImaging.crop(gray, region)), sigma: 2, amount: 1.5)
         _ = try zxingRead(
-            doubled, mapping: .scaling(0.5, 0.5, offsetX: Double(region.x), offsetY: Double(region.y)), hints: .defaults([.pdf417]))
+            try Self.doubledSharpened(try CodeImaging.crop(gray, region)), mapping: .scaling(0.5, 0.5, offsetX: Double(region.x), offsetY: Double(region.y)), hints: .defaults([.pdf417]))
     }
 
     /// The longest side of `readPDF417AroundPatterns`' crop (doubled: 1280 px).
@@ -562,9 +558,14 @@ struct ScanRun {
         guard passes.doubledLinearRead, !checked.isEmpty, min(gray.width, gray.height) < Self.gateSize,
             max(gray.width, gray.height) <= Self.upscaleLimit, !linearRead
         else { return }
-        _ = try zxingRead(
-            try CodeImaging.sharpened(try CodeImaging.doubled(gray), sigma: 2, amount: 1.5), mapping: .scaling(0.5, 0.5),
-            hints: .defaults(checked))
+        _ = try zxingRead(try Self.doubledSharpened(gray), mapping: .scaling(0.5, 0.5), hints: .defaults(checked))
+    }
+
+    /// `image` at twice its size (bilinear), unsharp-masked as ZBar's sharpened copy is: the
+    /// doubled reads of bars and modules of about two pixels blurred below their width
+    /// (`readDoubledSharpened`, `readPDF417AroundPatterns`).
+    static func doubledSharpened(_ image: PixelBuffer) throws(CaptureError) -> PixelBuffer {
+        try CodeImaging.sharpened(try CodeImaging.doubled(image), sigma: 2, amount: 1.5)
     }
 
     /// Whether a linear code (any type but the 2-D ones) was read: the linear passes after the
