@@ -473,5 +473,6 @@ private func frame(width: Int, height: Int, codes: [(PixelBuffer, Int, Int)]) th
         #expect(FinderEvidence.flatSpans([beyond], y: 2, width: 10).isEmpty)
         let nan = [CGPoint(x: CGFloat.nan, y: 0), CGPoint(x: 4, y: CGFloat.nan), CGPoint(x: 4, y: 3)]
         #expect(FinderEvidence.flatSpans([nan], y: 1, width: 10).count <= 1)
+        #expect(FinderEvidence.flatSpans([[CGPoint(x: 0, y: 0), CGPoint(x: 9, y: 9)]], y: 2, width: 10).isEmpty)
     }
 }

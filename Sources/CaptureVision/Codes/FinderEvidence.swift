@@ -104,10 +104,9 @@ enum FinderEvidence {
             let x0 = Int(c.minX), x1 = Int(c.maxX), y0 = Int(c.minY), y1 = Int(c.maxY)
             for y in y0..<y1 { memset(image.baseAddress + y * stride + x0, 0, x1 - x0) }
         }
-        let polygons = codes.filter { $0.count >= 3 }
-        if !polygons.isEmpty {
+        if !codes.isEmpty {
             for y in 0..<h {
-                for span in flatSpans(polygons, y: y, width: w) { memset(image.baseAddress + y * stride + span.lowerBound, 0, span.count) }
+                for span in flatSpans(codes, y: y, width: w) { memset(image.baseAddress + y * stride + span.lowerBound, 0, span.count) }
             }
         }
         return withExtendedLifetime(image) {
@@ -142,7 +141,7 @@ enum FinderEvidence {
                 .conversionFailed, "comparing an image with its local mean failed: comparisons take GRAY images of one size")
         }
         return withExtendedLifetime((gray, mean)) {
-            let binary = ThresholdedOnDemand(gray, mean: mean, offset: offset, flat: codes.filter { $0.count >= 3 })
+            let binary = ThresholdedOnDemand(gray, mean: mean, offset: offset, flat: codes)
             defer { binary.release() }
             var cues = SymbolCues()
             let finders = scan(binary, limit: limit, rowStep: rowStep, cues: kinds, into: &cues)
@@ -151,13 +150,14 @@ enum FinderEvidence {
     }
 
     /// The columns of row `y` (of an image `width` wide) whose pixel centres lie inside each of
-    /// `polygons` (convex, either winding; pixels), one range per polygon crossing the row. The
-    /// looks taken after a code was read leave its pixels flat: its modules make finder-like
-    /// runs and `SymbolCues` of their own, which cost the scan and could never open a read.
+    /// `polygons` (convex, either winding; pixels; fewer than three corners outline nothing), one
+    /// range per polygon crossing the row. The looks taken after a code was read leave its pixels
+    /// flat: its modules make finder-like runs and `SymbolCues` of their own, which cost the scan
+    /// and could never open a read.
     static func flatSpans(_ polygons: [[CGPoint]], y: Int, width: Int) -> [Range<Int>] {
         let yc = Double(y) + 0.5
         var spans: [Range<Int>] = []
-        for corners in polygons {
+        for corners in polygons where corners.count >= 3 {
             var lo = Double.infinity, hi = -Double.infinity
             for i in corners.indices {
                 let a = corners[i], b = corners[(i + 1) % corners.count]
