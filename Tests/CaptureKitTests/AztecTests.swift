@@ -99,4 +99,27 @@ import CaptureKitTesting
         let codes = try CodeDetector(metadataObjectTypes: [.aztec]).detections(in: frame)
         #expect(codes.map(\.stringValue) == ["cvcam Aztec 1"])
     }
+
+    /// `ScanRun.moduleValues` samples each module at its centre: on an upright image whose
+    /// pixels hold three times their column (or row), module i's value is three times its
+    /// centre, (q + i + 0.5)·s with a pixel's centre at its integer coordinate (the warp's).
+    /// The pixels one before sat a fifth of a module off at 5 px per module.
+    @Test func modulesAreSampledAtTheirCentres() throws {
+        let dim = 9, q = ScanRun.aztecQuietZone, s = 5.0
+        let side = Int(Double(dim + 2 * q) * s)
+        for alongRows in [true, false] {
+            let image = try PixelBuffer(width: side, height: side, pixelFormat: .gray)
+            let p = image.baseAddress.assumingMemoryBound(to: UInt8.self)
+            for y in 0..<side {
+                for x in 0..<side { p[y * image.bytesPerRow + x] = UInt8(3 * (alongRows ? x : y)) }
+            }
+            let values = ScanRun.moduleValues(image, module: s, dimension: dim, quiet: q)
+            for j in 0..<dim {
+                for i in 0..<dim {
+                    let centre = (Double(q + (alongRows ? i : j)) + 0.5) * s
+                    #expect(values[j * dim + i] == 3 * centre, "module (\(i), \(j))")
+                }
+            }
+        }
+    }
 }

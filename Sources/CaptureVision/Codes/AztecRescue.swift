@@ -182,15 +182,19 @@ extension ScanRun {
     }
 
     /// Each module's brightness in an upright image (`module` pixels per module, the symbol
-    /// `quiet` modules in): the mean of the 2×2 pixels at its centre, row by row.
+    /// `quiet` modules in): the mean of the 2×2 pixels whose centres surround the module's
+    /// centre, row by row. A pixel's centre is its integer coordinate (the warp's convention):
+    /// the module centre (q + i + 0.5)·s lies between pixels ⌊c − 0.5⌋ and ⌊c − 0.5⌋ + 1; the
+    /// pixels before those sat a fifth of a module off at 5 px per module, and a blurred photo's
+    /// modules then read as their neighbours (zxing-cpp's `aztec-2/20.webp`).
     static func moduleValues(_ upright: PixelBuffer, module s: Double, dimension dim: Int, quiet q: Int) -> [Double] {
         let stride = upright.bytesPerRow
         let src = upright.baseAddress.assumingMemoryBound(to: UInt8.self)
         var values = [Double](repeating: 0, count: dim * dim)
         for j in 0..<dim {
             for i in 0..<dim {
-                let x = Int((Double(q + i) + 0.5) * s), y = Int((Double(q + j) + 0.5) * s)
-                let x0 = max(0, min(upright.width - 2, x - 1)), y0 = max(0, min(upright.height - 2, y - 1))
+                let x = Int(((Double(q + i) + 0.5) * s - 0.5).rounded(.down)), y = Int(((Double(q + j) + 0.5) * s - 0.5).rounded(.down))
+                let x0 = max(0, min(upright.width - 2, x)), y0 = max(0, min(upright.height - 2, y))
                 let v = Int(src[y0 * stride + x0]) + Int(src[y0 * stride + x0 + 1]) + Int(src[(y0 + 1) * stride + x0])
                     + Int(src[(y0 + 1) * stride + x0 + 1])
                 values[j * dim + i] = Double(v) / 4
