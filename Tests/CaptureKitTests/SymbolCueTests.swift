@@ -176,6 +176,54 @@ import CaptureKitTesting
         #expect(codes.contains { $0.type == .pdf417 && $0.stringValue == "cvcam PDF417 1" })
     }
 
+    /// A PDF417 symbol standing on its end (turned 90° and 270°) in a camera frame, 2 and 3 px
+    /// per module: no row crosses its start or stop pattern, and the columns down the long dark
+    /// runs of its widest bars (`SymbolCues.walkStanding`) open the read.
+    @Test(arguments: [90.0, 270])
+    func aPDF417StandingOnItsEndOpensItsRead(angle: Double) throws {
+        let detector = try CodeDetector(metadataObjectTypes: CodeDetector.twoDimensionalTypes)
+        for (i, module) in [2.0, 3].enumerated() {
+            let frame = try Self.placed(
+                "Tests/Fixtures/codes/pdf417.png", module: module, angle: angle, centre: CGPoint(x: 300 + 40 * Double(i), y: 240),
+                seed: 31 + UInt64(i))
+            let before = detector.passCounts.pdf417Cues
+            let codes = try detector.detections(in: frame)
+            #expect(detector.passCounts.pdf417Cues == before + 1, "\(module) px, \(angle)°: no cue")
+            #expect(codes.contains { $0.type == .pdf417 && $0.stringValue == "cvcam PDF417 1" }, "\(module) px, \(angle)°")
+        }
+    }
+
+    /// `SymbolCues.standingPattern`: down a column, the start pattern's widths (8:1:1:1:1:1:1:3
+    /// modules) or the stop pattern's (7:1:1:3:1:1:1:2:1, either way round) around the bar the
+    /// row crossed; the pattern's runs out of proportion, or a dark bar alone, are none.
+    @Test func aStandingPatternIsReadDownItsColumn() throws {
+        func column(_ runs: [Int], module: Int) throws -> (PixelBuffer, barRow: Int) {
+            let height = 40 + runs.reduce(0, +) * module + 40
+            let image = try PixelBuffer(width: 4, height: height, pixelFormat: .gray)
+            let p = image.baseAddress.assumingMemoryBound(to: UInt8.self)
+            memset(p, 255, image.bytesPerRow * height)
+            var y = 40, dark = true, barRow = 0
+            for r in runs {
+                for yy in y..<(y + r * module) where dark { memset(p + yy * image.bytesPerRow, 0, 4) }
+                if r == runs.max() { barRow = y + r * module / 2 }
+                y += r * module
+                dark.toggle()
+            }
+            return (image, barRow)
+        }
+        // The start pattern followed by a codeword's first bar (its 3-module space ends there).
+        for (runs, expected) in [([8, 1, 1, 1, 1, 1, 1, 3, 2], 0), ([7, 1, 1, 3, 1, 1, 1, 2, 1], 2), ([1, 2, 1, 1, 1, 3, 1, 1, 7], 3)] {
+            let (image, row) = try column(runs, module: 2)
+            let bar = withExtendedLifetime(image) { SymbolCues.standingPattern(Thresholded(image), x: 1, y: row) }
+            #expect(bar?.pattern == expected, "\(runs)")
+        }
+        // The same bar with its neighbours twice as wide, and a dark bar alone.
+        for runs in [[8, 2, 2, 2, 2, 2, 2, 3, 2], [8]] {
+            let (image, row) = try column(runs, module: 2)
+            #expect(withExtendedLifetime(image) { SymbolCues.standingPattern(Thresholded(image), x: 1, y: row) } == nil, "\(runs)")
+        }
+    }
+
     /// `SymbolCues.ringsMirrored`: within 2 px (blur at 2-px modules) or 5:3; a one-module run
     /// against a two-module one from 3 px per module is not.
     @Test func ringsCrossedOnBothSidesAreMirrored() {

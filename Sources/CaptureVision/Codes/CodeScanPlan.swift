@@ -758,14 +758,18 @@ struct ScanRun {
     }
 
     /// The gate's last look (`Passes.zxingGateFullSizeOffset`, every `zxingGateRowStep`-th row of
-    /// the full-size frame), once per frame; none when the offset is nil.
+    /// the full-size frame), once per frame; none when the offset is nil. The only look that
+    /// walks columns for a standing PDF417 pattern (`SymbolCues.Kinds.pdf417Standing`): its rows
+    /// are few, and its offset leaves texture few long dark runs.
     mutating func gateLookFinders(_ gray: PixelBuffer) throws(CaptureError) -> [FinderEvidence.Finder] {
         if let gateFinders = looks.gateFinders { return gateFinders }
         guard let offset = passes.zxingGateFullSizeOffset else { return [] }
         counts.finderChecks += 1
+        var kinds = looks.cueKinds
+        if kinds.contains(.pdf417) { kinds.insert(.pdf417Standing) }
         let look = try FinderEvidence.lookInScannedRows(
             gray, mean: try fullSizeMean(gray), ignoringCodes: readBefore, offset: offset, rowStep: passes.zxingGateRowStep,
-            cues: looks.cueKinds)
+            cues: kinds)
         counts.findersSeen += look.finders.count
         looks.gateFinders = look.finders
         looks.cues = looks.cues + look.cues

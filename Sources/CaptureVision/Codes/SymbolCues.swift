@@ -12,7 +12,8 @@ import Foundation
 /// - PDF417: the start pattern (bars and spaces 8:1:1:1:1:1:1:3 modules) or the stop pattern
 ///   (7:1:1:3:1:1:1:2:1), either way round, crossed by three scanned rows at about the same
 ///   place (`addPDF417Hit`): every row of the symbol repeats the two patterns. Turned by
-///   about 90° the patterns lie along the rows, and no row crosses them.
+///   about 90° the patterns lie along the rows, and no row crosses them; the gate's look walks
+///   the columns down a long dark run instead (`walkStanding`).
 /// - Data Matrix: a timing edge, ten or more alternating runs of one module each (its top edge
 ///   alternates dark and light; so does the right one, which a rotation by a multiple of 90°
 ///   lays along the row), with the quiet zone running along one side of it, 1.5 modules away,
@@ -32,6 +33,9 @@ struct SymbolCues: Sendable {
         static let aztec = Kinds(rawValue: 1)
         static let pdf417 = Kinds(rawValue: 2)
         static let dataMatrix = Kinds(rawValue: 4)
+        /// PDF417 standing on its end (`walkStanding`): only the gate's full-size look notes it,
+        /// on its sparse rows (a standing pattern's bar is as tall as the symbol).
+        static let pdf417Standing = Kinds(rawValue: 8)
 
         /// The kinds for `types` (the 2-D types with a cue).
         init(_ types: Set<MetadataObjectType>) {
@@ -60,6 +64,9 @@ struct SymbolCues: Sendable {
     var pdf417: [CGPoint] = []
     /// Every row's crossing of a start or stop pattern so far (`addPDF417Hit`).
     var pdf417Hits: [PatternHit] = []
+    /// The dark runs walked for a standing PDF417 pattern (`walkStanding`), and where.
+    var standingWalks = 0
+    var standingWalked: [CGRect] = []
     /// Each Data Matrix timing edge seen, as a segment along its row (height 0).
     var dataMatrix: [CGRect] = []
 
@@ -190,6 +197,18 @@ struct SymbolCues: Sendable {
         _ binary: Binary, y: Int, starts: UnsafeMutablePointer<Int>, runs n: Int, firstDark: Bool, kinds: Kinds,
         into cues: inout SymbolCues
     ) {
+        // A standing PDF417 symbol (`walkStanding`): a row inside its start or stop pattern's
+        // widest bar may hold no other run.
+        if kinds.contains(.pdf417Standing) && cues.pdf417.count < limit && cues.standingWalks < standingWalkLimit {
+            var k = firstDark ? 0 : 1
+            while k < n {
+                if starts[k &+ 1] &- starts[k] >= standingRunMinimum {
+                    cues.walkStanding(binary, x0: starts[k], x1: starts[k &+ 1], y: y)
+                    if cues.standingWalks >= standingWalkLimit || cues.pdf417.count >= limit { break }
+                }
+                k &+= 2
+            }
+        }
         guard n >= 7 else { return }
         let aztec = kinds.contains(.aztec) && cues.bullseyes.count < limit && n >= 9
         let pdf = kinds.contains(.pdf417) && cues.pdf417.count < limit && cues.pdf417Hits.count < 16 * limit && n >= 8
