@@ -23,7 +23,6 @@ extension SymbolCues {
     mutating func walkStanding<Binary: FinderBinaryImage>(_ binary: Binary, x0: Int, x1: Int, y: Int) {
         let middle = (x0 + x1) / 2
         for r in standingWalked where r.contains(CGPoint(x: Double(middle) + 0.5, y: Double(y) + 0.5)) { return }
-        standingWalks += 1
         let length = x1 - x0
         var bars: [(pattern: Int, centre: Double, top: Int, bottom: Int)] = []
         for x in [x0 + length / 4, middle, x1 - 1 - length / 4] {

@@ -64,8 +64,8 @@ struct SymbolCues: Sendable {
     var pdf417: [CGPoint] = []
     /// Every row's crossing of a start or stop pattern so far (`addPDF417Hit`).
     var pdf417Hits: [PatternHit] = []
-    /// The dark runs walked for a standing PDF417 pattern (`walkStanding`), and where.
-    var standingWalks = 0
+    /// The column extents walked for a standing PDF417 pattern, one per dark run walked
+    /// (`walkStanding`).
     var standingWalked: [CGRect] = []
     /// Each Data Matrix timing edge seen, as a segment along its row (height 0).
     var dataMatrix: [CGRect] = []
@@ -199,12 +199,12 @@ struct SymbolCues: Sendable {
     ) {
         // A standing PDF417 symbol (`walkStanding`): a row inside its start or stop pattern's
         // widest bar may hold no other run.
-        if kinds.contains(.pdf417Standing) && cues.pdf417.count < limit && cues.standingWalks < standingWalkLimit {
+        if kinds.contains(.pdf417Standing) && cues.pdf417.count < limit && cues.standingWalked.count < standingWalkLimit {
             var k = firstDark ? 0 : 1
             while k < n {
                 if starts[k &+ 1] &- starts[k] >= standingRunMinimum {
                     cues.walkStanding(binary, x0: starts[k], x1: starts[k &+ 1], y: y)
-                    if cues.standingWalks >= standingWalkLimit || cues.pdf417.count >= limit { break }
+                    if cues.standingWalked.count >= standingWalkLimit || cues.pdf417.count >= limit { break }
                 }
                 k &+= 2
             }
