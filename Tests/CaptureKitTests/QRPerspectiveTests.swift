@@ -114,11 +114,14 @@ import CaptureKitTesting
     /// the far finders' rings are 1–2 px down their columns and their outlines do not read, so
     /// the perspective rescue had nothing to fit. Squares drawn from the finders' centres and
     /// their row and column module measures (`QRPerspective.measuredOutlines`) carry the
-    /// perspective (the near finder measures larger), and both codes are read.
+    /// perspective (the near finder measures larger), and both codes are read. The alignment
+    /// refit draws the same squares for a triple whose perspective read failed (`refitTriples`),
+    /// so "without" turns both off.
     @Test func codesWhoseFarFindersHaveNoReadableOutlineAreRectifiedFromTheirMeasures() throws {
         let tilted = try QRTestCorpus.samples(.tilted, count: 138, seed: 7)
         var without = CodeDetector.Passes()
         without.measuredOutlines = false
+        without.alignmentRefit = false
         let before = try CodeDetector(metadataObjectTypes: [.qr], passes: without)
         let detector = try CodeDetector(metadataObjectTypes: [.qr])
         for sample in [tilted[62], tilted[137]] {

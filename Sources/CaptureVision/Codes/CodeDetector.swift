@@ -125,6 +125,16 @@ public final class CodeDetector: Sendable {
         /// rectification fits squares drawn from the three finders' centres and row and column
         /// module measures instead (`QRPerspective.measuredOutlines`). Needs `perspective`.
         public var measuredOutlines = true
+        /// QR only: where the perspective rectification read nothing, its module map is fitted
+        /// again through the code's alignment patterns, found one by one near where the map puts
+        /// them (`QRAlignment`): the finders' outlines pin three corners, and a steep tilt's far
+        /// corner is extrapolated modules off. Needs `perspective`.
+        public var alignmentRefit = true
+        /// QR only, frames of the finder gate's size: where nothing was read, the triples the
+        /// gate's own look completes with a finder the full-size look missed are read
+        /// (`ScanRun.readGateLookTriples`: a steep tilt's far finder, rows of 2 px, shows under
+        /// one threshold and not another). Needs `locate`.
+        public var gateLookTriples = true
         /// QR only: a finder triple's upright image that read nothing plain, inverted or in
         /// perspective is binarised at the code's own level (Otsu over its three finder squares,
         /// when their colours lie 12–100 levels apart: `CodeLevel`) and read again: a faint code
@@ -238,6 +248,10 @@ public final class CodeDetector: Sendable {
         public var rescues = 0
         /// OpenCV QR localisations.
         public var localisations = 0
+        /// Perspective maps fitted again through alignment patterns (`QRAlignment`).
+        public var alignmentRefits = 0
+        /// Triples completed by the gate look's finders and read (`ScanRun.readGateLookTriples`).
+        public var gateLookTriples = 0
         /// `ZXing::ReadBarcodes` calls, any image.
         public var zxingReads = 0
         /// Gated frames (`Passes.typeGate`) whose finder looks saw an Aztec, PDF417 or Data

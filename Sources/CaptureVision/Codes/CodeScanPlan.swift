@@ -57,6 +57,10 @@ struct ScanRun {
     /// worth two more warps and reads of up to 900 px; a code seen steeply is one triple and the
     /// frame's only code.
     var measuredTriples: [(outlines: [[CGPoint]], source: PixelBuffer, scale: (Double, Double), lightCentred: Bool)] = []
+    /// Triples whose perspective read failed (`scanPerspective`): the squares drawn from their
+    /// finders' measures, left for `readRefitTriples` (alignment patterns pin the map) once
+    /// nothing else in the frame read.
+    var refitTriples: [(outlines: [[CGPoint]], source: PixelBuffer, scale: (Double, Double), lightCentred: Bool)] = []
     /// Whether ZBar has scanned around the finders seen (`readAroundSeenFinders`).
     var scannedAroundFinders = false
     /// The corners of the codes an earlier run of this frame read (the QR run's, for the run of
@@ -126,6 +130,10 @@ struct ScanRun {
         try readDoubledSmallImage(gray)
         try readLargeTriples(gray)
         if found.isEmpty { try readMeasuredTriples() }
+        if found.isEmpty { try readRefitTriples() }
+        if found.isEmpty, passes.gateLookTriples, passes.locate, types.contains(.qr), min(gray.width, gray.height) >= 360 {
+            try readGateLookTriples(gray)
+        }
         if finderGated { try readWhereLargeFinders(gray) }
     }
 
@@ -774,6 +782,25 @@ struct ScanRun {
         looks.gateFinders = look.finders
         looks.cues = looks.cues + look.cues
         return look.finders
+    }
+
+    /// A frame in which nothing was read although the full-size look saw two or more finders:
+    /// the triples the gate's look (its own threshold offset, `gateLookFinders`) completes with
+    /// a finder the full-size look did not see, read as any triple (`scanUpright`). A code tilted
+    /// steeply squeezes its far finders to rows of 2 px, which one threshold sees and another
+    /// does not. At most 16 finders; stops at the first read.
+    mutating func readGateLookTriples(_ gray: PixelBuffer) throws(CaptureError) {
+        guard let full = looks.fullFinders, full.count >= 2, full.count <= 16 else { return }
+        let near = { (a: FinderEvidence.Finder, b: FinderEvidence.Finder) in
+            hypot(a.centre.x - b.centre.x, a.centre.y - b.centre.y) < 3 * max(a.module, b.module)
+        }
+        let extra = try gateLookFinders(gray).filter { g in !full.contains { near($0, g) } }
+        guard !extra.isEmpty, full.count + extra.count <= 16 else { return }
+        for t in Self.triples(full + extra)
+        where t.contains(where: { f in extra.contains { $0.centre == f.centre } }) && !unexplained(t.map(\.centre)).isEmpty {
+            counts.gateLookTriples += 1
+            if try scanUpright(t, in: gray, scale: (1, 1), frame: gray) { return }
+        }
     }
 
     /// `FinderEvidence.localMean` of the full-size frame, computed once per frame: both full-size

@@ -162,15 +162,7 @@ enum QRPerspective {
         guard first <= last else { return [] }
         var out: [(Int, Homography, Double)] = []
         for v in first...last {
-            let n = Double(17 + 4 * v)
-            let centres = [CGPoint(x: 3.5, y: 3.5), CGPoint(x: n - 3.5, y: 3.5), CGPoint(x: 3.5, y: n - 3.5)]
-            var from: [CGPoint] = [], to: [CGPoint] = []
-            for (o, c) in zip(outlines, centres) {
-                for (p, offset) in zip(o, finderCorners) {
-                    from.append(CGPoint(x: c.x + offset.x, y: c.y + offset.y))
-                    to.append(p)
-                }
-            }
+            let (from, to) = points(outlines, modules: 17 + 4 * v)
             guard let h = fit(from: from, to: to), let back = fit(from: to, to: from) else { continue }
             // The residual in modules: each point mapped back to the code's frame.
             let error = zip(to, from).reduce(0.0) { s, pair in
@@ -180,6 +172,21 @@ enum QRPerspective {
             out.append((17 + 4 * v, h, error))
         }
         return out.sorted { $0.2 < $1.2 }
+    }
+
+    /// The outlines' corners (`to`, pixels; top-left, top-right, bottom-left finder) and where
+    /// they lie in a code of `n` modules a side (`from`, module coordinates).
+    static func points(_ outlines: [[CGPoint]], modules n: Int) -> (from: [CGPoint], to: [CGPoint]) {
+        let size = Double(n)
+        let centres = [CGPoint(x: 3.5, y: 3.5), CGPoint(x: size - 3.5, y: 3.5), CGPoint(x: 3.5, y: size - 3.5)]
+        var from: [CGPoint] = [], to: [CGPoint] = []
+        for (o, c) in zip(outlines, centres) {
+            for (p, offset) in zip(o, finderCorners) {
+                from.append(CGPoint(x: c.x + offset.x, y: c.y + offset.y))
+                to.append(p)
+            }
+        }
+        return (from, to)
     }
 }
 
@@ -228,10 +235,18 @@ extension ScanRun {
                 let measured = QRPerspective.measuredOutlines([t[k], tr, bl], right: right, down: down)
             {
                 measuredTriples.append((measured, gray, scale, lightCentred))
+            } else if passes.alignmentRefit, let measured = QRPerspective.measuredOutlines([t[k], tr, bl], right: right, down: down) {
+                refitTriples.append((measured, gray, scale, lightCentred))
             }
             return false
         }
-        return try readThroughOutlines(outlines, in: gray, scale: scale, lightCentred: lightCentred)
+        if try readThroughOutlines(outlines, in: gray, scale: scale, lightCentred: lightCentred) { return true }
+        // Outlines of squeezed finders (rows of 2 px) can fit no map near enough for the
+        // alignment patterns; the squares drawn from the finders' centres and measures may.
+        if passes.alignmentRefit, let measured = QRPerspective.measuredOutlines([t[k], tr, bl], right: right, down: down) {
+            refitTriples.append((measured, gray, scale, lightCentred))
+        }
+        return false
     }
 
     /// The code whose three finders' outer squares are `outlines` (top-left, top-right,
@@ -242,20 +257,43 @@ extension ScanRun {
         _ outlines: [[CGPoint]], in gray: PixelBuffer, scale: (Double, Double), lightCentred: Bool
     ) throws(CaptureError) -> Bool {
         counts.localisations += 1
-        for candidate in QRPerspective.candidates(outlines).prefix(2) where candidate.error < 0.5 {
-            let n = Double(candidate.modules), size = min(4.0, 900 / (n + 8))
-            let side = Int(((n + 8) * size).rounded(.up))
-            let target = { (p: CGPoint) in CGPoint(x: (p.x + 4) * size, y: (p.y + 4) * size) }
-            let corners = [CGPoint(x: 0, y: 0), CGPoint(x: n, y: 0), CGPoint(x: n, y: n), CGPoint(x: 0, y: n)]
-            let (upright, back) = try Self.warped(
-                gray, from: corners.map(candidate.map.apply), to: corners.map(target), width: side, height: side,
-                toFrame: { CGPoint(x: $0.x * scale.0, y: $0.y * scale.1) })
-            if try attempt(upright, back, rectified: true) { return true }
-            if passes.inverted && lightCentred, try attempt(try CodeImaging.inverted(upright), back, rectified: true) {
+        let candidates = QRPerspective.candidates(outlines).prefix(2)
+        for candidate in candidates where candidate.error < 0.5 {
+            if try readUpright(gray, map: candidate.map, modules: candidate.modules, scale: scale, lightCentred: lightCentred) {
+                return true
+            }
+        }
+        // The maps again, pinned by the code's alignment patterns (`QRAlignment`); a map whose
+        // outlines fit it to within a module is close enough to find the nearest ones.
+        guard passes.alignmentRefit else { return false }
+        for candidate in candidates where candidate.error < QRAlignment.outlineFitLimit && candidate.modules >= 25 {
+            let (from, to) = QRPerspective.points(outlines, modules: candidate.modules)
+            guard let refined = try QRAlignment.refined(candidate.map, modules: candidate.modules, from: from, to: to, in: gray)
+            else { continue }
+            counts.alignmentRefits += 1
+            if try readUpright(gray, map: refined, modules: candidate.modules, scale: scale, lightCentred: lightCentred) {
                 return true
             }
         }
         return false
+    }
+
+    /// The code of `n` modules a side that `map` (module coordinates to `gray`'s pixels, which
+    /// `scale` maps to the frame's) places, warped upright with a 4-module margin and read,
+    /// plain and, when `lightCentred`, inverted. True when it read a new symbol.
+    mutating func readUpright(
+        _ gray: PixelBuffer, map: Homography, modules: Int, scale: (Double, Double), lightCentred: Bool
+    ) throws(CaptureError) -> Bool {
+        let n = Double(modules), size = min(4.0, 900 / (n + 8))
+        let side = Int(((n + 8) * size).rounded(.up))
+        let target = { (p: CGPoint) in CGPoint(x: (p.x + 4) * size, y: (p.y + 4) * size) }
+        let corners = [CGPoint(x: 0, y: 0), CGPoint(x: n, y: 0), CGPoint(x: n, y: n), CGPoint(x: 0, y: n)]
+        let (upright, back) = try Self.warped(
+            gray, from: corners.map(map.apply), to: corners.map(target), width: side, height: side,
+            toFrame: { CGPoint(x: $0.x * scale.0, y: $0.y * scale.1) })
+        if try attempt(upright, back, rectified: true) { return true }
+        guard passes.inverted && lightCentred else { return false }
+        return try attempt(try CodeImaging.inverted(upright), back, rectified: true)
     }
 
     /// The triples `scanPerspective` left in `measuredTriples`, read through the squares drawn
@@ -264,6 +302,19 @@ extension ScanRun {
     mutating func readMeasuredTriples() throws(CaptureError) -> Bool {
         let triples = measuredTriples.prefix(2)
         measuredTriples = []
+        for m in triples where try readThroughOutlines(m.outlines, in: m.source, scale: m.scale, lightCentred: m.lightCentred) {
+            return true
+        }
+        return false
+    }
+
+    /// The triples whose perspective read failed, left in `refitTriples`: read through the
+    /// squares drawn from their finders' measures, pinned by their alignment patterns
+    /// (`readThroughOutlines`); at most two a frame, once nothing else in the frame read.
+    @discardableResult
+    mutating func readRefitTriples() throws(CaptureError) -> Bool {
+        let triples = refitTriples.prefix(2)
+        refitTriples = []
         for m in triples where try readThroughOutlines(m.outlines, in: m.source, scale: m.scale, lightCentred: m.lightCentred) {
             return true
         }
