@@ -56,11 +56,11 @@ struct ScanRun {
     /// frame of several codes, small finders of different codes make many such triples, each
     /// worth two more warps and reads of up to 900 px; a code seen steeply is one triple and the
     /// frame's only code.
-    var measuredTriples: [(outlines: [[CGPoint]], source: PixelBuffer, scale: (Double, Double), lightCentred: Bool)] = []
+    var measuredTriples: [DeferredTriple] = []
     /// Triples whose perspective read failed (`scanPerspective`): the squares drawn from their
     /// finders' measures, left for `readRefitTriples` (alignment patterns pin the map) once
     /// nothing else in the frame read.
-    var refitTriples: [(outlines: [[CGPoint]], source: PixelBuffer, scale: (Double, Double), lightCentred: Bool)] = []
+    var refitTriples: [DeferredTriple] = []
     /// Whether ZBar has scanned around the finders seen (`readAroundSeenFinders`).
     var scannedAroundFinders = false
     /// The corners of the codes an earlier run of this frame read (the QR run's, for the run of
@@ -70,6 +70,10 @@ struct ScanRun {
     /// Finder triples `scanUpright` left for `readLargeTriples`: their upright image is over the
     /// half-size scan's budget, but their modules are too small for that scan.
     var largeTriples: [(finders: [FinderEvidence.Finder], source: PixelBuffer, scale: (Double, Double))] = []
+
+    /// A triple's finder squares (`source`'s pixels, which `scale` maps to the frame's) kept
+    /// for a read once nothing else in the frame read.
+    typealias DeferredTriple = (outlines: [[CGPoint]], source: PixelBuffer, scale: (Double, Double), lightCentred: Bool)
 
     /// Cells of the gate's grid, in pixels.
     static let cell = 16

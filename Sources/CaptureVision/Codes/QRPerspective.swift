@@ -300,12 +300,9 @@ extension ScanRun {
     /// from their finders' measures; at most two a frame. True when one read a new symbol.
     @discardableResult
     mutating func readMeasuredTriples() throws(CaptureError) -> Bool {
-        let triples = measuredTriples.prefix(2)
+        let triples = measuredTriples
         measuredTriples = []
-        for m in triples where try readThroughOutlines(m.outlines, in: m.source, scale: m.scale, lightCentred: m.lightCentred) {
-            return true
-        }
-        return false
+        return try readDeferred(triples)
     }
 
     /// The triples whose perspective read failed, left in `refitTriples`: read through the
@@ -313,9 +310,14 @@ extension ScanRun {
     /// (`readThroughOutlines`); at most two a frame, once nothing else in the frame read.
     @discardableResult
     mutating func readRefitTriples() throws(CaptureError) -> Bool {
-        let triples = refitTriples.prefix(2)
+        let triples = refitTriples
         refitTriples = []
-        for m in triples where try readThroughOutlines(m.outlines, in: m.source, scale: m.scale, lightCentred: m.lightCentred) {
+        return try readDeferred(triples)
+    }
+
+    /// The first two of `triples` read through their squares until one reads a new symbol.
+    mutating func readDeferred(_ triples: [DeferredTriple]) throws(CaptureError) -> Bool {
+        for m in triples.prefix(2) where try readThroughOutlines(m.outlines, in: m.source, scale: m.scale, lightCentred: m.lightCentred) {
             return true
         }
         return false
