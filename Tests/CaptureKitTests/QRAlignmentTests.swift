@@ -75,15 +75,22 @@ import CaptureKitTesting
     /// Frame 14 of `tilted` (seed 4242, version 15): the full-size look sees the near two
     /// finders; the far one, squeezed to rows of 2 px, shows only under the gate look's
     /// threshold, whose finders only gated the frame. The triple it completes is read
-    /// (`ScanRun.readGateLookTriples`); on 418 code-free photos the pass never runs a read.
-    @Test func aFarFinderOnlyTheGateLookSeesCompletesItsTriple() throws {
-        let sample = try QRTestCorpus.samples(.tilted, count: 15, seed: 4242)[14]
-        let payloads = sample.codes.map(\.payload)
-        var without = CodeDetector.Passes()
-        without.gateLookTriples = false
-        #expect(try CodeDetector(metadataObjectTypes: [.qr], passes: without).detections(in: sample.image).map(\.payload) != payloads)
-        let detector = try CodeDetector(metadataObjectTypes: [.qr])
-        #expect(try detector.detections(in: sample.image).map(\.payload) == payloads)
-        #expect(detector.passCounts.gateLookTriples >= 1)
+    /// (`ScanRun.readGateLookTriples`). Frame 8 of `lowContrast` (seed 99, version 15): the
+    /// half-size look sees two finders of the faint code, the full-size look none, the gate
+    /// look all three.
+    @Test func aFinderOnlyTheGateLookSeesCompletesItsTriple() throws {
+        let tilted = try QRTestCorpus.samples(.tilted, count: 15, seed: 4242)[14]
+        let faint = try QRTestCorpus.samples(.lowContrast, count: 9, seed: 99)[8]
+        for sample in [tilted, faint] {
+            let payloads = sample.codes.map(\.payload)
+            var without = CodeDetector.Passes()
+            without.gateLookTriples = false
+            #expect(
+                try CodeDetector(metadataObjectTypes: [.qr], passes: without).detections(in: sample.image).map(\.payload) != payloads,
+                "read without: \(sample.name)")
+            let detector = try CodeDetector(metadataObjectTypes: [.qr])
+            #expect(try detector.detections(in: sample.image).map(\.payload) == payloads, "\(sample.name)")
+            #expect(detector.passCounts.gateLookTriples >= 1)
+        }
     }
 }

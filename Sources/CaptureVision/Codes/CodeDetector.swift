@@ -131,9 +131,9 @@ public final class CodeDetector: Sendable {
         /// corner is extrapolated modules off. Needs `perspective`.
         public var alignmentRefit = true
         /// QR only, frames of the finder gate's size: where nothing was read, the triples the
-        /// gate's own look completes with a finder the full-size look missed are read
-        /// (`ScanRun.readGateLookTriples`: a steep tilt's far finder, rows of 2 px, shows under
-        /// one threshold and not another). Needs `locate`.
+        /// gate's own look completes with a finder the half- and full-size looks missed are read
+        /// (`ScanRun.readGateLookTriples`: a steep tilt's far finder, rows of 2 px, or a faint
+        /// code's shows under one threshold and not another). Needs `locate`.
         public var gateLookTriples = true
         /// QR only: a finder triple's upright image that read nothing plain, inverted or in
         /// perspective is binarised at the code's own level (Otsu over its three finder squares,

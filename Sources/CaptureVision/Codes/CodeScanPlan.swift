@@ -788,16 +788,26 @@ struct ScanRun {
         return look.finders
     }
 
-    /// A frame in which nothing was read although the full-size look saw two or more finders:
-    /// the triples the gate's look (its own threshold offset, `gateLookFinders`) completes with
-    /// a finder the full-size look did not see, read as any triple (`scanUpright`). A code tilted
-    /// steeply squeezes its far finders to rows of 2 px, which one threshold sees and another
-    /// does not. At most 16 finders; stops at the first read.
+    /// A frame in which nothing was read although the half- and full-size looks saw two or more
+    /// finders between them: the triples the gate's look (its own threshold offset,
+    /// `gateLookFinders`) completes with a finder neither saw, read as any triple
+    /// (`scanUpright`). A code tilted steeply squeezes its far finders to rows of 2 px, and a
+    /// faint one's finders come and go with the threshold: one look sees what another does not.
+    /// At most 16 finders; stops at the first read.
     mutating func readGateLookTriples(_ gray: PixelBuffer) throws(CaptureError) {
-        guard let full = looks.fullFinders, full.count >= 2, full.count <= 16 else { return }
         let near = { (a: FinderEvidence.Finder, b: FinderEvidence.Finder) in
             hypot(a.centre.x - b.centre.x, a.centre.y - b.centre.y) < 3 * max(a.module, b.module)
         }
+        var full = looks.fullFinders ?? []
+        let s = looks.halfScale
+        for h in looks.halfFinders ?? [] {
+            var f = h
+            f.centre = CGPoint(x: h.centre.x * s, y: h.centre.y * s)
+            f.module *= s
+            f.columnModule = h.columnModule.map { $0 * s }
+            if !full.contains(where: { near($0, f) }) { full.append(f) }
+        }
+        guard full.count >= 2, full.count <= 16 else { return }
         let extra = try gateLookFinders(gray).filter { g in !full.contains { near($0, g) } }
         guard !extra.isEmpty, full.count + extra.count <= 16 else { return }
         for t in Self.triples(full + extra)
