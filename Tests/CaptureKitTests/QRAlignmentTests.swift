@@ -49,6 +49,13 @@ import CaptureKitTesting
             withExtendedLifetime(image) { QRAlignment.locate(binary, near: CGPoint(x: 67, y: 55), right: right, down: down) })
         #expect(abs(found.x - 61) <= 0.5 && abs(found.y - 61) <= 0.5, "\(found)")
         #expect(withExtendedLifetime(image) { QRAlignment.locate(binary, near: CGPoint(x: 19, y: 19), right: right, down: down) } == nil)
+        // A prediction or a module sent far off by a bad fit is no place to look (and no trap
+        // converting it to a pixel).
+        withExtendedLifetime(image) {
+            #expect(QRAlignment.locate(binary, near: CGPoint(x: 1e20, y: 5), right: right, down: down) == nil)
+            #expect(QRAlignment.locate(binary, near: CGPoint(x: Double.nan, y: 5), right: right, down: down) == nil)
+            #expect(QRAlignment.locate(binary, near: CGPoint(x: 60, y: 60), right: CGPoint(x: 1e19, y: 0), down: down) == nil)
+        }
     }
 
     /// Tilted codes (seed 4242) zxing-cpp 3.x reads. Frame 4 (version 10): the far finders'

@@ -91,7 +91,13 @@ enum QRAlignment {
             back[i] += ox * back[6 + i]
             back[3 + i] += oy * back[6 + i]
         }
-        return Homography(m: back)
+        let pinned = Homography(m: back)
+        // The warp takes the code's corners from the map: they must stay finite and as compact.
+        let moved = [CGPoint(x: 0, y: 0), CGPoint(x: size, y: 0), CGPoint(x: size, y: size), CGPoint(x: 0, y: size)].map(pinned.apply)
+        let movedBox = DeviceSpace.boundingBox(of: moved)
+        guard moved.allSatisfy({ $0.x.isFinite && $0.y.isFinite }), !movedBox.isNull, max(movedBox.width, movedBox.height) <= areaLimit
+        else { return nil }
+        return pinned
     }
 
     /// `refined` on a thresholded image (dark 0) the map's pixels refer to.
@@ -130,7 +136,12 @@ enum QRAlignment {
         _ binary: Binary, near predicted: CGPoint, right: CGPoint, down: CGPoint
     ) -> CGPoint? {
         let module = (hypot(right.x, right.y) + hypot(down.x, down.y)) / 2
-        guard module >= 1, module.isFinite else { return nil }
+        // A map fitted to a wrong match can send a prediction anywhere: only places whose
+        // search stays near the image are sampled (pixel coordinates become integers).
+        let bound = Double(max(binary.width, binary.height))
+        guard module >= 1, module <= bound, predicted.x.isFinite, predicted.y.isFinite,
+            abs(predicted.x) <= 2 * bound, abs(predicted.y) <= 2 * bound
+        else { return nil }
         let step = max(1, module / 3)
         let steps = Int((reach * module / step).rounded(.up))
         var best = 0
