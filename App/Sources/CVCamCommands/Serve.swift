@@ -81,12 +81,15 @@ struct Serve: ParsableCommand {
             }
             directory = cameras
             library = files
+        }
+        defer { previewServer?.stop() }
+        // The daemon lists its cameras in the preview's directory as it is made.
+        let daemon = ServeDaemon(config: loaded, configPath: config, link: link, metrics: metrics, preview: directory, library: library)
+        if let settings = loaded.preview {
             let shown = ListenAddress(host: settings.listen.host, port: previewServer?.port ?? settings.listen.port)
             // On stdout, as `cvcam preview` says it (the log shows warnings and errors only).
             try? FileHandle.standardOutput.write(contentsOf: Data("preview: http://\(shown)/\n".utf8))
         }
-        defer { previewServer?.stop() }
-        let daemon = ServeDaemon(config: loaded, configPath: config, link: link, metrics: metrics, preview: directory, library: library)
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: DaemonService(daemon: daemon))]
         if let listen = loaded.metricsListen, let metrics {
             services.append(

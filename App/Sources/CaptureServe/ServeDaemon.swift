@@ -53,6 +53,9 @@ package final class ServeDaemon: @unchecked Sendable {
         self.preview = preview.map {
             ServePreview(directory: $0, stream: config.preview?.stream ?? ServeConfig.Preview().stream, library: library)
         }
+        // Listed before the preview is announced: a page asked for at once lists every
+        // configured camera, not an empty directory until `start`.
+        preview?.list(config.cameras.map(\.name), displayNames: Self.displayNames(config.cameras))
     }
 
     package var prefix: String { lock.withLock { config.mqtt.topicPrefix } }
