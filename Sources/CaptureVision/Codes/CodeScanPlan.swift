@@ -799,13 +799,8 @@ struct ScanRun {
             hypot(a.centre.x - b.centre.x, a.centre.y - b.centre.y) < 3 * max(a.module, b.module)
         }
         var full = looks.fullFinders ?? []
-        let s = looks.halfScale
-        for h in looks.halfFinders ?? [] {
-            var f = h
-            f.centre = CGPoint(x: h.centre.x * s, y: h.centre.y * s)
-            f.module *= s
-            f.columnModule = h.columnModule.map { $0 * s }
-            if !full.contains(where: { near($0, f) }) { full.append(f) }
+        for f in (looks.halfFinders ?? []).map({ $0.scaled(by: looks.halfScale) }) where !full.contains(where: { near($0, f) }) {
+            full.append(f)
         }
         guard full.count >= 2, full.count <= 16 else { return }
         let extra = try gateLookFinders(gray).filter { g in !full.contains { near($0, g) } }

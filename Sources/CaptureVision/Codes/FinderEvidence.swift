@@ -41,6 +41,15 @@ enum FinderEvidence {
         /// more (`rowSlack`): such a finder is small (modules under 2.5 px) and texture passes
         /// the looser test too, so the scan plan keeps it only as one of a code's three.
         var looseRow = false
+
+        /// This finder in the pixels of an image `factor` times larger.
+        func scaled(by factor: Double) -> Finder {
+            var f = self
+            f.centre = CGPoint(x: centre.x * factor, y: centre.y * factor)
+            f.module *= factor
+            f.columnModule = columnModule.map { $0 * factor }
+            return f
+        }
     }
 
     /// Centres (pixels) of finder-pattern candidates in `gray`, at most `limit`.

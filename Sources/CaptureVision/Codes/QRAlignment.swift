@@ -64,7 +64,10 @@ enum QRAlignment {
         _ map: Homography, modules n: Int, from: [CGPoint], to: [CGPoint], in gray: PixelBuffer
     ) throws(CaptureError) -> Homography? {
         let size = Double(n)
-        let corners = [CGPoint(x: 0, y: 0), CGPoint(x: size, y: 0), CGPoint(x: size, y: size), CGPoint(x: 0, y: size)].map(map.apply)
+        let codeCorners = { (h: Homography) in
+            [CGPoint(x: 0, y: 0), CGPoint(x: size, y: 0), CGPoint(x: size, y: size), CGPoint(x: 0, y: size)].map(h.apply)
+        }
+        let corners = codeCorners(map)
         var perimeter = 0.0
         for i in 0..<4 { perimeter += hypot(corners[(i + 1) % 4].x - corners[i].x, corners[(i + 1) % 4].y - corners[i].y) }
         let module = perimeter / (4 * size)
@@ -77,23 +80,17 @@ enum QRAlignment {
         let crop = try CodeImaging.crop(gray, region)
         let block = Int32(min(127, max(15, Int(8 * module))) | 1)
         let binary = try CodeImaging.aboveMean(crop, try CodeImaging.localMean(crop, block: block), offset: 1)
+        // The map into the crop's pixels and back: a translation after it.
         let ox = Double(region.x), oy = Double(region.y)
-        var m = map.m
-        for i in 0..<3 {
-            m[i] -= ox * m[6 + i]
-            m[3 + i] -= oy * m[6 + i]
-        }
-        let shifted = to.map { CGPoint(x: $0.x - ox, y: $0.y - oy) }
-        guard let r = withExtendedLifetime(binary, { refined(Homography(m: m), modules: n, from: from, to: shifted, in: Thresholded(binary)) })
+        let toCrop = Homography.scaling(1, 1, offsetX: -ox, offsetY: -oy), fromCrop = Homography.scaling(1, 1, offsetX: ox, offsetY: oy)
+        let shifted = to.map(toCrop.apply)
+        guard let r = withExtendedLifetime(binary, {
+            refined(Homography(m: QRPerspective.multiply(toCrop.m, map.m)), modules: n, from: from, to: shifted, in: Thresholded(binary))
+        })
         else { return nil }
-        var back = r.m
-        for i in 0..<3 {
-            back[i] += ox * back[6 + i]
-            back[3 + i] += oy * back[6 + i]
-        }
-        let pinned = Homography(m: back)
+        let pinned = Homography(m: QRPerspective.multiply(fromCrop.m, r.m))
         // The warp takes the code's corners from the map: they must stay finite and as compact.
-        let moved = [CGPoint(x: 0, y: 0), CGPoint(x: size, y: 0), CGPoint(x: size, y: size), CGPoint(x: 0, y: size)].map(pinned.apply)
+        let moved = codeCorners(pinned)
         let movedBox = DeviceSpace.boundingBox(of: moved)
         guard moved.allSatisfy({ $0.x.isFinite && $0.y.isFinite }), !movedBox.isNull, max(movedBox.width, movedBox.height) <= areaLimit
         else { return nil }

@@ -225,25 +225,23 @@ extension ScanRun {
             return out
         }
         let lightCentred = t.contains(where: { !$0.dark })
-        guard let outlines else {
+        let measured = QRPerspective.measuredOutlines([t[k], tr, bl], right: right, down: down)
+        if let outlines {
+            if try readThroughOutlines(outlines, in: gray, scale: scale, lightCentred: lightCentred) { return true }
+        } else if passes.measuredOutlines,
+            t.contains(where: { min($0.module, $0.columnModule ?? $0.module) < QRPerspective.smallFinderModule }), let measured
+        {
             // Finders too small for their outlines to read (a far one of 2 px a module or less):
             // squares drawn from their centres and their row and column measures, read once
             // nothing else in the frame read (`readMeasuredTriples`). Larger finders whose
             // outline does not read are seldom one code's three.
-            if passes.measuredOutlines,
-                t.contains(where: { min($0.module, $0.columnModule ?? $0.module) < QRPerspective.smallFinderModule }),
-                let measured = QRPerspective.measuredOutlines([t[k], tr, bl], right: right, down: down)
-            {
-                measuredTriples.append((measured, gray, scale, lightCentred))
-            } else if passes.alignmentRefit, let measured = QRPerspective.measuredOutlines([t[k], tr, bl], right: right, down: down) {
-                refitTriples.append((measured, gray, scale, lightCentred))
-            }
+            measuredTriples.append((measured, gray, scale, lightCentred))
             return false
         }
-        if try readThroughOutlines(outlines, in: gray, scale: scale, lightCentred: lightCentred) { return true }
-        // Outlines of squeezed finders (rows of 2 px) can fit no map near enough for the
-        // alignment patterns; the squares drawn from the finders' centres and measures may.
-        if passes.alignmentRefit, let measured = QRPerspective.measuredOutlines([t[k], tr, bl], right: right, down: down) {
+        // Outlines that did not read, or of squeezed finders (rows of 2 px) that fit no map near
+        // enough for the alignment patterns: the squares drawn from the finders' centres and
+        // measures may (`readRefitTriples`).
+        if passes.alignmentRefit, let measured {
             refitTriples.append((measured, gray, scale, lightCentred))
         }
         return false

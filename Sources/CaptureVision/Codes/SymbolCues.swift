@@ -82,12 +82,7 @@ struct SymbolCues: Sendable {
     /// These cues in the pixels of an image `factor` times larger.
     func scaled(by factor: Double) -> SymbolCues {
         var out = self
-        out.bullseyes = bullseyes.map { f in
-            var f = f
-            f.centre = CGPoint(x: f.centre.x * factor, y: f.centre.y * factor)
-            f.module *= factor
-            return f
-        }
+        out.bullseyes = bullseyes.map { $0.scaled(by: factor) }
         out.pdf417 = pdf417.map { CGPoint(x: $0.x * factor, y: $0.y * factor) }
         out.dataMatrix = dataMatrix.map {
             CGRect(x: $0.minX * factor, y: $0.minY * factor, width: $0.width * factor, height: $0.height * factor)
