@@ -15,11 +15,17 @@ import CaptureKitTesting
     /// as a label wrapped round a curve shows them), its rows bent by `bend` pixels at the
     /// middle, with a dark speck in the image's corner (as in the real pictures zxing-cpp 1.4
     /// misses).
-    static func distorted(bend: Double, speck: Bool = true) throws -> PixelBuffer {
+    /// `inked`: (row, column) modules of the symbol painted dark first, as spread ink closes a
+    /// light module.
+    static func distorted(bend: Double, speck: Bool = true, stretch: Double = 0.8, inked: [(row: Int, column: Int)] = []) throws -> PixelBuffer {
         let source = try CodeImaging.gray(
             try QRTestCorpus.photo(at: Fixtures.packageRoot.appendingPathComponent("Tests/Fixtures/codes/datamatrix.png").path))
         // The symbol spans x 108..<212 and y 96..<144 of the 320×240 fixture.
         let sx = 108.0, sy = 96.0, sw = 104.0, sh = 48.0
+        for (row, column) in inked {
+            let s = source.baseAddress.assumingMemoryBound(to: UInt8.self)
+            for y in 0..<4 { for x in 0..<4 { s[(96 + 4 * row + y) * source.bytesPerRow + 108 + 4 * column + x] = 0 } }
+        }
         let width = 200, height = 130, left = 30.0, top = 30.0, w = 140.0, h = 72.0
         let out = try PixelBuffer(width: width, height: height, pixelFormat: .gray)
         let src = source.baseAddress.assumingMemoryBound(to: UInt8.self)
@@ -30,7 +36,7 @@ import CaptureKitTesting
                 let v = (Double(y) + 0.5 - top - bend * sin(Double.pi * min(max(u, 0), 1))) / h
                 var value: UInt8 = 255
                 if u >= 0, u < 1, v >= 0, v < 1 {
-                    let px = Int(sx + sw * pow(u, 0.8)), py = Int(sy + sh * v)
+                    let px = Int(sx + sw * pow(u, stretch)), py = Int(sy + sh * v)
                     value = src[py * source.bytesPerRow + px]
                 }
                 dst[y * out.bytesPerRow + x] = value
@@ -81,6 +87,89 @@ import CaptureKitTesting
         }
         #expect(try read([short]).isEmpty)
         #expect(try read([short, long]) == [Self.text])
+    }
+
+    /// Spread ink closing a light module of the top timing row (the 14th, or the 2nd): the row
+    /// counts 24 modules, the right column 12, no Data Matrix size. The row is counted again
+    /// against the sizes of 12 rows (26 columns fit its runs), and the clean image is drawn
+    /// with the timing row as the standard draws it (zxing-cpp's pure reader takes the module
+    /// size from the top-left corner's run, three modules long when the 2nd is closed).
+    /// zxing-cpp's sample `#794.png` so.
+    @Test(arguments: [(2.0, 0.8, 13), (3.0, 1.0, 1)]) func aTimingModuleClosedByInkIsCountedAgain(
+        _ bend: Double, _ stretch: Double, _ column: Int
+    ) throws {
+        let frame = try Self.distorted(bend: bend, stretch: stretch, inked: [(0, column)])
+        #expect(try Self.read(frame, locator: false).isEmpty, "zxing-cpp 1.4 alone reads it: the test shows nothing")
+        #expect(try DataMatrixLocator.locate(frame).map { [$0.rows, $0.columns] } == [[12, 26]])
+        #expect(try Self.read(frame, locator: true).map(\.payload) == [Array(Self.text.utf8)])
+    }
+
+    @Test func runsAreCountedAgainOnlyWhereTheyFitTheSize() {
+        typealias Run = DataMatrixLocator.Run
+        // Ten modules of 10 px whose second and third light ones were closed: runs of 30, 10,
+        // 30... (dark 0..<30 is three modules).
+        let merged = [Run(start: 0, end: 30), Run(start: 30, end: 40), Run(start: 40, end: 70), Run(start: 70, end: 80),
+            Run(start: 80, end: 90), Run(start: 90, end: 100)]
+        let centres = DataMatrixLocator.regridded(merged, count: 10)
+        #expect(centres.map { $0.map { ($0 * 10).rounded() / 10 } } == [5, 15, 25, 35, 45, 55, 65, 75, 85, 95])
+        // An even number of modules in one run cannot be a lost module of the other colour.
+        #expect(DataMatrixLocator.regridded([Run(start: 0, end: 20), Run(start: 20, end: 30)], count: 3) == nil)
+        // Not adding up.
+        #expect(DataMatrixLocator.regridded(merged, count: 12) == nil)
+    }
+
+    /// The fixture with its L's bottom arm (and every row) bowed by 4 px at the middle: no line
+    /// holds the arm's edge within a pixel (zxing-cpp's sample `dm-2x2-a.webp` bows 3–5 px), a
+    /// gentle curve does, and the chord through its ends gives the corners.
+    @Test func aBowedSolidSideIsStillTheL() throws {
+        let frame = try Self.distorted(bend: 4)
+        #expect(try Self.read(frame, locator: false).isEmpty, "zxing-cpp 1.4 alone reads it: the test shows nothing")
+        #expect(try DataMatrixLocator.locate(frame).map { [$0.rows, $0.columns] } == [[12, 26]])
+        #expect(try Self.read(frame, locator: true).map(\.payload) == [Array(Self.text.utf8)])
+    }
+
+    static let regionsText = "cvcam Data Matrix 2: FoUr DaTa ReGiOnS, eAcH wItH iTs OwN fInDeR"
+
+    /// The 32×32-module fixture (four data regions; Tests/Fixtures/barcodes/datamatrix-regions.png,
+    /// its symbol at 4..<132 px) drawn 5 px per module, centred in a 240 px frame, its middle
+    /// pushed `bulge` modules along its rows (a label on a bent surface: the outer sides stay
+    /// where they were).
+    static func bulged(bulge: Double) throws -> PixelBuffer {
+        let module = 5.0, size = 240
+        let source = try CodeImaging.gray(
+            try QRTestCorpus.photo(at: Fixtures.packageRoot.appendingPathComponent("Tests/Fixtures/barcodes/datamatrix-regions.png").path))
+        let src = source.baseAddress.assumingMemoryBound(to: UInt8.self)
+        let out = try PixelBuffer(width: size, height: size, pixelFormat: .gray)
+        let dst = out.baseAddress.assumingMemoryBound(to: UInt8.self)
+        let side = 32 * module, c = Double(size) / 2
+        for y in 0..<size {
+            for x in 0..<size {
+                var u = (Double(x) + 0.5 - c) / side + 0.5, v = (Double(y) + 0.5 - c) / side + 0.5
+                var value: UInt8 = 255
+                if u >= 0, u < 1, v >= 0, v < 1 {
+                    let push = bulge / 32 * sin(Double.pi * u) * sin(Double.pi * v)
+                    u = min(max(u - push, 0), 0.9999)
+                    v = min(v, 0.9999)
+                    value = src[Int(4 + 128 * v) * source.bytesPerRow + Int(4 + 128 * u)]
+                }
+                dst[y * out.bytesPerRow + x] = value
+            }
+        }
+        return out
+    }
+
+    /// A symbol of four data regions whose middle is pushed 0.8 of a module: placed between
+    /// its outer edges, the middle modules are sampled a module's half or more off. Each
+    /// region's own timing row and column run across the middle; read there, they put the
+    /// middle modules where they are (zxing-cpp's sample `dm-2x2-a.webp` so).
+    @Test func aSymbolsMiddleIsPlacedByItsInnerTimingPatterns() throws {
+        let frame = try Self.bulged(bulge: 0.8)
+        #expect(try Self.read(frame, locator: false).isEmpty, "zxing-cpp 1.4 alone reads it: the test shows nothing")
+        let plain = try #require(try DataMatrixLocator.locate(try Self.bulged(bulge: 0)).first)
+        let symbol = try #require(try DataMatrixLocator.locate(frame).first)
+        #expect(symbol.rows == 32 && symbol.columns == 32)
+        #expect(zip(symbol.dark, plain.dark).filter { $0 != $1 }.count <= 2)
+        #expect(try Self.read(frame, locator: true).map(\.payload) == [Array(Self.regionsText.utf8)])
     }
 
     @Test func theLocatorFindsTheSymbolsSizeAndModules() throws {

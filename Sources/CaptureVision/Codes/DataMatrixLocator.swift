@@ -142,10 +142,13 @@ enum DataMatrixLocator {
             for o in allComponents where ids.contains(o.id) {
                 box = (min(box.minX, o.minX), min(box.minY, o.minY), max(box.maxX, o.maxX), max(box.maxY, o.maxY))
             }
+            // Membership by label, looked up for every pixel of the box.
+            var member = [Bool](repeating: false, count: Int(next) + 1)
+            for id in ids { member[Int(id)] = true }
             var points: [CGPoint] = []
             for y in max(0, box.minY)...min(h - 1, box.maxY) {
                 var lo = -1, hi = -1
-                for x in max(0, box.minX)...min(w - 1, box.maxX) where ids.contains(label[y * w + x]) {
+                for x in max(0, box.minX)...min(w - 1, box.maxX) where member[Int(label[y * w + x])] {
                     if lo < 0 { lo = x }
                     hi = x
                 }
@@ -213,11 +216,13 @@ enum DataMatrixLocator {
     /// A direction or offset in pixels.
     struct Vector { var dx, dy: Double }
 
-    /// A fitted side: a point on it, its unit direction, and the share of its edge samples on it.
+    /// A fitted side: a point on it, its unit direction, and the share of its edge samples on it
+    /// (`support`: a line's; `bentSupport`: a gentle curve's, at least the line's).
     struct Side {
         var point: CGPoint
         var direction: Vector
         var support: Double
+        var bentSupport: Double
     }
 
     /// The quadrilateral's sides measured again twice from the dark pixels (see the type's
@@ -318,8 +323,76 @@ enum DataMatrixLocator {
         let angle = 0.5 * atan2(2 * sxy, sxx - syy)
         var dir = Vector(dx: cos(angle), dy: sin(angle))
         if dir.dx * d.dx + dir.dy * d.dy < 0 { dir = Vector(dx: -dir.dx, dy: -dir.dy) }
-        return Side(
-            point: CGPoint(x: mx, y: my), direction: dir, support: Double(inliers.count) / Double(samples))
+        let support = Double(inliers.count) / Double(samples)
+        let fitted = Side(point: CGPoint(x: mx, y: my), direction: dir, support: support, bentSupport: support)
+        // A side printed on a bent surface bows a few pixels off any line: where a gentle curve
+        // holds more of its edge points, the curve stands for it, and the chord through the
+        // curve's ends is the line its corners are taken from. A timing side's points lie at
+        // two depths a module apart, which no gentle curve follows either.
+        guard support < solidSupport, let bent = bentSide(points, from: a, along: d, outward: outward, length: length)
+        else { return fitted }
+        let bentSupport = Double(bent.inliers) / Double(samples)
+        guard bentSupport > support else { return fitted }
+        return Side(point: bent.start, direction: bent.direction, support: support, bentSupport: bentSupport)
+    }
+
+    /// The farthest a bent side may bow from its chord, as a share of its length.
+    static let bendLimit = 0.03
+
+    /// The quadratic (depth outward against distance along the side from `a`) most of `points`
+    /// lie within 0.9 px of, by consensus over triples taken from the side's three thirds, and
+    /// bowing at most `bendLimit`: its inliers, its value at the side's start, and the unit
+    /// direction of its chord across the side's `length`.
+    static func bentSide(_ points: [CGPoint], from a: CGPoint, along d: Vector, outward: Vector, length: Double)
+        -> (inliers: Int, start: CGPoint, direction: Vector)?
+    {
+        let local = points.map { p -> (u: Double, e: Double) in
+            let x = Double(p.x - a.x), y = Double(p.y - a.y)
+            return (x * d.dx + y * d.dy, x * outward.dx + y * outward.dy)
+        }
+        let n = local.count
+        guard n >= 9 else { return nil }
+        let tolerance = 0.9
+        let step = max(1, n / 24)
+        var best: (score: Int, inliers: Int, c: (Double, Double, Double))? = nil
+        for i in Swift.stride(from: 0, to: n / 3, by: step) {
+            for j in Swift.stride(from: n / 3, to: 2 * n / 3, by: step) {
+                for k in Swift.stride(from: 2 * n / 3, to: n, by: step) {
+                    guard let c = quadratic(through: local[i], local[j], local[k]) else { continue }
+                    // The bow: the curve's largest distance from its chord across the side.
+                    guard abs(c.2) * length * length / 4 <= bendLimit * length else { continue }
+                    var inliers = 0, outside = 0
+                    for q in local {
+                        let r = q.e - (c.0 + c.1 * q.u + c.2 * q.u * q.u)
+                        if abs(r) <= tolerance { inliers += 1 } else if r > tolerance { outside += 1 }
+                    }
+                    let score = inliers - 3 * outside
+                    if best == nil || score > best!.score { best = (score, inliers, c) }
+                }
+            }
+        }
+        guard let fit = best else { return nil }
+        let c = fit.c
+        let e0 = c.0, e1 = c.0 + c.1 * length + c.2 * length * length
+        let start = CGPoint(x: Double(a.x) + outward.dx * e0, y: Double(a.y) + outward.dy * e0)
+        let dx = d.dx * length + outward.dx * (e1 - e0), dy = d.dy * length + outward.dy * (e1 - e0)
+        let norm = hypot(dx, dy)
+        guard norm > 0 else { return nil }
+        return (fit.inliers, start, Vector(dx: dx / norm, dy: dy / norm))
+    }
+
+    /// The coefficients (c0, c1, c2) of e = c0 + c1·u + c2·u² through three points, nil when two
+    /// share a u.
+    static func quadratic(through p: (u: Double, e: Double), _ q: (u: Double, e: Double), _ r: (u: Double, e: Double))
+        -> (Double, Double, Double)?
+    {
+        let d1 = q.u - p.u, d2 = r.u - q.u, d3 = r.u - p.u
+        guard abs(d1) > 1e-9, abs(d2) > 1e-9, abs(d3) > 1e-9 else { return nil }
+        let s1 = (q.e - p.e) / d1, s2 = (r.e - q.e) / d2
+        let c2 = (s2 - s1) / d3
+        let c1 = s1 - c2 * (p.u + q.u)
+        let c0 = p.e - c1 * p.u - c2 * p.u * p.u
+        return (c0, c1, c2)
     }
 
     static func intersection(_ s: Side, _ t: Side) -> CGPoint? {
@@ -343,8 +416,9 @@ enum DataMatrixLocator {
 
     static func distance(_ a: CGPoint, _ b: CGPoint) -> Double { hypot(Double(a.x - b.x), Double(a.y - b.y)) }
 
-    /// Edge support a solid side of the L has at least, and a timing side at most (half its
-    /// outer modules are light; blur and noise move a few more).
+    /// Edge support (`Side.bentSupport`: a line's, or a gentle curve's where one holds more) a
+    /// solid side of the L has at least, and a timing side at most (half its outer modules
+    /// are light; blur and noise move a few more).
     static let solidSupport = 0.8, timingSupport = (low: 0.2, high: 0.75)
 
 
@@ -352,10 +426,12 @@ enum DataMatrixLocator {
     /// `Symbol.corners` says, in pixel-corner coordinates, when exactly one corner joins two
     /// solid sides and the other two sides look like timing sides.
     static func uprightCorners(_ sides: [Side]) -> [CGPoint]? {
-        let solid = (0..<4).filter { k in sides[(k + 3) % 4].support >= solidSupport && sides[k].support >= solidSupport }
+        let solid = (0..<4).filter { k in sides[(k + 3) % 4].bentSupport >= solidSupport && sides[k].bentSupport >= solidSupport }
         guard solid.count == 1, let k = solid.first else { return nil }
-        let timing = [sides[(k + 1) % 4].support, sides[(k + 2) % 4].support]
-        guard timing.allSatisfy({ $0 >= timingSupport.low && $0 <= timingSupport.high }) else { return nil }
+        // A timing side: a line holds at most the upper share of its edge points (a gentle curve
+        // may hold more of a straight one's), a line or curve at least the lower share.
+        let timing = [sides[(k + 1) % 4], sides[(k + 2) % 4]]
+        guard timing.allSatisfy({ $0.bentSupport >= timingSupport.low && $0.support <= timingSupport.high }) else { return nil }
         // Clockwise on screen, the side into the L's corner is the bottom arm, the one out of it the left arm.
         return [sides[(k + 1) % 4].point, sides[(k + 2) % 4].point, sides[(k + 3) % 4].point, sides[k].point]
     }
@@ -395,7 +471,7 @@ enum DataMatrixLocator {
             let bits = Bits(upright)
             // The module size from the straight top timing row.
             guard
-                let straight = timingCentres(
+                let straight = timingRuns(
                     length: w, across: max(2, h / 6), dark: { along, across in bits.dark(margin + along, margin + across) })
             else { return nil }
             let m = Double(w) / Double(straight.count)
@@ -442,26 +518,23 @@ enum DataMatrixLocator {
             guard topEnd - topStart > 8, rightStart - rightEnd > 8 else { return nil }
             // Top timing row along its trace, left to right; right column along its trace, bottom to top.
             guard
-                let columnCentres = timingCentres(
+                let columnRuns = timingRuns(
                     length: Int(topEnd - topStart), across: 3,
                     dark: { along, across in
                         let x = topStart + Double(along) + 0.5
                         return bits.dark(at: CGPoint(x: x, y: yTop(x) + m * (0.3 + 0.2 * Double(across))))
                     }),
-                let rowCentres = timingCentres(
+                let rowRuns = timingRuns(
                     length: Int(rightStart - rightEnd), across: 3,
                     dark: { along, across in
                         let y = rightStart - Double(along) - 0.5
                         return bits.dark(at: CGPoint(x: xRight(y) - m * (0.3 + 0.2 * Double(across)), y: y))
                     }),
-                sizes.contains(Size(rows: rowCentres.count, columns: columnCentres.count))
+                let (columnCentres, rowCentres) = gridCentres(columns: columnRuns, rows: rowRuns)
             else { return nil }
             let u = columnCentres.map { $0 / (topEnd - topStart) }
             let v = rowCentres.reversed().map { 1 - $0 / (rightStart - rightEnd) }
-            let rows = v.count, columns = u.count
-            let radius = max(0, Int(m / 5))
-            var dark: [Bool] = []
-            dark.reserveCapacity(rows * columns)
+            var grid = Grid(rows: v.count, columns: u.count, x: [], y: [])
             for vr in v {
                 for uc in u {
                     // Between the traced left and right edges, and the traced top and bottom
@@ -471,6 +544,17 @@ enum DataMatrixLocator {
                         x = xLeft(y) + uc * (xRight(y) - xLeft(y))
                         y = yTop(x) + vr * (yBottom(x) - yTop(x))
                     }
+                    grid.x.append(x)
+                    grid.y.append(y)
+                }
+            }
+            grid = grid.followingInternalTiming(module: m) { bits.dark(at: $0) }
+            let rows = grid.rows, columns = grid.columns
+            let radius = max(0, Int(m / 5))
+            var dark: [Bool] = []
+            dark.reserveCapacity(rows * columns)
+            for (x, y) in zip(grid.x, grid.y) {
+                do {
                     let cx = Int(x.rounded(.down)), cy = Int(y.rounded(.down))
                     var n = 0, d = 0
                     for yy in (cy - radius)...(cy + radius) {
@@ -487,13 +571,111 @@ enum DataMatrixLocator {
         }
     }
 
-    /// The centres of a timing side's modules along it (`length` pixels), read on each line
+    /// Where each module's centre lies in the upright warp, row by row from the top.
+    struct Grid {
+        var rows, columns: Int
+        var x: [Double], y: [Double]
+
+        /// The data regions a symbol of this size is divided into, down and across (ISO/IEC
+        /// 16022's table: squares of 32–52 modules have 2 × 2, 64–104 4 × 4, 120–144 6 × 6;
+        /// rectangles 32, 36 and 48 modules long 1 × 2).
+        var regions: (down: Int, across: Int) {
+            if rows == columns {
+                switch rows {
+                case ..<32: return (1, 1)
+                case ..<64: return (2, 2)
+                case ..<120: return (4, 4)
+                default: return (6, 6)
+                }
+            }
+            return (1, columns >= 32 ? 2 : 1)
+        }
+
+        /// The grid with its centres moved to where the timing rows and columns inside the
+        /// symbol put them: each data region has its own finder, so a large symbol has rows and
+        /// columns of alternating modules across its middle, and on a bent surface the middle
+        /// strays from where the outer edges put it (a column off in a symbol of 48). Each such
+        /// row is read along the grid's own row (three lines, a quarter module apart, as the
+        /// outer timing sides are); where it shows exactly one run per module, the shift of
+        /// each column there is measured, and shifts are interpolated between the measured rows,
+        /// the outer timing row and the L's bottom arm (both unshifted); columns alike.
+        func followingInternalTiming(module m: Double, dark: (CGPoint) -> Bool) -> Grid {
+            let (down, across) = regions
+            guard down > 1 || across > 1 else { return self }
+            func at(_ r: Int, _ c: Int) -> Int { r * columns + c }
+            /// Piecewise-linear through (key, value) pairs sorted by key, clamped at the ends.
+            func interpolate(_ points: [(Double, Double)], _ t: Double) -> Double {
+                guard let first = points.first, let last = points.last else { return 0 }
+                if t <= first.0 { return first.1 }
+                if t >= last.0 { return last.1 }
+                let k = points.firstIndex { $0.0 >= t }!
+                let (a, b) = (points[k - 1], points[k])
+                return b.0 > a.0 ? a.1 + (t - a.0) / (b.0 - a.0) * (b.1 - a.1) : a.1
+            }
+            /// The run centres (along the key axis) of a timing line of `count` modules laid
+            /// through `line` (key along it, value across, sorted by key; `point` makes a pixel
+            /// position of the two), nil unless exactly `count` runs show.
+            func centres(_ line: [(Double, Double)], count: Int, at point: (Double, Double) -> CGPoint) -> [Double]? {
+                let start = line[0].0 - m / 2, length = Int(line[line.count - 1].0 - line[0].0 + m)
+                guard length > 0,
+                    let runs = DataMatrixLocator.timingRuns(
+                        length: length, across: 3,
+                        dark: { along, k in
+                            let t = start + Double(along) + 0.5
+                            return dark(point(t, interpolate(line, t) + (Double(k) - 1) * 0.25 * m))
+                        }),
+                    runs.count == count
+                else { return nil }
+                return runs.map { start + $0.centre }
+            }
+            // Shifts along x of every column, measured on internal timing rows.
+            var rowShifts: [(row: Int, shift: [Double])] = [(0, Array(repeating: 0, count: columns))]
+            for i in 1..<down {
+                let r = i * rows / down
+                guard let measured = centres((0..<columns).map { (x[at(r, $0)], y[at(r, $0)]) }, count: columns, at: { CGPoint(x: $0, y: $1) })
+                else { continue }
+                let shift = (0..<columns).map { measured[$0] - x[at(r, $0)] }
+                if shift.allSatisfy({ abs($0) <= m }) { rowShifts.append((r, shift)) }
+            }
+            rowShifts.append((rows - 1, Array(repeating: 0, count: columns)))
+            // Shifts along y of every row, measured on internal timing columns (read upward from
+            // the L's bottom arm, as the right timing column is: keyed by -y).
+            var columnShifts: [(column: Int, shift: [Double])] = [(0, Array(repeating: 0, count: rows))]
+            for j in 1..<across {
+                let c = j * columns / across - 1
+                guard
+                    let measured = centres(
+                        (0..<rows).reversed().map { (-y[at($0, c)], x[at($0, c)]) }, count: rows, at: { CGPoint(x: $1, y: -$0) })
+                else { continue }
+                let shift = (0..<rows).map { -measured[rows - 1 - $0] - y[at($0, c)] }
+                if shift.allSatisfy({ abs($0) <= m }) { columnShifts.append((c, shift)) }
+            }
+            columnShifts.append((columns - 1, Array(repeating: 0, count: rows)))
+            guard rowShifts.count > 2 || columnShifts.count > 2 else { return self }
+            var out = self
+            for r in 0..<rows {
+                for c in 0..<columns {
+                    out.x[at(r, c)] += interpolate(rowShifts.map { (Double($0.row), $0.shift[c]) }, Double(r))
+                    out.y[at(r, c)] += interpolate(columnShifts.map { (Double($0.column), $0.shift[r]) }, Double(c))
+                }
+            }
+            return out
+        }
+    }
+
+    /// A run of one colour along a timing side, in pixels from the side's start.
+    struct Run: Equatable {
+        var start, end: Double
+        var centre: Double { (start + end) / 2 }
+    }
+
+    /// The runs of a timing side's modules along it (`length` pixels), read on each line
     /// 0..<`across` from the outer edge: runs shorter than a third of the line's median run are
     /// merged into their neighbours; of the lines that start dark with an even number of runs
     /// (at least 8), those with the most runs that two lines share are averaged. Nil when no
     /// two lines qualify.
-    static func timingCentres(length: Int, across: Int, dark: (Int, Int) -> Bool) -> [Double]? {
-        var byCount: [Int: [[Double]]] = [:]
+    static func timingRuns(length: Int, across: Int, dark: (Int, Int) -> Bool) -> [Run]? {
+        var byCount: [Int: [[Run]]] = [:]
         for line in 0..<across {
             var runs: [(dark: Bool, start: Int, end: Int)] = []
             for i in 0..<length {
@@ -517,13 +699,71 @@ enum DataMatrixLocator {
                 }
             }
             guard runs.count >= 8, runs.count % 2 == 0, runs[0].dark else { continue }
-            byCount[runs.count, default: []].append(runs.map { Double($0.start + $0.end) / 2 })
+            byCount[runs.count, default: []].append(runs.map { Run(start: Double($0.start), end: Double($0.end)) })
         }
         // The timing side alternates every module: no line across the data has more runs, and
         // its own lines may be few (the side is one module of many lines), so the most runs
         // that two lines agree on.
         guard let lines = byCount.filter({ $0.value.count >= 2 }).max(by: { $0.key < $1.key })?.value else { return nil }
-        return (0..<lines[0].count).map { i in lines.reduce(0.0) { $0 + $1[i] } / Double(lines.count) }
+        let n = Double(lines.count)
+        return (0..<lines[0].count).map { (i: Int) -> Run in
+            let start: Double = lines.reduce(0.0) { $0 + $1[i].start }, end: Double = lines.reduce(0.0) { $0 + $1[i].end }
+            return Run(start: start / n, end: end / n)
+        }
+    }
+
+    /// The module centres along the top timing row (`columns`' runs) and up the right timing
+    /// column (`rows`'), when their counts are a Data Matrix size. Where they are not, ink
+    /// spread or a smudge may have closed a light module between two dark ones (or the reverse)
+    /// on one side: that side is counted again against each size the other side's count allows
+    /// (`regridded`), the size whose modules come nearest square first.
+    static func gridCentres(columns: [Run], rows: [Run]) -> (columns: [Double], rows: [Double])? {
+        if sizes.contains(Size(rows: rows.count, columns: columns.count)) {
+            return (columns.map(\.centre), rows.map(\.centre))
+        }
+        let columnLength = (columns.last?.end ?? 0) - (columns.first?.start ?? 0)
+        let rowLength = (rows.last?.end ?? 0) - (rows.first?.start ?? 0)
+        guard columnLength > 0, rowLength > 0 else { return nil }
+        var best: (columns: [Double], rows: [Double], misfit: Double)? = nil
+        for size in sizes where size.rows == rows.count && size.columns > columns.count || size.columns == columns.count && size.rows > rows.count {
+            // How far the two sides' module sizes differ (a ratio; 0 when equal).
+            let misfit = abs(log((columnLength / Double(size.columns)) / (rowLength / Double(size.rows))))
+            guard misfit <= squareModuleMisfit, misfit < best?.misfit ?? .infinity else { continue }
+            if size.rows == rows.count, let c = regridded(columns, count: size.columns) {
+                best = (c, rows.map(\.centre), misfit)
+            } else if size.columns == columns.count, let r = regridded(rows, count: size.rows) {
+                best = (columns.map(\.centre), r, misfit)
+            }
+        }
+        return best.map { ($0.columns, $0.rows) }
+    }
+
+    /// How far apart (log of their ratio) the module sizes along the two timing sides may be
+    /// when one side is counted again (`gridCentres`): half again (a symbol seen at an angle is
+    /// foreshortened along one side; the warp keeps that).
+    static let squareModuleMisfit = 0.41
+
+    /// The centres of `count` modules along a timing side whose `runs` (alternating colours)
+    /// number fewer: each run is as many modules as its length holds (rounded; the module the
+    /// median of the four runs beside it, as a symbol stretched unevenly has modules of
+    /// different lengths along a side), which must be odd (a lost module of the other colour
+    /// joins two of this one) and add up to `count`; a run's modules share its length evenly.
+    /// Nil when the runs do not fit so.
+    static func regridded(_ runs: [Run], count: Int) -> [Double]? {
+        guard runs.count >= 5, count > runs.count else { return nil }
+        let lengths = runs.map { $0.end - $0.start }
+        var centres: [Double] = []
+        for (i, run) in runs.enumerated() {
+            // The two runs on each side (three on one side at an end), this one left out.
+            let lo = max(0, min(i - 2, runs.count - 5))
+            let beside = (lo..<(lo + 5)).filter { $0 != i }.prefix(4).map { lengths[$0] }.sorted()
+            let module = (beside[1] + beside[2]) / 2
+            let k = Int(((run.end - run.start) / module).rounded())
+            guard k >= 1, k % 2 == 1 else { return nil }
+            let step = (run.end - run.start) / Double(k)
+            centres += (0..<k).map { run.start + (Double($0) + 0.5) * step }
+        }
+        return centres.count == count ? centres : nil
     }
 }
 
@@ -545,14 +785,26 @@ extension DataMatrixLocator.Symbol {
         return wrong * 20 <= total
     }
 
-    /// The modules drawn `module` pixels each inside a `quiet`-module light margin.
+    /// Whether the module at row `r`, column `c` of the L and the timing sides is dark, as the
+    /// standard draws it; nil for a module inside them.
+    func finderModule(_ r: Int, _ c: Int) -> Bool? {
+        if c == 0 || r == rows - 1 { return true }
+        if r == 0 { return c % 2 == 0 }
+        if c == columns - 1 { return (rows - 1 - r) % 2 == 0 }
+        return nil
+    }
+
+    /// The modules drawn `module` pixels each inside a `quiet`-module light margin; the L and
+    /// the timing sides as the standard draws them (`hasFinderPattern` allowed a few wrong, and
+    /// zxing-cpp's pure reader takes the module size from the top-left corner's run: ink that
+    /// closed the first light timing module tripled it).
     func image(module: Int, quiet: Int) throws(CaptureError) -> PixelBuffer {
         let w = (columns + 2 * quiet) * module, h = (rows + 2 * quiet) * module
         let out = try PixelBuffer(width: w, height: h, pixelFormat: .gray)
         let dst = out.baseAddress.assumingMemoryBound(to: UInt8.self)
         for y in 0..<h { memset(dst + y * out.bytesPerRow, 255, w) }
         for r in 0..<rows {
-            for c in 0..<columns where dark[r * columns + c] {
+            for c in 0..<columns where finderModule(r, c) ?? dark[r * columns + c] {
                 for y in ((r + quiet) * module)..<((r + quiet + 1) * module) {
                     memset(dst + y * out.bytesPerRow + (c + quiet) * module, 0, module)
                 }
