@@ -18,6 +18,31 @@ import CaptureKitTesting
         try ZXingReader().read(try CodeImaging.gray(frame), hints: .defaults([.aztec]))
     }
 
+    /// The Aztec fixture (4 px modules) printed with ink spread: every dark area grown by a
+    /// pixel on each side, so the bullseye's dark rings are 6 px and its light ones 2 px (as in
+    /// zxing-cpp's sample `az-thick.png`), past the ring checks. The still is looked at again
+    /// with its dark shrunk by a pixel (`Passes.inkSpread`).
+    @Test func aSymbolPrintedWithInkSpreadIsReadWithItsDarkShrunk() throws {
+        let clean = try CodeImaging.gray(try Self.fixture("Tests/Fixtures/codes/aztec.png"))
+        let spread = try CodeImaging.inverted(try CodeImaging.darkShrunk(try CodeImaging.inverted(clean)))
+        #expect(try Self.zxingAlone(spread).isEmpty, "zxing-cpp 1.4 reads it: the test shows nothing")
+        var without = CodeDetector.Passes()
+        without.inkSpread = false
+        #expect(try CodeDetector(metadataObjectTypes: [.aztec], passes: without).detections(in: spread).isEmpty)
+        let codes = try CodeDetector(metadataObjectTypes: [.aztec]).detections(in: spread)
+        #expect(codes.map(\.stringValue) == ["cvcam Aztec 1"])
+    }
+
+    @Test func darkShrinksByAPixelOnEverySide() throws {
+        let image = try PixelBuffer(width: 7, height: 7, pixelFormat: .gray)
+        let p = image.baseAddress.assumingMemoryBound(to: UInt8.self)
+        for y in 0..<7 { for x in 0..<7 { p[y * image.bytesPerRow + x] = (1...5).contains(x) && (1...5).contains(y) ? 0 : 255 } }
+        let shrunk = try CodeImaging.darkShrunk(image)
+        let q = shrunk.baseAddress.assumingMemoryBound(to: UInt8.self)
+        let dark = (0..<49).filter { q[($0 / 7) * shrunk.bytesPerRow + $0 % 7] == 0 }.map { [$0 % 7, $0 / 7] }
+        #expect(dark == [[2, 2], [3, 2], [4, 2], [2, 3], [3, 3], [4, 3], [2, 4], [3, 4], [4, 4]])
+    }
+
     @Test func aRuneIsReadFromItsModeMessage() throws {
         let frame = try Self.fixture("Tests/Fixtures/barcodes/aztec-rune-223.png")
         #expect(try Self.zxingAlone(frame).isEmpty, "zxing-cpp 1.4 reads no runes")

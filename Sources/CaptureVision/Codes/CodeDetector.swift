@@ -187,6 +187,10 @@ public final class CodeDetector: Sendable {
         /// locator fits the symbol's sides and zxing-cpp reads a clean image of its modules
         /// (`DataMatrixLocator`). Needs `locate`.
         public var dataMatrixLocator = true
+        /// Aztec symbols in stills read whole looked for again with the dark shrunk by a pixel
+        /// (`CodeImaging.darkShrunk`): ink spread widens a bullseye's dark rings past the ring
+        /// checks. Needs `locate`.
+        public var inkSpread = true
         /// zxing-cpp reads the whole frame first (2-D types; see `zxingFinderGate`), rectified
         /// areas, and the inverted frame when a light-on-dark finder shows.
         public var zxing = true

@@ -48,6 +48,31 @@ package enum CodeImaging {
         try resized(buffer, width: buffer.width * 2, height: buffer.height * 2, interpolation: Int32(CVB_INTER_LINEAR))
     }
 
+    /// Each pixel the lightest of the 3×3 around it (pixels outside the image left out): dark
+    /// shrunk by a pixel on every side, as a symbol printed with ink spread would have been
+    /// printed without it. GRAY only; written here, not in the shim: it runs on stills under
+    /// the gate's size, where a pass over the pixels costs little.
+    static func darkShrunk(_ buffer: PixelBuffer) throws(CaptureError) -> PixelBuffer {
+        let w = buffer.width, h = buffer.height
+        let across = try PixelBuffer(width: w, height: h, pixelFormat: .gray)
+        let out = try PixelBuffer(width: w, height: h, pixelFormat: .gray)
+        withExtendedLifetime((buffer, across, out)) {
+            let src = buffer.baseAddress.assumingMemoryBound(to: UInt8.self)
+            let mid = across.baseAddress.assumingMemoryBound(to: UInt8.self)
+            let dst = out.baseAddress.assumingMemoryBound(to: UInt8.self)
+            for y in 0..<h {
+                let row = src + y * buffer.bytesPerRow, to = mid + y * across.bytesPerRow
+                for x in 0..<w { to[x] = max(row[max(0, x - 1)], row[x], row[min(w - 1, x + 1)]) }
+            }
+            for y in 0..<h {
+                let up = mid + max(0, y - 1) * across.bytesPerRow, row = mid + y * across.bytesPerRow
+                let down = mid + min(h - 1, y + 1) * across.bytesPerRow, to = dst + y * out.bytesPerRow
+                for x in 0..<w { to[x] = max(up[x], row[x], down[x]) }
+            }
+        }
+        return out
+    }
+
     /// `saturate(pixel * alpha + beta)` (`cvb_image_scale`); alpha -1, beta 255 inverts.
     package static func scaled(_ buffer: PixelBuffer, alpha: Double, beta: Double) throws(CaptureError) -> PixelBuffer {
         let out = try PixelBuffer(width: buffer.width, height: buffer.height, pixelFormat: buffer.pixelFormat)

@@ -66,6 +66,7 @@ var measuredOutlines = true
 var alignmentRefit = true
 var gateLookTriples = true
 var aztecData = true
+var inkSpread = true
 var devsetPath: String?
 var devsetOnly = false
 var noDevset = false
@@ -134,6 +135,7 @@ while let a = arguments.next() {
     case "--no-alignment-refit": alignmentRefit = false
     case "--no-gate-look-triples": gateLookTriples = false
     case "--no-aztec-data": aztecData = false
+    case "--no-ink-spread": inkSpread = false
     case "--rescue-costs": rescueFolders = true
     case "--devset": devsetPath = arguments.next()
     case "--devset-only": devsetOnly = true
@@ -152,7 +154,7 @@ while let a = arguments.next() {
         codesFolders.append((String(spec[..<eq]), String(spec[spec.index(after: eq)...])))
     case "--codes-only": codesOnly = Set((arguments.next() ?? "").split(separator: ",").map(String.init))
     default:
-        FileHandle.standardError.write("usage: bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--no-zxing-gate] [--gate-offset LEVELS|none] [--gate-row-step N] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--no-loose-small-finders] [--area-module PX] [--no-perspective] [--no-code-level] [--no-small-large-reads] [--no-linear-read-check] [--no-sharpened-read-check] [--no-retail-fragment-check] [--no-strip-read] [--no-doubled-linear-read] [--keep-unconfirmed-conflicts] [--no-aztec-soft-scales] [--flat-range LEVELS|none] [--no-measured-outlines] [--no-alignment-refit] [--no-gate-look-triples] [--no-aztec-data] [--rescue-costs DIR...] [--finders] [--profile [--only CATEGORIES]] [--profile-code-free] [--devset DIR] [--devset-only] [--no-devset] [--misses] [--zxing3 PYTHON] [--codes-devset DIR] [--no-codes-devset] [--codes-folder SYMBOLOGY=DIR] [--codes-only SYMBOLOGIES] [--only CATEGORIES] [--save-misses DIR] [--small-turned] [--framed-faint]\n".data(using: .utf8)!)
+        FileHandle.standardError.write("usage: bench-codes [--samples N] [--seed S] [--ablation] [--no-finder-gate] [--no-zxing-gate] [--gate-offset LEVELS|none] [--gate-row-step N] [--finder-offset LEVELS] [--full-finder-offset LEVELS] [--no-loose-small-finders] [--area-module PX] [--no-perspective] [--no-code-level] [--no-small-large-reads] [--no-linear-read-check] [--no-sharpened-read-check] [--no-retail-fragment-check] [--no-strip-read] [--no-doubled-linear-read] [--keep-unconfirmed-conflicts] [--no-aztec-soft-scales] [--flat-range LEVELS|none] [--no-measured-outlines] [--no-alignment-refit] [--no-gate-look-triples] [--no-aztec-data] [--no-ink-spread] [--rescue-costs DIR...] [--finders] [--profile [--only CATEGORIES]] [--profile-code-free] [--devset DIR] [--devset-only] [--no-devset] [--misses] [--zxing3 PYTHON] [--codes-devset DIR] [--no-codes-devset] [--codes-folder SYMBOLOGY=DIR] [--codes-only SYMBOLOGIES] [--only CATEGORIES] [--save-misses DIR] [--small-turned] [--framed-faint]\n".data(using: .utf8)!)
         exit(64)
     }
 }
@@ -294,6 +296,7 @@ cvcamPasses.measuredOutlines = measuredOutlines
 cvcamPasses.alignmentRefit = alignmentRefit
 cvcamPasses.gateLookTriples = gateLookTriples
 cvcamPasses.aztecData = aztecData
+cvcamPasses.inkSpread = inkSpread
 let cvcam = try CodeDetector(passes: cvcamPasses)
 
 print("# bench-codes: cvcam CodeDetector vs plain ZBar, plain zxing-cpp 1.4 and zxing-cpp 3.x")
