@@ -128,6 +128,26 @@ import CaptureKitTesting
         #expect(try Self.read(frame, locator: true).map(\.payload) == [Array(Self.text.utf8)])
     }
 
+    /// Which sides are the L and which the timing sides: a solid side by the larger share a line
+    /// or a gentle curve holds, a timing side by the line's share at most 75 % (a curve may hold
+    /// more of a straight timing side's points: a symbol turned 5° in `bench-codes
+    /// --other-types` lost its timing side when the curve's share was the bound).
+    @Test func aTimingSideIsToldByItsLinesShare() {
+        typealias Side = DataMatrixLocator.Side
+        let v = DataMatrixLocator.Vector(dx: 1, dy: 0)
+        func side(_ x: Double, _ y: Double, _ support: Double, _ bent: Double) -> Side {
+            Side(point: CGPoint(x: x, y: y), direction: v, support: support, bentSupport: bent)
+        }
+        // Clockwise from the top-left: top and right timing, bottom and left solid (the left
+        // one bowed: a line holds 20 %, a curve 93 %).
+        let sides = [side(0, 0, 0.5, 0.78), side(100, 0, 0.5, 0.5), side(100, 100, 1, 1), side(0, 100, 0.2, 0.93)]
+        #expect(DataMatrixLocator.uprightCorners(sides) == [CGPoint(x: 0, y: 0), CGPoint(x: 100, y: 0), CGPoint(x: 100, y: 100), CGPoint(x: 0, y: 100)])
+        // Nor solid: a side a line holds 77 % of is no timing side either.
+        var straightTop = sides
+        straightTop[0] = side(0, 0, 0.77, 0.77)
+        #expect(DataMatrixLocator.uprightCorners(straightTop) == nil)
+    }
+
     static let regionsText = "cvcam Data Matrix 2: FoUr DaTa ReGiOnS, eAcH wItH iTs OwN fInDeR"
 
     /// The 32×32-module fixture (four data regions; Tests/Fixtures/barcodes/datamatrix-regions.png,
