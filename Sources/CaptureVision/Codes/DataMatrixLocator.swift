@@ -554,17 +554,15 @@ enum DataMatrixLocator {
             var dark: [Bool] = []
             dark.reserveCapacity(rows * columns)
             for (x, y) in zip(grid.x, grid.y) {
-                do {
-                    let cx = Int(x.rounded(.down)), cy = Int(y.rounded(.down))
-                    var n = 0, d = 0
-                    for yy in (cy - radius)...(cy + radius) {
-                        for xx in (cx - radius)...(cx + radius) {
-                            n += 1
-                            if bits.dark(xx, yy) { d += 1 }
-                        }
+                let cx = Int(x.rounded(.down)), cy = Int(y.rounded(.down))
+                var n = 0, d = 0
+                for yy in (cy - radius)...(cy + radius) {
+                    for xx in (cx - radius)...(cx + radius) {
+                        n += 1
+                        if bits.dark(xx, yy) { d += 1 }
                     }
-                    dark.append(2 * d > n)
                 }
+                dark.append(2 * d > n)
             }
             let symbol = Symbol(rows: rows, columns: columns, dark: dark, corners: frame)
             return symbol.hasFinderPattern ? symbol : nil
@@ -771,18 +769,10 @@ extension DataMatrixLocator.Symbol {
     /// The L solid and the timing sides alternating, allowing one module in twenty wrong (the
     /// code's own error correction does not cover its finder).
     var hasFinderPattern: Bool {
-        var wrong = 0, total = 0
-        for r in 0..<rows {
-            total += 2
-            if !dark[r * columns] { wrong += 1 }
-            if dark[r * columns + columns - 1] != ((rows - 1 - r) % 2 == 0) { wrong += 1 }
-        }
-        for c in 0..<columns {
-            total += 2
-            if !dark[(rows - 1) * columns + c] { wrong += 1 }
-            if dark[c] != (c % 2 == 0) { wrong += 1 }
-        }
-        return wrong * 20 <= total
+        // Each side module once per side it lies on (the corners twice).
+        let sides = (0..<rows).flatMap { [($0, 0), ($0, columns - 1)] } + (0..<columns).flatMap { [(rows - 1, $0), (0, $0)] }
+        let wrong = sides.filter { finderModule($0.0, $0.1) != dark[$0.0 * columns + $0.1] }.count
+        return wrong * 20 <= sides.count
     }
 
     /// Whether the module at row `r`, column `c` of the L and the timing sides is dark, as the
