@@ -295,7 +295,7 @@ struct SymbolCues: Sendable {
     /// Whether the ladder of equal runs `k..<end` of row `y` (`firstDark`: run `k` is dark) is a
     /// Data Matrix timing edge: the quiet zone along one side of it and the symbol's data along
     /// the other (`quietAlongside`); the L's solid arm leaving one dark end toward the data
-    /// (`solidEdge`), where the timing module two along starts data, not another solid line
+    /// (`solidPath`), where the timing module two along starts data, not another solid line
     /// (stripes and fences have one at each); and the corner there or the one at the ladder's
     /// other end checks out: light beside the arm on its outer side (`quietBeside`: the L has
     /// the quiet zone all round its outside), or, one module beyond the other end (the light
@@ -314,12 +314,19 @@ struct SymbolCues: Sendable {
         let gap = Int((0.75 * module).rounded(.up))
         // The corner module's middle column beyond the other end.
         let beyondEnd = Int((Double(x1) + module / 2 - 0.5).rounded()), beforeStart = Int((Double(x0) - module / 2 - 0.5).rounded())
-        if firstDark && solidEdge(binary, mid(k), y, side, module) && !solidEdge(binary, mid(k + 2), y, side, module)
+        // The module two along is no solid line. Under 2.5 px a module, it is followed parallel
+        // to the arm: a walk of its own, a pixel sideways, reaches the next column of modules,
+        // and a line through the data lost one corner in six.
+        func dataBeside(_ arm: [Int], _ r: Int) -> Bool {
+            module < 2.5 ? !solidAlong(binary, arm, mid(r) - arm[0], y, side) : !solidEdge(binary, mid(r), y, side, module)
+        }
+        if firstDark, let arm = solidPath(binary, mid(k), y, side, module), dataBeside(arm, k + 2)
             && (quietBeside(binary, x0 - gap, y, side, module) || timingAcross(binary, beyondEnd, y, side, module))
         {
             return true
         }
-        return lastDark && solidEdge(binary, mid(end - 1), y, side, module) && !solidEdge(binary, mid(end - 3), y, side, module)
+        guard lastDark, let arm = solidPath(binary, mid(end - 1), y, side, module) else { return false }
+        return dataBeside(arm, end - 3)
             && (quietBeside(binary, x1 - 1 + gap, y, side, module) || timingAcross(binary, beforeStart, y, side, module))
     }
 
@@ -335,10 +342,11 @@ struct SymbolCues: Sendable {
 
     /// Whether, from row `y` toward `side` (−1 up, +1 down), the column at `x` (or one a
     /// quarter module to either side: a turned symbol drifts off a column) alternates module
-    /// by module: four or more changes within 5.5 modules, each run after the first 0.5–1.6
-    /// modules long and none longer.
+    /// by module: six or more changes within 7.5 modules (the shortest side has eight), each
+    /// run after the first 0.5–1.6 modules long and none longer. Four changes within 5.5
+    /// modules let random texture through one time in five.
     static func timingAcross<Binary: FinderBinaryImage>(_ binary: Binary, _ x: Int, _ y: Int, _ side: Int, _ module: Double) -> Bool {
-        let reach = Int((5.5 * module).rounded(.up))
+        let reach = Int((7.5 * module).rounded(.up))
         guard y + side * reach >= 0, y + side * reach < binary.height else { return false }
         let d = max(1, Int((module / 4).rounded()))
         columns: for cx in [x, x - d, x + d] where cx >= 0 && cx < binary.width {
@@ -355,7 +363,7 @@ struct SymbolCues: Sendable {
                     continue columns
                 }
             }
-            if changes >= 4 { return true }
+            if changes >= 6 { return true }
         }
         return false
     }
@@ -562,21 +570,43 @@ struct SymbolCues: Sendable {
     /// at its dark end. The walk follows the line at most a pixel sideways every third row (a
     /// symbol turned up to about 18°) and allows no gap.
     static func solidEdge<Binary: FinderBinaryImage>(_ binary: Binary, _ x: Int, _ y: Int, _ side: Int, _ module: Double) -> Bool {
-        guard x >= 1, x < binary.width - 1 else { return false }
+        solidPath(binary, x, y, side, module) != nil
+    }
+
+    /// The columns `solidEdge` walks, the first at row `y` and one per row after it; nil where
+    /// it finds no solid line.
+    static func solidPath<Binary: FinderBinaryImage>(_ binary: Binary, _ x: Int, _ y: Int, _ side: Int, _ module: Double) -> [Int]? {
+        guard x >= 1, x < binary.width - 1 else { return nil }
         let colour = binary.pixel(x, y)
         let length = Int((4 * module).rounded(.up))
+        var path = [x]
+        path.reserveCapacity(length + 1)
         var cx = x, sinceShift = 3
         for step in 1...length {
             let yy = y + side * step
-            guard yy >= 0, yy < binary.height else { return false }
+            guard yy >= 0, yy < binary.height else { return nil }
             if binary.pixel(cx, yy) == colour {
                 sinceShift += 1
-                continue
+            } else {
+                guard sinceShift >= 3,
+                    let nx = [cx - 1, cx + 1].first(where: { $0 >= 0 && $0 < binary.width && binary.pixel($0, yy) == colour })
+                else { return nil }
+                cx = nx
+                sinceShift = 0
             }
-            guard sinceShift >= 3, let nx = [cx - 1, cx + 1].first(where: { $0 >= 0 && $0 < binary.width && binary.pixel($0, yy) == colour })
-            else { return false }
-            cx = nx
-            sinceShift = 0
+            path.append(cx)
+        }
+        return path
+    }
+
+    /// Whether every pixel of `path` (`solidPath`'s columns from row `y` toward `side`) moved
+    /// `dx` columns is of the colour of the path's first pixel.
+    static func solidAlong<Binary: FinderBinaryImage>(_ binary: Binary, _ path: [Int], _ dx: Int, _ y: Int, _ side: Int) -> Bool {
+        guard let first = path.first else { return false }
+        let colour = binary.pixel(first, y)
+        for (step, x) in path.enumerated() {
+            let xx = x + dx, yy = y + side * step
+            guard xx >= 0, xx < binary.width, yy >= 0, yy < binary.height, binary.pixel(xx, yy) == colour else { return false }
         }
         return true
     }
