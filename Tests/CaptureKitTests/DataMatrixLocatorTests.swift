@@ -89,6 +89,25 @@ import CaptureKitTesting
         #expect(try read([short, long]) == [Self.text])
     }
 
+    /// The first crop around a timing edge reaches two crossing lengths along the edge each way
+    /// from its middle: a row crosses a turned symbol's edge for part of its length (from the
+    /// L's arm here, 45 % of it), and a crop of one and a half each way cut off the far end
+    /// (faint symbols turned 5° in `bench-codes --other-types`, seeds 1–6: 110 → 120 of 216).
+    @Test func aCrossingOfPartOfAnEdgeGetsACropOfTheWholeSymbol() throws {
+        let gray = try SymbolCueTests.placed(
+            "Tests/Fixtures/codes/datamatrix.png", module: 3, angle: 0, centre: CGPoint(x: 300, y: 240), seed: 7)
+        var cued = ScanRun(scanner: try ZBarScanner(), zxing: try ZXingReader(), passes: CodeDetector.Passes(), types: [.dataMatrix])
+        cued.looks.cueKinds = [.dataMatrix]
+        _ = try cued.cuesSeen(gray)
+        let long = try #require(cued.looks.cues.dataMatrix.max { $0.width < $1.width })
+        // The timing edge whole: 26 modules of 3 px, from the L's arm.
+        #expect(abs(long.width - 78) <= 3, "\(long)")
+        var run = ScanRun(scanner: try ZBarScanner(), zxing: try ZXingReader(), passes: CodeDetector.Passes(), types: [.dataMatrix])
+        run.looks.cues.dataMatrix = [CGRect(x: long.minX, y: long.minY, width: (0.45 * long.width).rounded(), height: 0)]
+        try run.readDataMatrixAroundEdges(gray)
+        #expect(run.found.compactMap(\.text) == [Self.text])
+    }
+
     /// Spread ink closing a light module of the top timing row (the 14th, or the 2nd): the row
     /// counts 24 modules, the right column 12, no Data Matrix size. The row is counted again
     /// against the sizes of 12 rows (26 columns fit its runs), and the clean image is drawn

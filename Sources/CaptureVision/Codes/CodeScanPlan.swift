@@ -262,16 +262,17 @@ struct ScanRun {
     /// timing edge a cue saw: its detector starts from the image's centre and loses a symbol
     /// elsewhere in a cluttered frame; in the crop the symbol is the centre. The crop reaches
     /// one and a half edge lengths beyond the edge each way (a square symbol, or a rectangular
-    /// one whose long side is the edge, fits); when nothing is read there, a second crop reaches
-    /// `edgeCropReaches`' last along the symbol's other side (a rectangular one whose short side
-    /// is the edge: up to 36 modules against 8). Where zxing-cpp reads nothing in a crop, cvcam's
-    /// own locator (`readLocatedDataMatrix`) tries it, thresholded halfway between the edge's
-    /// light and dark modules: the crop's clutter, not the symbol, decides a threshold taken
-    /// from the whole crop (Otsu), and a faint symbol then vanishes. An edge whose middle lies in
-    /// a crop tried already is skipped unless it is at least `longerCrossing` times as long as
-    /// the edge that crop was cut for: rows a few pixels apart cross a turned edge for different
-    /// lengths, and a crop sized by a short crossing cuts the symbol off. At most four crops a
-    /// frame.
+    /// one whose long side is the edge, fits) and `edgeCropAlong` along it from the edge's
+    /// middle (a row crosses a turned symbol's edge for part of its length, from one end); when
+    /// nothing is read there, a second crop reaches `edgeCropReaches`' last along the symbol's
+    /// other side (a rectangular one whose short side is the edge: up to 36 modules against 8).
+    /// Where zxing-cpp reads nothing in a crop, cvcam's own locator (`readLocatedDataMatrix`)
+    /// tries it, thresholded halfway between the edge's light and dark modules: the crop's
+    /// clutter, not the symbol, decides a threshold taken from the whole crop (Otsu), and a
+    /// faint symbol then vanishes. An edge whose middle lies in a crop tried already is skipped
+    /// unless it is at least `longerCrossing` times as long as the edge that crop was cut for:
+    /// rows a few pixels apart cross a turned edge for different lengths, and a crop sized by a
+    /// short crossing cuts the symbol off. At most four crops a frame.
     mutating func readDataMatrixAroundEdges(_ gray: PixelBuffer) throws(CaptureError) {
         var tried: [(area: CGRect, edge: Double)] = []
         let frame = CGRect(x: 0, y: 0, width: gray.width, height: gray.height)
@@ -279,7 +280,8 @@ struct ScanRun {
         where !tried.contains(where: { $0.area.contains(CGPoint(x: edge.midX, y: edge.midY)) && edge.width < Self.longerCrossing * $0.edge }) {
             let l = max(edge.width, 16)
             for reach in Self.edgeCropReaches where tried.count < 4 {
-                let area = CGRect(x: edge.midX - 1.5 * l, y: edge.midY - reach * l, width: 3 * l, height: 2 * reach * l)
+                let along = reach == Self.edgeCropReaches[0] ? Self.edgeCropAlong : 1.5
+                let area = CGRect(x: edge.midX - along * l, y: edge.midY - reach * l, width: 2 * along * l, height: 2 * reach * l)
                     .intersection(frame)
                 guard !area.isNull, area.width >= 16, area.height >= 16,
                     !found.contains(where: { $0.type == .dataMatrix && DeviceSpace.boundingBox(of: $0.points).intersects(area) })
@@ -319,6 +321,11 @@ struct ScanRun {
     /// How far the crops of `readDataMatrixAroundEdges` reach across the edge each way, in edge
     /// lengths: a square symbol's side, then a rectangular one's long side (8×36 modules: 4.5).
     static let edgeCropReaches = [1.5, 4.6]
+
+    /// How far the first crop of `readDataMatrixAroundEdges` reaches along the edge each way from
+    /// its middle, in edge lengths: the symbol whose edge a row crossed for 45 % of its length
+    /// from one end still fits (one and a half cut off the far end of such crossings).
+    static let edgeCropAlong = 2.0
 
     /// zxing-cpp, then cvcam's locator, on the crop `area` of `gray` around the Data Matrix
     /// timing edge `edge`; true when a new symbol was read.
