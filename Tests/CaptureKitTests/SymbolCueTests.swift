@@ -193,6 +193,34 @@ import CaptureKitTesting
         }
     }
 
+    /// A faint PDF417 symbol of 2.5 and 3-px modules standing on its end: zxing-cpp 1.4 reads
+    /// nothing in the frame. The gate look's threshold (15 levels under the local mean) breaks
+    /// its bars, and the full-size look walks its columns too; its crop reaches along the
+    /// columns as far as the symbol may (160 px each way cut it off). Most faint standing
+    /// symbols still show no cue (`Tools/Bench/README.md`, eighteenth round).
+    @Test(arguments: [3.0, 2.5])
+    func aFaintPDF417StandingOnItsEndIsReadAlongItsColumns(module: Double) throws {
+        let frame = try CodeImaging.gray(
+            try Self.placed("Tests/Fixtures/codes/pdf417.png", module: module, angle: 270, centre: CGPoint(x: 370, y: 244), seed: 77, faint: true))
+        #expect(try ZXingReader().read(frame, hints: .defaults([.pdf417])).isEmpty)
+        var cued = ScanRun(scanner: try ZBarScanner(), zxing: try ZXingReader(), passes: CodeDetector.Passes(), types: [.pdf417])
+        cued.looks.cueKinds = [.pdf417]
+        _ = try cued.cuesSeen(frame)
+        let cues = cued.looks.cues
+        #expect(!cues.standingPDF417.isEmpty && cues.standingPDF417 == cues.pdf417)
+        func readAround(standing: Bool) throws -> [String] {
+            var run = ScanRun(scanner: try ZBarScanner(), zxing: try ZXingReader(), passes: CodeDetector.Passes(), types: [.pdf417])
+            run.looks.cues.pdf417 = cues.pdf417
+            run.looks.cues.standingPDF417 = standing ? cues.standingPDF417 : []
+            try run.readPDF417AroundPatterns(frame)
+            return run.found.compactMap(\.text)
+        }
+        #expect(try readAround(standing: false).isEmpty)
+        #expect(try readAround(standing: true) == ["cvcam PDF417 1"])
+        let codes = try CodeDetector(metadataObjectTypes: CodeDetector.twoDimensionalTypes).detections(in: frame)
+        #expect(codes.map(\.stringValue) == ["cvcam PDF417 1"])
+    }
+
     /// `SymbolCues.standingPattern`: down a column, the start pattern's widths (8:1:1:1:1:1:1:3
     /// modules) or the stop pattern's (7:1:1:3:1:1:1:2:1, either way round) around the bar the
     /// row crossed; the pattern's runs out of proportion, or a dark bar alone, are none.

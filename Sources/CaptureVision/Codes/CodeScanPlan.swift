@@ -297,12 +297,16 @@ struct ScanRun {
     /// side or 160 px more each way: one pattern seen says not which side the symbol lies on,
     /// and this pass is for modules of about 2 px), at twice its size and unsharp-masked, as
     /// the doubled linear read does for bars of about two pixels (a PDF417 row is a barcode);
-    /// faint 2-px modules merge in the frame. Not over `pdf417CropLimit` px a side.
+    /// faint 2-px modules merge in the frame. A symbol standing on its end (a cue the column walk
+    /// found, `walkStanding`) lies along the columns from its pattern, as far as its data
+    /// reaches: its crop reaches up and down as far as `pdf417CropLimit` allows (160 px cut a
+    /// faint standing symbol 310 px long off). Not over `pdf417CropLimit` px a side.
     mutating func readPDF417AroundPatterns(_ gray: PixelBuffer) throws(CaptureError) {
         let box = DeviceSpace.boundingBox(of: looks.cues.pdf417)
         guard !box.isNull else { return }
         let margin = max(160, max(box.width, box.height) / 2)
-        let area = box.insetBy(dx: -margin, dy: -margin).intersection(CGRect(x: 0, y: 0, width: gray.width, height: gray.height))
+        let vertical = !looks.cues.standingPDF417.isEmpty ? max(margin, (Double(Self.pdf417CropLimit) - box.height) / 2 - 1) : margin
+        let area = box.insetBy(dx: -margin, dy: -vertical).intersection(CGRect(x: 0, y: 0, width: gray.width, height: gray.height))
         guard !area.isNull, area.width >= 16, area.height >= 16, max(area.width, area.height) <= Double(Self.pdf417CropLimit) else { return }
         let region = PixelRect(
             x: Int(area.minX), y: Int(area.minY), width: Int(area.width.rounded(.down)), height: Int(area.height.rounded(.down)))
@@ -722,11 +726,12 @@ struct ScanRun {
         // runs, whose cue tests cost more than its finder scan. The gate's last look notes Data
         // Matrix timing edges on its rows of this frame (every `zxingGateRowStep`-th from row
         // 1); PDF417's start and stop patterns repeat down the symbol's every row, which the
-        // other looks' rows cross. Aztec bullseyes stay on every row: a centre of 3-px modules
-        // crossed only on a gate row was lost.
+        // other looks' rows cross, but a standing symbol's columns are walked here too (the gate
+        // look's offset breaks a faint one's bars). Aztec bullseyes stay on every row: a centre
+        // of 3-px modules crossed only on a gate row was lost.
         let gateRows = passes.zxingGateFullSizeOffset == nil ? 0 : passes.zxingGateRowStep
         var kinds = looks.cueKinds
-        if gateRows > 0 { kinds.remove(.pdf417) }
+        if gateRows > 0, kinds.remove(.pdf417) != nil { kinds.insert(.pdf417Standing) }
         let look = try FinderEvidence.look(
             gray, mean: try fullSizeMean(gray), ignoring: read, ignoringCodes: readBefore, offset: passes.fullSizeFinderThresholdOffset,
             cues: kinds, cuesElsewhere: (gateRows, .dataMatrix), pixelSlack: true, rowSlack: passes.looseSmallFinders)

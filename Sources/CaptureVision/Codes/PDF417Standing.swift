@@ -42,6 +42,7 @@ extension SymbolCues {
         guard !pdf417.contains(where: { abs($0.x - centre.x) < Double(4 * length) && abs($0.y - centre.y) < Double(4 * length) })
         else { return }
         pdf417.append(centre)
+        standingPDF417.append(centre)
     }
 
     /// The rows of the dark run down column `x` through row `y`, at most `standingBarLimit`

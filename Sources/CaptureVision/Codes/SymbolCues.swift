@@ -67,6 +67,8 @@ struct SymbolCues: Sendable {
     /// The column extents walked for a standing PDF417 pattern, one per dark run walked
     /// (`walkStanding`).
     var standingWalked: [CGRect] = []
+    /// The cues of `pdf417` a column walk found (a symbol standing on its end).
+    var standingPDF417: [CGPoint] = []
     /// Each Data Matrix timing edge seen, as a segment along its row (height 0).
     var dataMatrix: [CGRect] = []
 
@@ -84,6 +86,7 @@ struct SymbolCues: Sendable {
         var out = self
         out.bullseyes = bullseyes.map { $0.scaled(by: factor) }
         out.pdf417 = pdf417.map { CGPoint(x: $0.x * factor, y: $0.y * factor) }
+        out.standingPDF417 = standingPDF417.map { CGPoint(x: $0.x * factor, y: $0.y * factor) }
         out.dataMatrix = dataMatrix.map {
             CGRect(x: $0.minX * factor, y: $0.minY * factor, width: $0.width * factor, height: $0.height * factor)
         }
@@ -100,6 +103,7 @@ struct SymbolCues: Sendable {
         var out = self
         out.bullseyes = bullseyes.filter { free($0.centre) }
         out.pdf417 = pdf417.filter(free)
+        out.standingPDF417 = standingPDF417.filter(free)
         out.dataMatrix = dataMatrix.filter { free(CGPoint(x: $0.midX, y: $0.midY)) }
         return out
     }
@@ -167,7 +171,9 @@ struct SymbolCues: Sendable {
 
     /// Both sets of cues.
     static func + (a: SymbolCues, b: SymbolCues) -> SymbolCues {
-        SymbolCues(bullseyes: a.bullseyes + b.bullseyes, pdf417: a.pdf417 + b.pdf417, dataMatrix: a.dataMatrix + b.dataMatrix)
+        SymbolCues(
+            bullseyes: a.bullseyes + b.bullseyes, pdf417: a.pdf417 + b.pdf417, standingPDF417: a.standingPDF417 + b.standingPDF417,
+            dataMatrix: a.dataMatrix + b.dataMatrix)
     }
 
     /// At most this many cues of each kind per image (a textured frame does not grow the lists).
