@@ -103,7 +103,15 @@ let otherTypeFixtures: [(String, MetadataObjectType, String)] = [
                 default: opened = after.dataMatrixCues - before.dataMatrixCues
                 }
                 cue += opened
-                if codes.contains(where: { $0.type == type && $0.payload == s.payload }) { c += 1 }
+                if codes.contains(where: { $0.type == type && $0.payload == s.payload }) {
+                    c += 1
+                } else if let dir = saveMissesPath {
+                    // The frame cvcam missed, for `--read TYPES PATH`; a line says whether a cue opened it.
+                    let name = "\(type.rawValue)-\(low ? "faint" : "full")-\(Int(angle))deg-\(f(s.module))px"
+                    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+                    try ImageFile.write(s.frame, to: dir + "/" + name + ".png")
+                    print("miss \(name): \(opened > 0 ? "cue opened the read" : "no cue")")
+                }
                 if try ungated.detections(in: s.frame).contains(where: { $0.type == type && $0.payload == s.payload }) { u += 1 }
                 let gray = try CodeImaging.gray(s.frame)
                 if let r = zxing14Child.read(gray, formats: "all"), r.codes.contains(where: { $0.bytes == s.payload }) { x += 1 }

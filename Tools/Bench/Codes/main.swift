@@ -27,7 +27,8 @@
 // clutter, fixture photos) for 15 s and prints their median. --only CATEGORIES (without
 // --profile) limits the generated corpus's table to those categories; --save-misses DIR writes
 // each generated frame cvcam did not read every code of as DIR/NAME.png (for --read qr PATH) and
-// prints a line per missed code (development aids).
+// prints a line per missed code; with --other-types, each symbol frame cvcam (gated) did not
+// read, and whether a cue opened its read (development aids).
 //
 // Decode rate counts a code as read only when the exact payload bytes come back. False decodes
 // are any symbol reported on a code-free frame (the face fixture photos and negatives, plus
