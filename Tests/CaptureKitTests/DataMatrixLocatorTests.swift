@@ -74,19 +74,26 @@ import CaptureKitTesting
     @Test func aLongerCrossingOfAnEdgeTriedIsTriedToo() throws {
         let gray = try SymbolCueTests.placed(
             "Tests/Fixtures/codes/datamatrix.png", module: 3, angle: 0, centre: CGPoint(x: 200, y: 280), seed: 3)
+        let long = try #require(try Self.longestEdge(in: gray))
+        let short = CGRect(x: long.minX, y: long.minY, width: (0.4 * long.width).rounded(), height: 0)
+        #expect(try Self.readAround([short], in: gray).isEmpty)
+        #expect(try Self.readAround([short, long], in: gray) == [Self.text])
+    }
+
+    /// The longest Data Matrix timing edge the finder looks of one frame see in `gray`.
+    static func longestEdge(in gray: PixelBuffer) throws -> CGRect? {
         var cued = ScanRun(scanner: try ZBarScanner(), zxing: try ZXingReader(), passes: CodeDetector.Passes(), types: [.dataMatrix])
         cued.looks.cueKinds = [.dataMatrix]
         _ = try cued.cuesSeen(gray)
-        let long = try #require(cued.looks.cues.dataMatrix.max { $0.width < $1.width })
-        let short = CGRect(x: long.minX, y: long.minY, width: (0.4 * long.width).rounded(), height: 0)
-        func read(_ edges: [CGRect]) throws -> [String] {
-            var run = ScanRun(scanner: try ZBarScanner(), zxing: try ZXingReader(), passes: CodeDetector.Passes(), types: [.dataMatrix])
-            run.looks.cues.dataMatrix = edges
-            try run.readDataMatrixAroundEdges(gray)
-            return run.found.compactMap(\.text)
-        }
-        #expect(try read([short]).isEmpty)
-        #expect(try read([short, long]) == [Self.text])
+        return cued.looks.cues.dataMatrix.max { $0.width < $1.width }
+    }
+
+    /// What `ScanRun.readDataMatrixAroundEdges` reads in `gray` around `edges` (the cues' edges).
+    static func readAround(_ edges: [CGRect], in gray: PixelBuffer) throws -> [String] {
+        var run = ScanRun(scanner: try ZBarScanner(), zxing: try ZXingReader(), passes: CodeDetector.Passes(), types: [.dataMatrix])
+        run.looks.cues.dataMatrix = edges
+        try run.readDataMatrixAroundEdges(gray)
+        return run.found.compactMap(\.text)
     }
 
     /// The first crop around a timing edge reaches two crossing lengths along the edge each way
@@ -96,16 +103,11 @@ import CaptureKitTesting
     @Test func aCrossingOfPartOfAnEdgeGetsACropOfTheWholeSymbol() throws {
         let gray = try SymbolCueTests.placed(
             "Tests/Fixtures/codes/datamatrix.png", module: 3, angle: 0, centre: CGPoint(x: 300, y: 240), seed: 7)
-        var cued = ScanRun(scanner: try ZBarScanner(), zxing: try ZXingReader(), passes: CodeDetector.Passes(), types: [.dataMatrix])
-        cued.looks.cueKinds = [.dataMatrix]
-        _ = try cued.cuesSeen(gray)
-        let long = try #require(cued.looks.cues.dataMatrix.max { $0.width < $1.width })
+        let long = try #require(try Self.longestEdge(in: gray))
         // The timing edge whole: 26 modules of 3 px, from the L's arm.
         #expect(abs(long.width - 78) <= 3, "\(long)")
-        var run = ScanRun(scanner: try ZBarScanner(), zxing: try ZXingReader(), passes: CodeDetector.Passes(), types: [.dataMatrix])
-        run.looks.cues.dataMatrix = [CGRect(x: long.minX, y: long.minY, width: (0.45 * long.width).rounded(), height: 0)]
-        try run.readDataMatrixAroundEdges(gray)
-        #expect(run.found.compactMap(\.text) == [Self.text])
+        let part = CGRect(x: long.minX, y: long.minY, width: (0.45 * long.width).rounded(), height: 0)
+        #expect(try Self.readAround([part], in: gray) == [Self.text])
     }
 
     /// Spread ink closing a light module of the top timing row (the 14th, or the 2nd): the row

@@ -42,6 +42,12 @@ extension ScanRun {
         }
     }
 
+    /// `aztecCores` around every bullseye `AztecCore.bullseyes` finds in `gray`: an image read
+    /// whole, whose bullseyes no finder look collected.
+    mutating func aztecCores(inWhole gray: PixelBuffer) throws(CaptureError) -> [(FinderEvidence.Finder, AztecCore.Symbol)] {
+        try aztecCores(gray, around: try AztecCore.bullseyes(in: gray))
+    }
+
     /// The cores read around `bullseyes` (full-size pixels), one per place (the looks see one
     /// bullseye at several scales), at most eight; counted as localisations.
     mutating func aztecCores(_ gray: PixelBuffer, around bullseyes: [FinderEvidence.Finder]) throws(CaptureError)

@@ -463,14 +463,14 @@ struct ScanRun {
             }
             // Aztec symbols zxing-cpp missed (steep angles, runes), from their bullseyes.
             if zxingTypes.contains(.aztec), passes.locate {
-                let cores = gated ? looks.aztecCores ?? [] : try aztecCores(gray, around: try AztecCore.bullseyes(in: gray))
+                let cores = gated ? looks.aztecCores ?? [] : try aztecCores(inWhole: gray)
                 try readAztec(gray, cores)
                 // A still printed with ink spread: its bullseye's dark rings several times as wide
                 // as its light ones fail the ring checks. With the dark shrunk by a pixel they
                 // pass; a still read whole where no Aztec symbol was read.
                 if !gated, passes.inkSpread, !found.contains(where: { $0.type == .aztec }) {
                     let thinned = try CodeImaging.darkShrunk(gray)
-                    try readAztec(thinned, try aztecCores(thinned, around: try AztecCore.bullseyes(in: thinned)))
+                    try readAztec(thinned, try aztecCores(inWhole: thinned))
                 }
             }
         }
